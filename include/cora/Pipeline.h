@@ -1,0 +1,82 @@
+/** \file Pipelines of Funcs, compiled to CPU kernels (JIT, cached) and run on ragged shapes. */
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cora/Runtime.h"
+#include "cora/Tensor.h"
+
+struct cora_arg_t;
+
+namespace cora {
+
+struct CompileOptions {
+    /** Debug level: 1 prints each pass's IR, 2 also the generated source and compile command.
+     * Negative: take CORA_DEBUG from the environment. */
+    int debug = -1;
+    /** Kernel cache directory; empty: CORA_CACHE_DIR, else $XDG_CACHE_HOME/cora, else ~/.cache/cora. */
+    std::string cache_dir;
+    /** C++ compiler; empty: CORA_CXX, else clang++ when found, else c++. */
+    std::string cxx;
+};
+
+/** One argument of a compiled kernel, in ABI order. */
+struct KernelArgInfo {
+    enum class Kind { Param, LengthArray, AuxArray, Input, Output };
+    Kind kind;
+    std::string name;
+    Type type;
+};
+
+/** Binds a buffer to a tensor for one run. */
+struct Binding {
+    Tensor tensor;
+    Buffer *buffer;
+    Binding(const Tensor &t, Buffer &b) : tensor(t), buffer(&b) {}
+};
+
+class Kernel {
+public:
+    /** Run on a shape: builds missing aux arrays in the shape, then calls the kernel.
+     * RuntimeError (naming the argument, expected and actual) on bad input; no output written. */
+    void run(const RaggedShape &shape, const std::vector<Binding> &bindings) const;
+    /** Call the generated entry directly (ABI order, see arguments()). Returns the status and
+     * fills `error` on failure. For tests and foreign callers. */
+    int run_raw(const std::vector<cora_arg_t> &args, std::string *error) const;
+
+    const std::vector<KernelArgInfo> &arguments() const;
+    /** The generated C++ source. */
+    const std::string &source() const;
+    /** The lowered IR after all passes. */
+    const std::string &lowered() const;
+    /** Seconds spent compiling (0 when loaded from the cache) and whether the cache was hit. */
+    double compile_seconds() const;
+    bool from_cache() const;
+
+    struct Impl;
+    explicit Kernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+class Pipeline {
+public:
+    /** A pipeline computing `outputs` and every Func they read, in dependency order. */
+    Pipeline(std::vector<Func> outputs, std::string name = "pipeline");
+
+    /** Lower and print the final IR (no compilation). */
+    std::string lower_to_string(const CompileOptions &opts = {}) const;
+    /** Lower, generate C++ and compile (or load from the cache). */
+    Kernel compile(const CompileOptions &opts = {}) const;
+
+    const std::vector<Func> &outputs() const { return outputs_; }
+
+private:
+    std::vector<Func> outputs_;
+    std::string name_;
+};
+
+}  // namespace cora

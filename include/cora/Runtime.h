@@ -1,0 +1,93 @@
+/** \file Run-time objects: the ragged shape of a batch and packed buffers.
+ *
+ * A RaggedShape binds params and length arrays to values for one batch. It builds every aux
+ * array (prefix-sum offsets) on first use and keeps it, so all kernels and layers that share
+ * the shape share the arrays. A Buffer owns packed storage sized by the library. */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cora/Expr.h"
+#include "cora/Tensor.h"
+
+namespace cora {
+
+namespace ir {
+struct UFNode;
+}
+
+class RaggedShape {
+public:
+    RaggedShape();
+
+    /** Bind a param; RuntimeError when outside its declared range. */
+    RaggedShape &set(const Param &p, int64_t value);
+    /** Bind lengths; RuntimeError when a value is outside the declared range. */
+    RaggedShape &set(const LengthArray &len, std::vector<int32_t> lengths);
+    /** Bind lengths given as offsets (int32, B+1 entries, offsets[0] = 0, non-decreasing). */
+    RaggedShape &set_offsets(const LengthArray &len, const std::vector<int32_t> &offsets);
+    RaggedShape &set_offsets(const LengthArray &len, const std::vector<int64_t> &offsets);
+
+    int64_t value(const Param &p) const;
+    const std::vector<int32_t> &lengths(const LengthArray &len) const;
+    /** Exclusive prefix sums of the lengths (B+1 entries), the cu_seqlens convention. */
+    std::vector<int64_t> offsets(const LengthArray &len) const;
+
+    /** Packed element count of a tensor's storage in this shape. */
+    int64_t size_of(const Tensor &t) const;
+    /** Evaluate an integer expression of params and length arrays. */
+    int64_t eval(const Expr &e) const;
+
+    /** Aux array for `fn`, built on first use (thread-safe). Internal to kernels. */
+    const std::vector<int64_t> &aux_array(const ir::UFNode *fn) const;
+    /** How many aux arrays this shape has built so far. */
+    size_t aux_array_count() const;
+
+    struct Impl;
+    const std::shared_ptr<Impl> &impl() const { return impl_; }
+
+private:
+    std::shared_ptr<Impl> impl_;
+};
+
+/** Packed storage of one tensor (fp32, fp64 or int32 elements). */
+class Buffer {
+public:
+    Buffer() = default;
+    /** Raw storage of `count` zeroed elements of type `t` (for external data and tests). */
+    Buffer(Type t, int64_t count);
+
+    /** Zeroed storage of exactly the tensor's packed size in `shape`. */
+    static Buffer alloc(const Tensor &t, const RaggedShape &shape);
+    /** Pack padded dense data (row-major with dims `padded_dims`) into the tensor's storage.
+     * RuntimeError when an extent exceeds its padded dim or sizes disagree. */
+    static Buffer from_padded(const Tensor &t, const RaggedShape &shape, const std::vector<float> &padded,
+                              const std::vector<int64_t> &padded_dims);
+    /** Unpack into padded dense data of dims `padded_dims`, padding filled with `fill`. */
+    std::vector<float> to_padded(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> &padded_dims,
+                                 float fill = 0.0f) const;
+
+    Type type() const { return type_; }
+    int64_t size() const { return count_; }
+    void *raw() { return data_.get(); }
+    const void *raw() const { return data_.get(); }
+    template <typename T>
+    T *data() {
+        return static_cast<T *>(raw());
+    }
+    template <typename T>
+    const T *data() const {
+        return static_cast<const T *>(raw());
+    }
+    float &at(int64_t i) { return data<float>()[i]; }
+    float at(int64_t i) const { return data<float>()[i]; }
+
+private:
+    Type type_ = Float32;
+    int64_t count_ = 0;
+    std::shared_ptr<uint8_t[]> data_;
+};
+
+}  // namespace cora

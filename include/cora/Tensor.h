@@ -1,0 +1,115 @@
+/** \file Tensors and compute definitions over named dims.
+ *
+ *     Dim batch("batch"), seq("seq");
+ *     Param B("B", 1, 1024);
+ *     LengthArray len("len", B, 0, 512);
+ *     Tensor A("A", {{batch, B}, {seq, len(batch)}});           // ragged input
+ *     Func Out("Out", {{batch, B}, {seq, len(batch)}});
+ *     Out.compute([&](Expr b, Expr s) { return 2 * A(b, s); });
+ *
+ * A shape lists dims outermost first; an extent may use the dims before it (a vdim), several of
+ * them, params and length arrays. Storage is packed in that order with no padding. */
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cora/Expr.h"
+
+namespace cora {
+
+namespace ir {
+struct TensorNode;
+}
+
+/** One dimension of a shape: a named dim and its extent. */
+struct DimExtent {
+    Dim dim;
+    Expr extent;
+    DimExtent(Dim d, Expr e) : dim(std::move(d)), extent(std::move(e)) {}
+};
+using Shape = std::vector<DimExtent>;
+
+/** An input tensor (placeholder) with a ragged or dense shape. */
+class Tensor {
+public:
+    Tensor(const std::string &name, const Shape &shape, Type type = Float32);
+
+    const std::string &name() const;
+    Type type() const;
+    size_t dimensions() const;
+    /** The storage layout, outermost dim first. */
+    Shape shape() const;
+
+    /** Read the element at the given indices (one per dim, in order). */
+    template <typename... Args>
+    Expr operator()(const Args &...indices) const {
+        return access({Expr(indices)...});
+    }
+    Expr access(const std::vector<Expr> &indices) const;
+
+    const std::shared_ptr<ir::TensorNode> &node() const { return node_; }
+    bool same_as(const Tensor &o) const { return node_ == o.node_; }
+
+protected:
+    Tensor() = default;
+    std::shared_ptr<ir::TensorNode> node_;
+};
+
+/** A computed tensor: a loop domain (its shape) and a definition in terms of the domain dims. */
+class Func : public Tensor {
+public:
+    Func(const std::string &name, const Shape &domain, Type type = Float32);
+
+    /** Define the value of every element; `value` uses the domain dims as variables. */
+    Func &compute(const Expr &value);
+
+    /** Define the value with a lambda taking one Expr per domain dim (outermost first), or none. */
+    template <typename F, typename = std::enable_if_t<!std::is_convertible_v<F, Expr>>>
+    Func &compute(F &&f) {
+        return compute(invoke_over_dims(std::forward<F>(f)));
+    }
+
+    /** Store in a layout other than the loop domain: the same dims in the same order, each
+     * extent at least the loop extent (checked at compile time). */
+    Func &store_in(const Shape &storage);
+
+    bool defined() const;
+    Shape domain() const;
+
+private:
+    std::vector<Expr> dim_vars() const;
+    [[noreturn]] void arity_error(size_t got) const;
+
+    template <typename F>
+    Expr invoke_over_dims(F &&f) {
+        std::vector<Expr> v = dim_vars();
+        if constexpr (std::is_invocable_r_v<Expr, F>) {
+            return f();
+        } else if constexpr (std::is_invocable_r_v<Expr, F, Expr>) {
+            if (v.size() != 1) arity_error(1);
+            return f(v[0]);
+        } else if constexpr (std::is_invocable_r_v<Expr, F, Expr, Expr>) {
+            if (v.size() != 2) arity_error(2);
+            return f(v[0], v[1]);
+        } else if constexpr (std::is_invocable_r_v<Expr, F, Expr, Expr, Expr>) {
+            if (v.size() != 3) arity_error(3);
+            return f(v[0], v[1], v[2]);
+        } else if constexpr (std::is_invocable_r_v<Expr, F, Expr, Expr, Expr, Expr>) {
+            if (v.size() != 4) arity_error(4);
+            return f(v[0], v[1], v[2], v[3]);
+        } else if constexpr (std::is_invocable_r_v<Expr, F, Expr, Expr, Expr, Expr, Expr>) {
+            if (v.size() != 5) arity_error(5);
+            return f(v[0], v[1], v[2], v[3], v[4]);
+        } else {
+            static_assert(std::is_invocable_r_v<Expr, F, Expr, Expr, Expr, Expr, Expr, Expr>,
+                          "compute(): the lambda must take 0 to 6 Expr arguments and return an Expr");
+            if (v.size() != 6) arity_error(6);
+            return f(v[0], v[1], v[2], v[3], v[4], v[5]);
+        }
+    }
+};
+
+}  // namespace cora

@@ -1,0 +1,10 @@
+/** \file The whole public API of cora. */
+#pragma once
+
+#include "cora/Error.h"
+#include "cora/Expr.h"
+#include "cora/Pipeline.h"
+#include "cora/Runtime.h"
+#include "cora/Tensor.h"
+#include "cora/Type.h"
+#include "cora/Reference.h"

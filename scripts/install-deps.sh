@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything cora needs to build, test and benchmark, from Debian packages only.
+# Idempotent: packages already present are skipped, and apt is not touched when nothing is missing.
+set -euo pipefail
+
+packages=(
+  cmake make g++ clang libomp-14-dev     # build + JIT compiler for generated C++ (OpenMP)
+  libz3-dev                              # prover backend
+  catch2                                 # tests (v2)
+  libopenblas-dev                        # BLAS baselines and tiles
+  libbenchmark-dev                       # benchmarks
+  python3                                # small scripts
+)
+if [[ "${CORA_BENCH_DEPS:-0}" == "1" ]]; then
+  packages+=(libhalide14-0-dev python3-matplotlib)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} == 0 )); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"

@@ -1,0 +1,175 @@
+#include "analysis/Interpreter.h"
+
+#include <cmath>
+#include <optional>
+
+#include "analysis/IntMath.h"
+#include "ir/IRPrinter.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+[[noreturn]] void cannot(const Expr &e, const char *why) {
+    throw InternalError(concat("interpreter: cannot evaluate ", print(e), ": ", why));
+}
+}  // namespace
+
+int64_t Interpreter::eval_int(const Expr &e) {
+    switch (e.get()->kind) {
+    case NodeKind::IntImm: return e.as<IntImm>()->value;
+    case NodeKind::Var: {
+        auto it = ints.find(e.as<VarNode>());
+        if (it == ints.end()) cannot(e, "unbound variable");
+        return it->second;
+    }
+    case NodeKind::Add: return eval_int(e.as<Add>()->a) + eval_int(e.as<Add>()->b);
+    case NodeKind::Sub: return eval_int(e.as<Sub>()->a) - eval_int(e.as<Sub>()->b);
+    case NodeKind::Mul: return eval_int(e.as<Mul>()->a) * eval_int(e.as<Mul>()->b);
+    case NodeKind::Div: {
+        int64_t b = eval_int(e.as<Div>()->b);
+        if (b == 0) cannot(e, "division by zero");
+        return div_floor(eval_int(e.as<Div>()->a), b);
+    }
+    case NodeKind::Mod: {
+        int64_t b = eval_int(e.as<Mod>()->b);
+        if (b == 0) cannot(e, "modulo by zero");
+        return mod_euclid(eval_int(e.as<Mod>()->a), b);
+    }
+    case NodeKind::Min: return std::min(eval_int(e.as<Min>()->a), eval_int(e.as<Min>()->b));
+    case NodeKind::Max: return std::max(eval_int(e.as<Max>()->a), eval_int(e.as<Max>()->b));
+    case NodeKind::Select: {
+        const Select *s = e.as<Select>();
+        return eval_bool(s->cond) ? eval_int(s->t) : eval_int(s->f);
+    }
+    case NodeKind::Cast: {
+        const Cast *c = e.as<Cast>();
+        if (c->value.type().is_float()) return (int64_t)eval_float(c->value);
+        if (c->value.type().is_bool()) return eval_bool(c->value) ? 1 : 0;
+        int64_t v = eval_int(c->value);
+        return c->type.bits == 32 ? (int64_t)(int32_t)v : v;
+    }
+    case NodeKind::UFCall: {
+        const UFCall *u = e.as<UFCall>();
+        std::vector<int64_t> args;
+        for (const Expr &a : u->args) args.push_back(eval_int(a));
+        if (u->fn->kind == UFKind::LengthArray) {
+            if (!length_value) cannot(e, "no length arrays bound");
+            return length_value(u->fn.get(), args[0]);
+        }
+        if (!aux_value) cannot(e, "no aux arrays bound");
+        return aux_value(u->fn.get(), args);
+    }
+    case NodeKind::Access: return (int64_t)eval_float(e);
+    case NodeKind::Reduce: return (int64_t)eval_float(e);
+    default:
+        if (e.type().is_bool()) return eval_bool(e) ? 1 : 0;
+        cannot(e, "not an integer expression");
+    }
+}
+
+bool Interpreter::eval_bool(const Expr &e) {
+    auto cmp = [&](const Expr &a, const Expr &b, auto op) -> bool {
+        if (a.type().is_float()) return op(eval_float(a), eval_float(b));
+        return op(eval_int(a), eval_int(b));
+    };
+    switch (e.get()->kind) {
+    case NodeKind::IntImm: return e.as<IntImm>()->value != 0;
+    case NodeKind::EQ: return cmp(e.as<EQ>()->a, e.as<EQ>()->b, [](auto x, auto y) { return x == y; });
+    case NodeKind::NE: return cmp(e.as<NE>()->a, e.as<NE>()->b, [](auto x, auto y) { return x != y; });
+    case NodeKind::LT: return cmp(e.as<LT>()->a, e.as<LT>()->b, [](auto x, auto y) { return x < y; });
+    case NodeKind::LE: return cmp(e.as<LE>()->a, e.as<LE>()->b, [](auto x, auto y) { return x <= y; });
+    case NodeKind::GT: return cmp(e.as<GT>()->a, e.as<GT>()->b, [](auto x, auto y) { return x > y; });
+    case NodeKind::GE: return cmp(e.as<GE>()->a, e.as<GE>()->b, [](auto x, auto y) { return x >= y; });
+    case NodeKind::And: return eval_bool(e.as<And>()->a) && eval_bool(e.as<And>()->b);
+    case NodeKind::Or: return eval_bool(e.as<Or>()->a) || eval_bool(e.as<Or>()->b);
+    case NodeKind::Not: return !eval_bool(e.as<Not>()->a);
+    case NodeKind::Select: {
+        const Select *s = e.as<Select>();
+        return eval_bool(s->cond) ? eval_bool(s->t) : eval_bool(s->f);
+    }
+    case NodeKind::Cast: {
+        const Cast *c = e.as<Cast>();
+        return c->value.type().is_float() ? eval_float(c->value) != 0 : eval_int(c->value) != 0;
+    }
+    default: cannot(e, "not a boolean expression");
+    }
+}
+
+double Interpreter::eval_float(const Expr &e) {
+    if (!e.type().is_float()) return e.type().is_bool() ? (eval_bool(e) ? 1.0 : 0.0) : (double)eval_int(e);
+    switch (e.get()->kind) {
+    case NodeKind::FloatImm: return e.as<FloatImm>()->value;
+    case NodeKind::Add: return eval_float(e.as<Add>()->a) + eval_float(e.as<Add>()->b);
+    case NodeKind::Sub: return eval_float(e.as<Sub>()->a) - eval_float(e.as<Sub>()->b);
+    case NodeKind::Mul: return eval_float(e.as<Mul>()->a) * eval_float(e.as<Mul>()->b);
+    case NodeKind::Div: return eval_float(e.as<Div>()->a) / eval_float(e.as<Div>()->b);
+    case NodeKind::Mod: {
+        double a = eval_float(e.as<Mod>()->a), b = eval_float(e.as<Mod>()->b);
+        return a - b * std::floor(a / b);
+    }
+    case NodeKind::Min: return std::fmin(eval_float(e.as<Min>()->a), eval_float(e.as<Min>()->b));
+    case NodeKind::Max: return std::fmax(eval_float(e.as<Max>()->a), eval_float(e.as<Max>()->b));
+    case NodeKind::Select: {
+        const Select *s = e.as<Select>();
+        return eval_bool(s->cond) ? eval_float(s->t) : eval_float(s->f);
+    }
+    case NodeKind::Cast: return eval_float(e.as<Cast>()->value);
+    case NodeKind::Call: {
+        const Call *c = e.as<Call>();
+        double x = eval_float(c->args[0]);
+        if (c->name == "exp") return std::exp(x);
+        if (c->name == "log") return std::log(x);
+        if (c->name == "sqrt") return std::sqrt(x);
+        if (c->name == "tanh") return std::tanh(x);
+        if (c->name == "erf") return std::erf(x);
+        if (c->name == "abs") return std::fabs(x);
+        cannot(e, "unknown intrinsic");
+    }
+    case NodeKind::Access: {
+        const Access *a = e.as<Access>();
+        std::vector<int64_t> idx;
+        for (const Expr &i : a->indices) idx.push_back(eval_int(i));
+        if (!tensor_value) cannot(e, "no tensors bound");
+        return tensor_value(a->tensor.get(), idx);
+    }
+    case NodeKind::Reduce: {
+        const Reduce *r = e.as<Reduce>();
+        int64_t n = eval_int(r->extent);
+        double acc = r->op == ReduceOp::Sum ? 0.0 : (r->op == ReduceOp::Max ? -INFINITY : INFINITY);
+        auto saved = ints.find(r->var.get()) != ints.end() ? std::optional<int64_t>(ints[r->var.get()]) : std::nullopt;
+        for (int64_t k = 0; k < n; k++) {
+            ints[r->var.get()] = k;
+            double v = eval_float(r->body);
+            acc = r->op == ReduceOp::Sum ? acc + v : (r->op == ReduceOp::Max ? std::fmax(acc, v) : std::fmin(acc, v));
+        }
+        if (saved) ints[r->var.get()] = *saved;
+        else ints.erase(r->var.get());
+        return acc;
+    }
+    default: cannot(e, "not a floating-point expression");
+    }
+}
+
+double Interpreter::eval(const Expr &e) { return eval_float(e); }
+
+void Interpreter::for_each_index(const Layout &layout, const std::function<void(const std::vector<int64_t> &)> &f) {
+    std::vector<int64_t> idx(layout.size());
+    std::function<void(size_t)> rec = [&](size_t k) {
+        if (k == layout.size()) {
+            f(idx);
+            return;
+        }
+        int64_t n = eval_int(layout[k].extent);
+        const VarNode *v = layout[k].dim->var.get();
+        for (int64_t i = 0; i < n; i++) {
+            idx[k] = i;
+            ints[v] = i;
+            rec(k + 1);
+        }
+        ints.erase(v);
+    };
+    rec(0);
+}
+
+}  // namespace cora::ir

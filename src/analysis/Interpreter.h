@@ -1,0 +1,36 @@
+/** \file A direct evaluator of IR expressions. It is the reference semantics for tests
+ * (definitions evaluated element by element, in double precision) and the engine of the
+ * host-side prelude (extents and prefix sums evaluated per outer row). */
+#pragma once
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "ir/Tensor.h"
+
+namespace cora::ir {
+
+class Interpreter {
+public:
+    /** Value of a length array element (by UF and index). */
+    std::function<int64_t(const UFNode *, int64_t)> length_value;
+    /** Value of an aux array element (by UF and its multi-dimensional index). */
+    std::function<int64_t(const UFNode *, const std::vector<int64_t> &)> aux_value;
+    /** Value of a tensor element (Access nodes). */
+    std::function<double(const TensorNode *, const std::vector<int64_t> &)> tensor_value;
+    /** Values of params and bound loop variables. */
+    std::map<const VarNode *, int64_t> ints;
+
+    int64_t eval_int(const Expr &e);
+    double eval_float(const Expr &e);
+    bool eval_bool(const Expr &e);
+    /** Evaluates any expression; integers and booleans are returned as doubles. */
+    double eval(const Expr &e);
+
+    /** Calls f(index) for every index of the layout, in lexicographic order (the packed order
+     * of an unpadded layout). Extents are evaluated with the current bindings. */
+    void for_each_index(const Layout &layout, const std::function<void(const std::vector<int64_t> &)> &f);
+};
+
+}  // namespace cora::ir

@@ -1,0 +1,157 @@
+/** \file Pipeline (lower + codegen + JIT) and Kernel (marshal a shape and buffers into the
+ * generated entry's arguments). */
+#include "cora/Pipeline.h"
+
+#include <iostream>
+#include <mutex>
+
+#include "cora_runtime.h"
+#include "codegen/CodeGen_C.h"
+#include "driver/JIT.h"
+#include "ir/IRPrinter.h"
+#include "lower/Lower.h"
+#include "runtime/RaggedShapeImpl.h"
+#include "util/Debug.h"
+#include "util/Error.h"
+
+namespace cora {
+
+using namespace ir;
+
+struct Kernel::Impl {
+    LoweredModule module;
+    std::vector<KernelArgInfo> arg_info;
+    std::string source, lowered;
+    driver::JitResult jit;
+    cora_entry_fn entry = nullptr;
+};
+
+namespace {
+
+int32_t type_code_of(Type t) {
+    if (t == Int32) return CORA_TYPE_INT32;
+    if (t == Int64) return CORA_TYPE_INT64;
+    if (t == Float32) return CORA_TYPE_FLOAT32;
+    if (t == Float64) return CORA_TYPE_FLOAT64;
+    return 0;
+}
+
+int debug_level(const CompileOptions &o) { return o.debug >= 0 ? o.debug : util::env_debug_level(); }
+
+std::vector<TensorPtr> output_nodes(const std::vector<Func> &outs) {
+    std::vector<TensorPtr> v;
+    for (const Func &f : outs) v.push_back(f.node());
+    return v;
+}
+
+KernelArgInfo::Kind info_kind(ModuleArg::Kind k) {
+    switch (k) {
+    case ModuleArg::Kind::Param: return KernelArgInfo::Kind::Param;
+    case ModuleArg::Kind::LengthArray: return KernelArgInfo::Kind::LengthArray;
+    case ModuleArg::Kind::AuxArray: return KernelArgInfo::Kind::AuxArray;
+    case ModuleArg::Kind::Input: return KernelArgInfo::Kind::Input;
+    case ModuleArg::Kind::Output: return KernelArgInfo::Kind::Output;
+    }
+    return KernelArgInfo::Kind::Param;
+}
+
+}  // namespace
+
+Pipeline::Pipeline(std::vector<Func> outputs, std::string name) : outputs_(std::move(outputs)), name_(std::move(name)) {
+    if (outputs_.empty()) throw_compile_error("pipeline '", name_, "' has no outputs");
+}
+
+std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
+    return print(lower(output_nodes(outputs_), name_, debug_level(opts)).body);
+}
+
+Kernel Pipeline::compile(const CompileOptions &opts) const {
+    int debug = debug_level(opts);
+    auto impl = std::make_shared<Kernel::Impl>();
+    impl->module = lower(output_nodes(outputs_), name_, debug);
+    impl->lowered = print(impl->module.body);
+    impl->source = codegen_c(impl->module);
+    if (debug >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
+    for (const ModuleArg &a : impl->module.args)
+        impl->arg_info.push_back(KernelArgInfo{info_kind(a.kind), a.name,
+                                               a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
+    driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
+    impl->jit = driver::jit_compile(impl->source, entry_symbol(impl->module), jo);
+    impl->entry = reinterpret_cast<cora_entry_fn>(impl->jit.entry);
+    if (debug >= 1)
+        std::cerr << "-- cora: kernel " << name_ << (impl->jit.from_cache ? " loaded from cache " : " compiled into ")
+                  << impl->jit.library->path << "\n";
+    return Kernel(impl);
+}
+
+void Kernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
+    const RaggedShape::Impl &s = *shape.impl();
+    s.validate_counts();
+    for (const Binding &b : bindings) {
+        bool known = false;
+        for (const ModuleArg &a : impl_->module.args) known = known || (a.tensor && a.tensor == b.tensor.node());
+        if (!known) throw_runtime_error("tensor '", b.tensor.name(), "' is not an argument of kernel '", impl_->module.name, "'");
+        if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
+    }
+    std::vector<cora_arg_t> args;
+    for (const ModuleArg &a : impl_->module.args) {
+        cora_arg_t c{};
+        c.name = a.name.c_str();
+        switch (a.kind) {
+        case ModuleArg::Kind::Param: {
+            std::lock_guard<std::mutex> lock(s.mu);
+            auto it = s.params.find(a.var.get());
+            if (it == s.params.end()) throw_runtime_error("param '", a.name, "' is not set in the RaggedShape");
+            c.type_code = CORA_TYPE_INT64;
+            c.is_scalar = 1;
+            c.scalar = it->second;
+            break;
+        }
+        case ModuleArg::Kind::LengthArray: {
+            std::lock_guard<std::mutex> lock(s.mu);
+            auto it = s.lengths.find(a.uf.get());
+            if (it == s.lengths.end()) throw_runtime_error("length array '", a.name, "' is not set in the RaggedShape");
+            c.type_code = CORA_TYPE_INT32;
+            c.data = const_cast<int32_t *>(it->second.data());
+            c.count = (int64_t)it->second.size();
+            break;
+        }
+        case ModuleArg::Kind::AuxArray: {
+            const std::vector<int64_t> &v = shape.aux_array(a.uf.get());
+            c.type_code = CORA_TYPE_INT64;
+            c.data = const_cast<int64_t *>(v.data());
+            c.count = (int64_t)v.size();
+            break;
+        }
+        case ModuleArg::Kind::Input:
+        case ModuleArg::Kind::Output: {
+            Buffer *buf = nullptr;
+            for (const Binding &b : bindings)
+                if (b.tensor.node() == a.tensor) buf = b.buffer;
+            if (!buf) throw_runtime_error("no buffer bound for tensor '", a.name, "' of kernel '", impl_->module.name, "'");
+            c.type_code = type_code_of(buf->type());
+            c.data = buf->raw();
+            c.count = buf->size();
+            break;
+        }
+        }
+        args.push_back(c);
+    }
+    std::string error;
+    if (run_raw(args, &error) != CORA_OK) throw RuntimeError("kernel '" + impl_->module.name + "': " + error);
+}
+
+int Kernel::run_raw(const std::vector<cora_arg_t> &args, std::string *error) const {
+    char buf[1024] = {0};
+    int status = impl_->entry(args.data(), (int32_t)args.size(), buf, (int32_t)sizeof buf);
+    if (status != CORA_OK && error) *error = buf;
+    return status;
+}
+
+const std::vector<KernelArgInfo> &Kernel::arguments() const { return impl_->arg_info; }
+const std::string &Kernel::source() const { return impl_->source; }
+const std::string &Kernel::lowered() const { return impl_->lowered; }
+double Kernel::compile_seconds() const { return impl_->jit.compile_seconds; }
+bool Kernel::from_cache() const { return impl_->jit.from_cache; }
+
+}  // namespace cora

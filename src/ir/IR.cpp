@@ -1,0 +1,216 @@
+#include "ir/IR.h"
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "ir/Tensor.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+std::atomic<uint64_t> next_var_id{1};
+
+Type arith_result(const Expr &a, const Expr &b, const char *op) {
+    internal_check(a.defined() && b.defined(), "undefined operand of ", op);
+    Type ta = a.type(), tb = b.type();
+    if (ta != tb) {
+        throw_compile_error("operands of '", op, "' have different types ", ta.str(), " and ",
+                            tb.str(), " (", to_string(a), ", ", to_string(b),
+                            "); use cast<>() to convert");
+    }
+    return ta;
+}
+}  // namespace
+
+VarPtr make_var(const std::string &name, VarRole role, Type t) {
+    return std::make_shared<VarNode>(name, next_var_id++, role, t);
+}
+Expr var_expr(const VarPtr &v) { return Expr(std::static_pointer_cast<const ExprNode>(v)); }
+
+Expr IntImm::make(int64_t v, Type t) { return Expr(std::make_shared<IntImm>(v, t)); }
+Expr FloatImm::make(double v, Type t) { return Expr(std::make_shared<FloatImm>(v, t)); }
+
+#define CORA_ARITH_MAKE(N, SYM)                                                                    \
+    Expr N::make(Expr x, Expr y) {                                                                 \
+        Type t = arith_result(x, y, SYM);                                                          \
+        if (t.is_bool()) throw_compile_error("arithmetic '", SYM, "' on boolean operands");        \
+        return Expr(std::make_shared<N>(t, std::move(x), std::move(y)));                           \
+    }
+CORA_ARITH_MAKE(Add, "+")
+CORA_ARITH_MAKE(Sub, "-")
+CORA_ARITH_MAKE(Mul, "*")
+CORA_ARITH_MAKE(Div, "/")
+CORA_ARITH_MAKE(Mod, "%")
+CORA_ARITH_MAKE(Min, "min")
+CORA_ARITH_MAKE(Max, "max")
+#undef CORA_ARITH_MAKE
+
+#define CORA_CMP_MAKE(N, SYM)                                                                      \
+    Expr N::make(Expr x, Expr y) {                                                                 \
+        arith_result(x, y, SYM);                                                                   \
+        return Expr(std::make_shared<N>(Bool, std::move(x), std::move(y)));                        \
+    }
+CORA_CMP_MAKE(EQ, "==")
+CORA_CMP_MAKE(NE, "!=")
+CORA_CMP_MAKE(LT, "<")
+CORA_CMP_MAKE(LE, "<=")
+CORA_CMP_MAKE(GT, ">")
+CORA_CMP_MAKE(GE, ">=")
+#undef CORA_CMP_MAKE
+
+#define CORA_LOGIC_MAKE(N, SYM)                                                                    \
+    Expr N::make(Expr x, Expr y) {                                                                 \
+        if (!x.type().is_bool() || !y.type().is_bool())                                            \
+            throw_compile_error("operands of '", SYM, "' must be boolean, got ", x.type().str(),   \
+                                " and ", y.type().str());                                          \
+        return Expr(std::make_shared<N>(Bool, std::move(x), std::move(y)));                        \
+    }
+CORA_LOGIC_MAKE(And, "&&")
+CORA_LOGIC_MAKE(Or, "||")
+#undef CORA_LOGIC_MAKE
+
+Expr Not::make(Expr x) {
+    if (!x.type().is_bool()) throw_compile_error("operand of '!' must be boolean, got ", x.type().str());
+    return Expr(std::make_shared<Not>(std::move(x)));
+}
+
+Expr Select::make(Expr c, Expr a, Expr b) {
+    if (!c.type().is_bool())
+        throw_compile_error("select condition must be boolean, got ", c.type().str(), " (",
+                            to_string(c), ")");
+    Type t = arith_result(a, b, "select");
+    return Expr(std::make_shared<Select>(t, std::move(c), std::move(a), std::move(b)));
+}
+
+Expr Cast::make(Type t, Expr v) {
+    internal_check(v.defined(), "cast of undefined expression");
+    if (v.type() == t) return v;
+    return Expr(std::make_shared<Cast>(t, std::move(v)));
+}
+
+Expr Call::make(Type t, const std::string &name, std::vector<Expr> args) {
+    for (const Expr &a : args) {
+        if (!a.type().is_float())
+            throw_compile_error(name, "() needs a floating-point argument, got ", a.type().str(),
+                                " (", to_string(a), "); cast it first");
+    }
+    return Expr(std::make_shared<Call>(t, name, std::move(args)));
+}
+
+Expr UFCall::make(std::shared_ptr<const UFNode> f, std::vector<Expr> args) {
+    if ((int)args.size() != f->arity)
+        throw_compile_error("uninterpreted function '", f->name, "' takes ", f->arity,
+                            " argument(s), got ", args.size());
+    for (const Expr &a : args) {
+        if (!a.type().is_int())
+            throw_compile_error("argument of '", f->name, "' must be an integer index, got ",
+                                a.type().str());
+    }
+    return Expr(std::make_shared<UFCall>(std::move(f), std::move(args)));
+}
+
+Expr Access::make(std::shared_ptr<const TensorNode> t, std::vector<Expr> indices) {
+    if (indices.size() != t->storage.size())
+        throw_compile_error("tensor '", t->name, "' has ", t->storage.size(),
+                            " dimension(s), accessed with ", indices.size(), " index(es)");
+    for (size_t i = 0; i < indices.size(); i++) {
+        if (!indices[i].defined() || !indices[i].type().is_int())
+            throw_compile_error("index ", i, " of '", t->name, "' (dim '",
+                                t->storage[i].dim->name, "') must be an integer expression");
+    }
+    Type ty = t->type;
+    return Expr(std::make_shared<Access>(ty, std::move(t), std::move(indices)));
+}
+
+Expr Load::make(VarPtr buffer, Expr index) {
+    Type t = buffer->type;
+    return Expr(std::make_shared<Load>(t, std::move(buffer), std::move(index)));
+}
+
+Expr Reduce::make(ReduceOp op, VarPtr var, Expr extent, Expr body) {
+    if (!extent.type().is_int())
+        throw_compile_error("reduction extent over '", var->name, "' must be an integer");
+    if (body.type().is_bool())
+        throw_compile_error("reduction over '", var->name, "' of a boolean expression");
+    return Expr(std::make_shared<Reduce>(op, std::move(var), std::move(extent), std::move(body)));
+}
+
+Stmt For::make(VarPtr v, Expr min, Expr extent, ForKind k, Stmt body) {
+    return Stmt(std::make_shared<For>(std::move(v), std::move(min), std::move(extent), k, std::move(body)));
+}
+Stmt Provide::make(std::shared_ptr<const TensorNode> t, std::vector<Expr> i, Expr v) {
+    return Stmt(std::make_shared<Provide>(std::move(t), std::move(i), std::move(v)));
+}
+Stmt Store::make(VarPtr b, Expr i, Expr v) {
+    internal_check(b->type == v.type(), "store of ", v.type().str(), " into buffer ", b->name,
+                   " of ", b->type.str());
+    return Stmt(std::make_shared<Store>(std::move(b), std::move(i), std::move(v)));
+}
+Stmt Block::make(std::vector<Stmt> s) {
+    std::vector<Stmt> flat;
+    for (Stmt &x : s) {
+        if (!x.defined()) continue;
+        if (const Block *b = x.as<Block>()) {
+            for (const Stmt &y : b->stmts) flat.push_back(y);
+        } else {
+            flat.push_back(std::move(x));
+        }
+    }
+    if (flat.size() == 1) return flat[0];
+    return Stmt(std::make_shared<Block>(std::move(flat)));
+}
+Stmt IfThenElse::make(Expr c, Stmt t, Stmt e) {
+    return Stmt(std::make_shared<IfThenElse>(std::move(c), std::move(t), std::move(e)));
+}
+Stmt LetStmt::make(VarPtr v, Expr value, Stmt body) {
+    return Stmt(std::make_shared<LetStmt>(std::move(v), std::move(value), std::move(body)));
+}
+Stmt LocalVar::make(VarPtr v, Expr init, Stmt body) {
+    return Stmt(std::make_shared<LocalVar>(std::move(v), std::move(init), std::move(body)));
+}
+Stmt Assign::make(VarPtr v, Expr value) {
+    return Stmt(std::make_shared<Assign>(std::move(v), std::move(value)));
+}
+Stmt Allocate::make(VarPtr b, Expr size, Stmt body) {
+    return Stmt(std::make_shared<Allocate>(std::move(b), std::move(size), std::move(body)));
+}
+Stmt Assert::make(Expr c, std::vector<std::string> text, std::vector<Expr> values) {
+    internal_check(text.size() == values.size() + 1, "Assert text/value count mismatch");
+    return Stmt(std::make_shared<Assert>(std::move(c), std::move(text), std::move(values)));
+}
+
+const int64_t *as_const_int(const Expr &e) {
+    const IntImm *i = e.as<IntImm>();
+    return i ? &i->value : nullptr;
+}
+bool is_const(const Expr &e, int64_t v) {
+    const int64_t *c = as_const_int(e);
+    return c && *c == v;
+}
+Expr make_zero(Type t) { return t.is_float() ? FloatImm::make(0.0, t) : IntImm::make(0, t); }
+Expr make_one(Type t) { return t.is_float() ? FloatImm::make(1.0, t) : IntImm::make(1, t); }
+
+Expr reduce_identity(ReduceOp op, Type t) {
+    switch (op) {
+    case ReduceOp::Sum: return make_zero(t);
+    case ReduceOp::Max:
+        return t.is_float() ? FloatImm::make(-std::numeric_limits<double>::infinity(), t)
+                            : IntImm::make(std::numeric_limits<int64_t>::min(), t);
+    case ReduceOp::Min:
+        return t.is_float() ? FloatImm::make(std::numeric_limits<double>::infinity(), t)
+                            : IntImm::make(std::numeric_limits<int64_t>::max(), t);
+    }
+    return Expr();
+}
+const char *reduce_op_name(ReduceOp op) {
+    switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+    }
+    return "?";
+}
+
+}  // namespace cora::ir

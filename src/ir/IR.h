@@ -1,0 +1,363 @@
+/** \file The IR: expression and statement nodes, generated from one list of node kinds.
+ *
+ * Semantics (what every pass may assume):
+ * - Nodes are immutable and shared; rewrite by building new nodes (see IRMutator).
+ * - Integer arithmetic is 64-bit. `/` is floor division and `%` Euclidean modulo, both for a
+ *   non-zero divisor; the code generator and the interpreter implement exactly that.
+ * - A Var is identified by its node, not its name. A Dim owns exactly one index Var.
+ * - UFCall applies an uninterpreted function (length array, prefix-sum aux array) known to the
+ *   compiler by name, arity and value range. Access reads a tensor by multi-dimensional index
+ *   (before storage lowering); Load/Store use a flat index into a buffer variable (after).
+ * - Reduce is an expression; LowerReductions turns it into a local accumulator loop. */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cora/Expr.h"
+
+namespace cora::ir {
+
+#define CORA_EXPR_NODES(X)                                                                         \
+    X(IntImm) X(FloatImm) X(Var) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT)  \
+    X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load)    \
+    X(Reduce)
+
+#define CORA_STMT_NODES(X)                                                                         \
+    X(For) X(Provide) X(Store) X(Block) X(IfThenElse) X(LetStmt) X(LocalVar) X(Assign) X(Allocate) \
+    X(Assert)
+
+enum class NodeKind : uint8_t {
+#define CORA_KIND(N) N,
+    CORA_EXPR_NODES(CORA_KIND) CORA_STMT_NODES(CORA_KIND)
+#undef CORA_KIND
+};
+
+struct ExprNode {
+    NodeKind kind;
+    Type type;
+    ExprNode(NodeKind k, Type t) : kind(k), type(t) {}
+    virtual ~ExprNode() = default;
+};
+
+struct StmtNode {
+    NodeKind kind;
+    explicit StmtNode(NodeKind k) : kind(k) {}
+    virtual ~StmtNode() = default;
+};
+
+class Stmt {
+public:
+    Stmt() = default;
+    Stmt(std::shared_ptr<const StmtNode> n) : node_(std::move(n)) {}
+    bool defined() const { return node_ != nullptr; }
+    const StmtNode *get() const { return node_.get(); }
+    bool same_as(const Stmt &o) const { return node_ == o.node_; }
+    template <typename T>
+    const T *as() const {
+        return node_ && node_->kind == T::kKind ? static_cast<const T *>(node_.get()) : nullptr;
+    }
+
+private:
+    std::shared_ptr<const StmtNode> node_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Symbols: dims, vars, uninterpreted functions, tensors.
+
+struct VarNode;
+struct TensorNode;
+
+/** A named dimension. `var` is its index variable. */
+struct DimNode {
+    std::string name;
+    uint64_t id;
+    std::shared_ptr<const VarNode> var;
+};
+
+enum class UFKind : uint8_t {
+    LengthArray,  ///< user input: int32 array indexed by one dim, values in [min, max]
+    Aux,          ///< built by the prelude (prefix sums); indexed by the dims of its layout
+};
+
+struct AuxSpec;
+
+/** An uninterpreted function. */
+struct UFNode {
+    std::string name;
+    uint64_t id;
+    UFKind kind;
+    int arity;
+    int64_t min_value, max_value;  ///< inclusive value range: an axiom for the prover
+    Expr count;                    ///< LengthArray: number of elements
+    std::shared_ptr<const AuxSpec> aux;  ///< Aux: how the prelude builds it
+};
+
+// ---------------------------------------------------------------------------------------------
+// Expressions.
+
+#define CORA_NODE_KIND(N) static constexpr NodeKind kKind = NodeKind::N;
+
+struct IntImm : ExprNode {
+    CORA_NODE_KIND(IntImm)
+    int64_t value;
+    IntImm(int64_t v, Type t = Int64) : ExprNode(kKind, t), value(v) {}
+    static Expr make(int64_t v, Type t = Int64);
+};
+
+struct FloatImm : ExprNode {
+    CORA_NODE_KIND(FloatImm)
+    double value;
+    FloatImm(double v, Type t) : ExprNode(kKind, t), value(v) {}
+    static Expr make(double v, Type t = Float32);
+};
+
+enum class VarRole : uint8_t {
+    Index,   ///< loop / dimension index
+    Param,   ///< symbolic runtime integer with a range
+    Local,   ///< scalar temporary (accumulators, lets)
+    Buffer,  ///< a pointer to memory (Load/Store target); `type` is the element type
+};
+
+struct VarNode : ExprNode {
+    CORA_NODE_KIND(Var)
+    std::string name;
+    uint64_t id;
+    VarRole role;
+    const DimNode *dim = nullptr;  ///< set for a dim's index variable
+    int64_t min_value = INT64_MIN, max_value = INT64_MAX;  ///< Param range
+    VarNode(std::string n, uint64_t i, VarRole r, Type t)
+        : ExprNode(kKind, t), name(std::move(n)), id(i), role(r) {}
+};
+using Var = VarNode;  // the node-kind list calls it Var
+using VarPtr = std::shared_ptr<const VarNode>;
+
+/** A fresh variable (ids are unique per process; printing uses names, so keep names distinct). */
+VarPtr make_var(const std::string &name, VarRole role, Type t = Int64);
+Expr var_expr(const VarPtr &v);
+
+#define CORA_BINARY(N)                                                                             \
+    struct N : ExprNode {                                                                          \
+        CORA_NODE_KIND(N)                                                                          \
+        Expr a, b;                                                                                 \
+        N(Type t, Expr x, Expr y) : ExprNode(kKind, t), a(std::move(x)), b(std::move(y)) {}        \
+        static Expr make(Expr x, Expr y);                                                          \
+    };
+CORA_BINARY(Add)
+CORA_BINARY(Sub)
+CORA_BINARY(Mul)
+CORA_BINARY(Div)
+CORA_BINARY(Mod)
+CORA_BINARY(Min)
+CORA_BINARY(Max)
+CORA_BINARY(EQ)
+CORA_BINARY(NE)
+CORA_BINARY(LT)
+CORA_BINARY(LE)
+CORA_BINARY(GT)
+CORA_BINARY(GE)
+CORA_BINARY(And)
+CORA_BINARY(Or)
+#undef CORA_BINARY
+
+struct Not : ExprNode {
+    CORA_NODE_KIND(Not)
+    Expr a;
+    explicit Not(Expr x) : ExprNode(kKind, Bool), a(std::move(x)) {}
+    static Expr make(Expr x);
+};
+
+struct Select : ExprNode {
+    CORA_NODE_KIND(Select)
+    Expr cond, t, f;
+    Select(Type ty, Expr c, Expr a, Expr b)
+        : ExprNode(kKind, ty), cond(std::move(c)), t(std::move(a)), f(std::move(b)) {}
+    static Expr make(Expr c, Expr a, Expr b);
+};
+
+struct Cast : ExprNode {
+    CORA_NODE_KIND(Cast)
+    Expr value;
+    Cast(Type t, Expr v) : ExprNode(kKind, t), value(std::move(v)) {}
+    static Expr make(Type t, Expr v);
+};
+
+/** A pure math intrinsic on floats: exp, log, sqrt, tanh, erf, abs. */
+struct Call : ExprNode {
+    CORA_NODE_KIND(Call)
+    std::string name;
+    std::vector<Expr> args;
+    Call(Type t, std::string n, std::vector<Expr> a)
+        : ExprNode(kKind, t), name(std::move(n)), args(std::move(a)) {}
+    static Expr make(Type t, const std::string &name, std::vector<Expr> args);
+};
+
+struct UFCall : ExprNode {
+    CORA_NODE_KIND(UFCall)
+    std::shared_ptr<const UFNode> fn;
+    std::vector<Expr> args;
+    UFCall(std::shared_ptr<const UFNode> f, std::vector<Expr> a)
+        : ExprNode(kKind, Int64), fn(std::move(f)), args(std::move(a)) {}
+    static Expr make(std::shared_ptr<const UFNode> f, std::vector<Expr> args);
+};
+
+/** A read of a tensor at a multi-dimensional index (before storage lowering). */
+struct Access : ExprNode {
+    CORA_NODE_KIND(Access)
+    std::shared_ptr<const TensorNode> tensor;
+    std::vector<Expr> indices;
+    Access(Type t, std::shared_ptr<const TensorNode> tn, std::vector<Expr> idx)
+        : ExprNode(kKind, t), tensor(std::move(tn)), indices(std::move(idx)) {}
+    static Expr make(std::shared_ptr<const TensorNode> t, std::vector<Expr> indices);
+};
+
+/** A read of element `index` of the memory `buffer` points to; `type` is the element type. */
+struct Load : ExprNode {
+    CORA_NODE_KIND(Load)
+    VarPtr buffer;
+    Expr index;
+    Load(Type t, VarPtr b, Expr i) : ExprNode(kKind, t), buffer(std::move(b)), index(std::move(i)) {}
+    static Expr make(VarPtr buffer, Expr index);
+};
+
+struct Reduce : ExprNode {
+    CORA_NODE_KIND(Reduce)
+    ReduceOp op;
+    VarPtr var;  ///< the reduction dim's index variable
+    Expr extent, body;
+    Reduce(ReduceOp o, VarPtr v, Expr e, Expr b)
+        : ExprNode(kKind, b.type()), op(o), var(std::move(v)), extent(std::move(e)), body(std::move(b)) {}
+    static Expr make(ReduceOp op, VarPtr var, Expr extent, Expr body);
+};
+
+// ---------------------------------------------------------------------------------------------
+// Statements.
+
+enum class ForKind : uint8_t { Serial, Parallel };
+
+struct For : StmtNode {
+    CORA_NODE_KIND(For)
+    VarPtr var;
+    Expr min, extent;
+    ForKind for_kind;
+    Stmt body;
+    For(VarPtr v, Expr m, Expr e, ForKind k, Stmt b)
+        : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k),
+          body(std::move(b)) {}
+    static Stmt make(VarPtr v, Expr min, Expr extent, ForKind k, Stmt body);
+};
+
+/** A write of a tensor element at a multi-dimensional index (before storage lowering). */
+struct Provide : StmtNode {
+    CORA_NODE_KIND(Provide)
+    std::shared_ptr<const TensorNode> tensor;
+    std::vector<Expr> indices;
+    Expr value;
+    Provide(std::shared_ptr<const TensorNode> t, std::vector<Expr> i, Expr v)
+        : StmtNode(kKind), tensor(std::move(t)), indices(std::move(i)), value(std::move(v)) {}
+    static Stmt make(std::shared_ptr<const TensorNode> t, std::vector<Expr> i, Expr v);
+};
+
+struct Store : StmtNode {
+    CORA_NODE_KIND(Store)
+    VarPtr buffer;
+    Expr index, value;
+    Store(VarPtr b, Expr i, Expr v)
+        : StmtNode(kKind), buffer(std::move(b)), index(std::move(i)), value(std::move(v)) {}
+    static Stmt make(VarPtr b, Expr i, Expr v);
+};
+
+struct Block : StmtNode {
+    CORA_NODE_KIND(Block)
+    std::vector<Stmt> stmts;
+    explicit Block(std::vector<Stmt> s) : StmtNode(kKind), stmts(std::move(s)) {}
+    /** Flattens nested blocks and drops undefined statements; one statement is returned as is. */
+    static Stmt make(std::vector<Stmt> s);
+};
+
+struct IfThenElse : StmtNode {
+    CORA_NODE_KIND(IfThenElse)
+    Expr cond;
+    Stmt then_case, else_case;
+    IfThenElse(Expr c, Stmt t, Stmt e)
+        : StmtNode(kKind), cond(std::move(c)), then_case(std::move(t)), else_case(std::move(e)) {}
+    static Stmt make(Expr c, Stmt t, Stmt e = Stmt());
+};
+
+/** An immutable binding of `var` to `value` over `body`. */
+struct LetStmt : StmtNode {
+    CORA_NODE_KIND(LetStmt)
+    VarPtr var;
+    Expr value;
+    Stmt body;
+    LetStmt(VarPtr v, Expr e, Stmt b)
+        : StmtNode(kKind), var(std::move(v)), value(std::move(e)), body(std::move(b)) {}
+    static Stmt make(VarPtr v, Expr value, Stmt body);
+};
+
+/** A mutable scalar local, initialised to `init`, in scope over `body`. */
+struct LocalVar : StmtNode {
+    CORA_NODE_KIND(LocalVar)
+    VarPtr var;
+    Expr init;
+    Stmt body;
+    LocalVar(VarPtr v, Expr i, Stmt b)
+        : StmtNode(kKind), var(std::move(v)), init(std::move(i)), body(std::move(b)) {}
+    static Stmt make(VarPtr v, Expr init, Stmt body);
+};
+
+struct Assign : StmtNode {
+    CORA_NODE_KIND(Assign)
+    VarPtr var;
+    Expr value;
+    Assign(VarPtr v, Expr e) : StmtNode(kKind), var(std::move(v)), value(std::move(e)) {}
+    static Stmt make(VarPtr v, Expr value);
+};
+
+/** Heap memory of `size` elements of buffer->type, live over `body`. */
+struct Allocate : StmtNode {
+    CORA_NODE_KIND(Allocate)
+    VarPtr buffer;
+    Expr size;
+    Stmt body;
+    Allocate(VarPtr b, Expr s, Stmt bd)
+        : StmtNode(kKind), buffer(std::move(b)), size(std::move(s)), body(std::move(bd)) {}
+    static Stmt make(VarPtr b, Expr size, Stmt body);
+};
+
+/** If `cond` is false, fail with a message built from text pieces and values (the run stops,
+ * nothing more is written, and the caller receives the message). */
+struct Assert : StmtNode {
+    CORA_NODE_KIND(Assert)
+    Expr cond;
+    std::vector<std::string> text;  ///< text[i] precedes values[i]; text.size() == values.size()+1
+    std::vector<Expr> values;
+    Assert(Expr c, std::vector<std::string> t, std::vector<Expr> v)
+        : StmtNode(kKind), cond(std::move(c)), text(std::move(t)), values(std::move(v)) {}
+    static Stmt make(Expr c, std::vector<std::string> text, std::vector<Expr> values);
+};
+
+#undef CORA_NODE_KIND
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers used everywhere.
+
+/** The constant value of an integer immediate, or nullptr. */
+const int64_t *as_const_int(const Expr &e);
+bool is_const(const Expr &e, int64_t v);
+Expr make_zero(Type t);
+Expr make_one(Type t);
+/** The identity of a reduction (0, -inf, +inf) in type t. */
+Expr reduce_identity(ReduceOp op, Type t);
+const char *reduce_op_name(ReduceOp op);
+
+}  // namespace cora::ir
+
+namespace cora {
+template <typename T>
+const T *Expr::as() const {
+    return node_ && node_->kind == T::kKind ? static_cast<const T *>(node_.get()) : nullptr;
+}
+}  // namespace cora

@@ -1,0 +1,98 @@
+/** \file Pass: derive the kernel's argument list in ABI order: params, length arrays, aux
+ * arrays (dependencies first), input tensors, output tensors. Every symbol the body, the sizes,
+ * the length counts and the aux specs mention is included. Names are deterministic.
+ * Tests: tests/unit/lowering.cpp (argument order). */
+#include <algorithm>
+#include <set>
+
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+
+namespace cora::ir {
+
+void infer_arguments(const Stmt &s, LoweringContext &ctx) {
+    std::vector<VarPtr> params;
+    std::vector<std::shared_ptr<const UFNode>> lengths;
+    std::set<const void *> seen;
+    std::vector<Expr> pending;
+
+    auto scan = [&](const Expr &e) {
+        visit_exprs(e, [&](const Expr &x) {
+            if (const VarNode *v = x.as<VarNode>()) {
+                if (v->role == VarRole::Param && seen.insert(v).second)
+                    params.push_back(std::static_pointer_cast<const VarNode>(x.ptr()));
+            } else if (const UFCall *u = x.as<UFCall>()) {
+                if (u->fn->kind == UFKind::LengthArray && seen.insert(u->fn.get()).second) {
+                    lengths.push_back(u->fn);
+                    pending.push_back(u->fn->count);
+                }
+            }
+        });
+    };
+    std::vector<Expr> roots;
+    visit_exprs(s, [&](const Expr &e) { roots.push_back(e); });
+    for (auto &[t, st] : ctx.storage) roots.push_back(st.flat.size);
+    std::vector<std::shared_ptr<const UFNode>> aux = aux_closure(roots);
+    for (auto &a : aux) {
+        for (auto &ld : a->aux->layout) roots.push_back(ld.extent);
+        roots.push_back(a->aux->summand);
+    }
+    for (auto &t : ctx.inputs)
+        for (auto &ld : t->storage) roots.push_back(ld.extent);
+    for (const Expr &e : roots) scan(e);
+    while (!pending.empty()) {
+        Expr e = pending.back();
+        pending.pop_back();
+        scan(e);
+    }
+
+    auto by_name = [](auto &v, auto name_of) {
+        std::stable_sort(v.begin(), v.end(), [&](const auto &a, const auto &b) { return name_of(a) < name_of(b); });
+    };
+    by_name(params, [](const VarPtr &v) { return v->name; });
+    by_name(lengths, [](const std::shared_ptr<const UFNode> &u) { return u->name; });
+
+    ctx.args.clear();
+    for (const VarPtr &p : params) {
+        ModuleArg a;
+        a.kind = ModuleArg::Kind::Param;
+        a.name = p->name;
+        a.var = p;
+        ctx.args.push_back(a);
+    }
+    for (auto &u : lengths) {
+        ModuleArg a;
+        a.kind = ModuleArg::Kind::LengthArray;
+        a.name = u->name;
+        a.uf = u;
+        a.var = make_var(u->name, VarRole::Buffer, Int32);
+        a.count_var = make_var(u->name + "_count", VarRole::Local, Int64);
+        a.expected_count = u->count;
+        ctx.args.push_back(a);
+    }
+    for (auto &u : aux) {
+        ModuleArg a;
+        a.kind = ModuleArg::Kind::AuxArray;
+        a.name = u->name;
+        a.uf = u;
+        a.var = make_var(u->name, VarRole::Buffer, Int64);
+        a.count_var = make_var(u->name + "_count", VarRole::Local, Int64);
+        a.expected_count = flatten_layout(u->aux->layout).size;
+        ctx.args.push_back(a);
+    }
+    auto add_tensor = [&](const TensorPtr &t, ModuleArg::Kind k) {
+        const TensorStorage &st = ctx.storage.at(t.get());
+        ModuleArg a;
+        a.kind = k;
+        a.name = t->name;
+        a.tensor = t;
+        a.var = st.buffer;
+        a.count_var = make_var(t->name + "_count", VarRole::Local, Int64);
+        a.expected_count = st.flat.size;
+        ctx.args.push_back(a);
+    };
+    for (auto &t : ctx.inputs) add_tensor(t, ModuleArg::Kind::Input);
+    for (auto &t : ctx.outputs) add_tensor(t, ModuleArg::Kind::Output);
+}
+
+}  // namespace cora::ir

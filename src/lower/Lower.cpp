@@ -1,0 +1,65 @@
+/** \file The pass order, top to bottom. Reading this function tells the whole story:
+ *
+ *   collect funcs (producers first) -> validate (dims, extents, access bounds, storage cover)
+ *   -> loop nests (default schedule: one nest per op, outermost loop parallel; vloop extents
+ *      are UF calls) -> reductions to accumulator loops -> storage lowering (dimension graph ->
+ *      flat offsets through prefix-sum aux arrays) -> allocations of intermediates (sizes
+ *      computed by the library) -> argument list -> argument checks -> UF calls to loads of
+ *      argument arrays -> simplify. */
+#include "lower/Lower.h"
+
+#include <iostream>
+
+#include "analysis/PipelineOrder.h"
+#include "analysis/Simplify.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+void dump(const LoweringContext &ctx, const char *pass, const Stmt &s) {
+    if (ctx.debug >= 1) std::cerr << "-- cora: IR after " << pass << " --\n" << print(s) << "\n";
+}
+
+}  // namespace
+
+LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &name, int debug) {
+    LoweringContext ctx;
+    ctx.debug = debug;
+    ctx.prover = std::make_unique<BoundsProver>();
+    if (outputs.empty()) throw_compile_error("pipeline '", name, "' has no outputs");
+    for (auto &o : outputs) {
+        if (o->is_input) throw_compile_error("pipeline '", name, "': output '", o->name, "' is an input tensor, not a Func");
+        ctx.outputs.push_back(o);
+    }
+    ctx.funcs = pipeline_order(ctx.outputs, &ctx.inputs);
+
+    validate_pipeline(ctx);
+    Stmt s = build_loop_nests(ctx);
+    dump(ctx, "build_loop_nests", s);
+    s = lower_reductions(s);
+    dump(ctx, "lower_reductions", s);
+    s = storage_lowering(s, ctx);
+    dump(ctx, "storage_lowering", s);
+    s = allocate_intermediates(s, ctx);
+    dump(ctx, "allocate_intermediates", s);
+    infer_arguments(s, ctx);
+    s = add_argument_checks(s, ctx);
+    dump(ctx, "add_argument_checks", s);
+    s = materialize_ufs(s, ctx);
+    dump(ctx, "materialize_ufs", s);
+    s = simplify(s);
+    dump(ctx, "simplify", s);
+
+    LoweredModule m;
+    m.name = name;
+    m.args = ctx.args;
+    m.body = s;
+    return m;
+}
+
+}  // namespace cora::ir

@@ -1,0 +1,43 @@
+/** \file Pass: turn uninterpreted-function calls into memory reads of argument arrays.
+ * len(b) becomes int64(len[b]); an aux call P(args) becomes P[offset] where offset flattens
+ * args through P's own layout (recursively, for nested raggedness).
+ * Requires: the argument list. Ensures: no UFCall is left. Tests: every file in tests/correctness. */
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+class Materializer : public IRMutator {
+public:
+    explicit Materializer(LoweringContext &ctx) : ctx_(ctx) {}
+
+protected:
+    Expr mutate_node(const UFCall *op, const Expr &) override {
+        bool changed = false;
+        auto args = mutate_all(op->args, changed);
+        const ModuleArg *arg = nullptr;
+        for (const ModuleArg &a : ctx_.args)
+            if (a.uf.get() == op->fn.get()) arg = &a;
+        internal_check(arg != nullptr, "no argument for uninterpreted function ", op->fn->name);
+        if (op->fn->kind == UFKind::LengthArray) return Cast::make(Int64, Load::make(arg->var, args[0]));
+        FlatLayout flat = flatten_layout(op->fn->aux->layout);
+        return Load::make(arg->var, mutate(flat_offset(flat, op->fn->aux->layout, args)));
+    }
+
+private:
+    LoweringContext &ctx_;
+};
+
+}  // namespace
+
+Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx) {
+    Materializer m(ctx);
+    for (ModuleArg &a : ctx.args)
+        if (a.expected_count.defined()) a.expected_count = m.mutate(a.expected_count);
+    return m.mutate(s);
+}
+
+}  // namespace cora::ir

@@ -1,0 +1,54 @@
+/** \file The result of lowering: the kernel's argument list (ABI order) and its body, plus
+ * the per-compilation context that passes share (no global mutable state). */
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/Bounds.h"
+#include "analysis/StorageLayout.h"
+#include "ir/Tensor.h"
+
+namespace cora::ir {
+
+struct ModuleArg {
+    enum class Kind { Param, LengthArray, AuxArray, Input, Output };
+    Kind kind;
+    std::string name;
+    VarPtr var;        ///< the param variable, or the buffer variable
+    VarPtr count_var;  ///< arrays: the element count the caller passed
+    Expr expected_count;  ///< arrays: the count the layout requires (UF calls allowed)
+    std::shared_ptr<const UFNode> uf;  ///< LengthArray / AuxArray
+    TensorPtr tensor;                  ///< Input / Output
+};
+
+struct LoweredModule {
+    std::string name;
+    std::vector<ModuleArg> args;
+    Stmt body;
+};
+
+/** Per-tensor storage facts decided by StorageLowering. */
+struct TensorStorage {
+    VarPtr buffer;
+    FlatLayout flat;
+};
+
+struct LoweringContext {
+    int debug = 0;
+    std::unique_ptr<Prover> prover;
+    std::vector<TensorPtr> funcs;    ///< computed tensors, producers first
+    std::vector<TensorPtr> inputs;   ///< input tensors, in first-use order
+    std::vector<TensorPtr> outputs;  ///< the pipeline's outputs
+    std::map<const TensorNode *, TensorStorage> storage;
+    std::vector<ModuleArg> args;
+    bool is_output(const TensorNode *t) const {
+        for (auto &o : outputs)
+            if (o.get() == t) return true;
+        return false;
+    }
+};
+
+}  // namespace cora::ir

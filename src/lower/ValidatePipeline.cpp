@@ -1,0 +1,153 @@
+/** \file Pass: validate the pipeline before any lowering.
+ *
+ * Does: for every tensor layout and every definition, checks that
+ *   - index variables are dims of the Func's domain or of an enclosing reduction (else: the
+ *     dim is unknown to this op), and reduction extents use only outer dims;
+ *   - every extent is provably non-negative for all inputs in the declared ranges;
+ *   - every tensor access and length-array index provably stays inside its dim's extent;
+ *   - a Func's storage layout covers its loop domain.
+ * Requires: funcs collected (producers first). Ensures: later passes may assume in-bounds
+ * accesses; generated code never reads or writes outside a buffer whose size was checked.
+ * Errors: CompileError naming the tensor, dim and the bound that could not be shown.
+ * Tests: tests/error/definition_errors.cpp. */
+#include <algorithm>
+
+#include "analysis/Simplify.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+class Checker {
+public:
+    Checker(LoweringContext &ctx, std::string where) : ctx_(ctx), where_(std::move(where)) {}
+    Scope scope;
+
+    bool in_scope(const VarNode *v) const {
+        return std::any_of(scope.begin(), scope.end(), [&](const ScopeEntry &s) { return s.var == v; });
+    }
+
+    void require_nonneg(const Expr &e, const std::string &what) {
+        if (!ctx_.prover->prove_nonneg(e, scope))
+            throw_compile_error(where_, ": ", what, " (", ctx_.prover->last_failure(), ")");
+    }
+
+    /** 0 <= idx < extent. */
+    void require_in_range(const Expr &idx, const Expr &extent, const std::string &what) {
+        if (!ctx_.prover->prove_nonneg(idx, scope))
+            throw_compile_error(where_, ": ", what, ": index ", print(idx), " may be negative (",
+                                ctx_.prover->last_failure(), ")");
+        Expr room = Sub::make(Sub::make(extent, idx), IntImm::make(1));
+        if (!ctx_.prover->prove_nonneg(room, scope))
+            throw_compile_error(where_, ": ", what, ": index ", print(idx), " may reach or pass the extent ",
+                                print(extent), " (", ctx_.prover->last_failure(), ")");
+    }
+
+    void check(const Expr &e) {
+        if (!e.defined()) return;
+        if (const VarNode *v = e.as<VarNode>()) {
+            if (v->role == VarRole::Index && !in_scope(v))
+                throw_compile_error(where_, ": uses dim '", v->name,
+                                    "', which is not a dim of this op's domain nor an enclosing reduction");
+            return;
+        }
+        if (const Reduce *r = e.as<Reduce>()) {
+            if (in_scope(r->var.get()))
+                throw_compile_error(where_, ": reduction over dim '", r->var->name,
+                                    "', which is already a loop dim here; reduce over a dim of its own");
+            check(r->extent);
+            require_nonneg(r->extent, "extent of the reduction over '" + r->var->name + "' may be negative");
+            scope.push_back(ScopeEntry{r->var.get(), IntImm::make(0), r->extent});
+            check(r->body);
+            scope.pop_back();
+            return;
+        }
+        if (const Access *a = e.as<Access>()) {
+            for (const Expr &i : a->indices) check(i);
+            std::map<const VarNode *, Expr> m;
+            for (size_t k = 0; k < a->indices.size(); k++) {
+                const LayoutDim &ld = a->tensor->storage[k];
+                Expr extent = substitute(ld.extent, m);
+                require_in_range(a->indices[k], extent,
+                                 "read of '" + a->tensor->name + "' in dim '" + ld.dim->name + "'");
+                m[ld.dim->var.get()] = a->indices[k];
+            }
+            return;
+        }
+        if (const UFCall *u = e.as<UFCall>()) {
+            for (const Expr &x : u->args) check(x);
+            if (u->fn->kind == UFKind::LengthArray)
+                require_in_range(u->args[0], u->fn->count, "length array '" + u->fn->name + "'");
+            return;
+        }
+        visit_children(e);
+    }
+
+    void check_layout(const Layout &l, const std::string &owner) {
+        size_t base = scope.size();
+        for (const LayoutDim &ld : l) {
+            check(ld.extent);
+            require_nonneg(ld.extent, "extent of dim '" + ld.dim->name + "' of " + owner + " (" + print(ld.extent) +
+                                          ") may be negative; narrow the declared ranges");
+            scope.push_back(ScopeEntry{ld.dim->var.get(), IntImm::make(0), ld.extent});
+        }
+        scope.resize(base);
+    }
+
+private:
+    void visit_children(const Expr &e) {
+        struct Children : IRVisitor {
+            Checker *c;
+            bool top = true;
+            void visit(const Expr &x) override {
+                if (top) {
+                    top = false;
+                    IRVisitor::visit(x);
+                } else {
+                    c->check(x);
+                }
+            }
+            using IRVisitor::visit;
+        } ch;
+        ch.c = this;
+        ch.visit(e);
+    }
+
+    LoweringContext &ctx_;
+    std::string where_;
+};
+
+}  // namespace
+
+void validate_pipeline(LoweringContext &ctx) {
+    for (auto &t : ctx.inputs) {
+        Checker c(ctx, "input '" + t->name + "'");
+        c.check_layout(t->storage, "'" + t->name + "'");
+    }
+    for (auto &f : ctx.funcs) {
+        Checker c(ctx, "Func '" + f->name + "'");
+        c.check_layout(f->domain, "'" + f->name + "'");
+        if (f->storage.data() != f->domain.data()) c.check_layout(f->storage, "the storage of '" + f->name + "'");
+        for (size_t k = 0; k < f->domain.size(); k++) {
+            const LayoutDim &d = f->domain[k];
+            if (!equal(d.extent, f->storage[k].extent)) {
+                Expr cover = Sub::make(f->storage[k].extent, d.extent);
+                if (!ctx.prover->prove_nonneg(cover, c.scope))
+                    throw_compile_error("Func '", f->name, "': storage layout too small for the loop range: dim '",
+                                        d.dim->name, "' is stored with extent ", print(f->storage[k].extent),
+                                        " but the loop runs over ", print(d.extent), " (",
+                                        ctx.prover->last_failure(), ")");
+            }
+            c.scope.push_back(ScopeEntry{d.dim->var.get(), IntImm::make(0), d.extent});
+        }
+        Checker body(ctx, "definition of '" + f->name + "'");
+        body.scope = c.scope;
+        body.check(f->value);
+    }
+}
+
+}  // namespace cora::ir

@@ -1,0 +1,103 @@
+/** \file Packed buffers. Packing/unpacking walks the storage layout in lexicographic order:
+ * the storage layout is packed without gaps in that order, so the running count is the flat
+ * offset, with no offset arithmetic to get wrong twice. */
+#include <cstring>
+
+#include "analysis/Interpreter.h"
+#include "analysis/StorageLayout.h"
+#include "cora/Runtime.h"
+#include "ir/IRPrinter.h"
+#include "runtime/RaggedShapeImpl.h"
+#include "util/Error.h"
+
+namespace cora {
+
+using namespace ir;
+
+namespace {
+
+std::vector<int64_t> strides_of(const std::vector<int64_t> &dims) {
+    std::vector<int64_t> s(dims.size(), 1);
+    for (int k = (int)dims.size() - 2; k >= 0; k--) s[k] = s[k + 1] * dims[k + 1];
+    return s;
+}
+
+/** Calls f(packed offset, padded offset) for every stored element. */
+void walk(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> &padded_dims,
+          const std::function<void(int64_t, int64_t)> &f) {
+    const Layout &l = t.node()->storage;
+    if (padded_dims.size() != l.size())
+        throw_runtime_error("tensor '", t.name(), "' has ", l.size(), " dims, padded shape has ", padded_dims.size());
+    shape.impl()->validate_counts();
+    Interpreter in = shape.impl()->interpreter();
+    std::vector<int64_t> strides = strides_of(padded_dims);
+    int64_t packed = 0;
+    std::vector<int64_t> idx(l.size());
+    std::function<void(size_t)> rec = [&](size_t k) {
+        if (k == l.size()) {
+            int64_t p = 0;
+            for (size_t j = 0; j < idx.size(); j++) p += idx[j] * strides[j];
+            f(packed++, p);
+            return;
+        }
+        int64_t n = in.eval_int(l[k].extent);
+        if (n > padded_dims[k])
+            throw_runtime_error("tensor '", t.name(), "': dim '", l[k].dim->name, "' has extent ", n,
+                                " at this index, more than the padded size ", padded_dims[k]);
+        const VarNode *v = l[k].dim->var.get();
+        for (int64_t i = 0; i < n; i++) {
+            idx[k] = i;
+            in.ints[v] = i;
+            rec(k + 1);
+        }
+        in.ints.erase(v);
+    };
+    rec(0);
+}
+
+int64_t product(const std::vector<int64_t> &d) {
+    int64_t p = 1;
+    for (int64_t x : d) {
+        if (x < 0) throw_runtime_error("padded shape has a negative dim ", x);
+        p *= x;
+    }
+    return p;
+}
+
+}  // namespace
+
+Buffer::Buffer(Type t, int64_t count) : type_(t), count_(count) {
+    if (count < 0) throw_runtime_error("buffer size must be non-negative, got ", count);
+    if (!(t == Float32 || t == Float64 || t == Int32 || t == Int64))
+        throw_runtime_error("unsupported buffer element type ", t.str());
+    size_t bytes = (size_t)std::max<int64_t>(count, 1) * t.bytes();
+    data_ = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]());
+}
+
+Buffer Buffer::alloc(const Tensor &t, const RaggedShape &shape) { return Buffer(t.type(), shape.size_of(t)); }
+
+Buffer Buffer::from_padded(const Tensor &t, const RaggedShape &shape, const std::vector<float> &padded,
+                           const std::vector<int64_t> &padded_dims) {
+    if (t.type() != Float32) throw_runtime_error("from_padded: tensor '", t.name(), "' is ", t.type().str(), ", not float32");
+    if ((int64_t)padded.size() != product(padded_dims))
+        throw_runtime_error("from_padded: tensor '", t.name(), "': padded data has ", padded.size(),
+                            " elements, its shape needs ", product(padded_dims));
+    Buffer b = alloc(t, shape);
+    float *d = b.data<float>();
+    walk(t, shape, padded_dims, [&](int64_t packed, int64_t p) { d[packed] = padded[p]; });
+    return b;
+}
+
+std::vector<float> Buffer::to_padded(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> &padded_dims,
+                                     float fill) const {
+    if (type_ != Float32) throw_runtime_error("to_padded: buffer holds ", type_.str(), ", not float32");
+    int64_t want = shape.size_of(t);
+    if (count_ != want)
+        throw_runtime_error("to_padded: buffer has ", count_, " elements, tensor '", t.name(), "' needs ", want);
+    std::vector<float> out((size_t)product(padded_dims), fill);
+    const float *d = data<float>();
+    walk(t, shape, padded_dims, [&](int64_t packed, int64_t p) { out[p] = d[packed]; });
+    return out;
+}
+
+}  // namespace cora

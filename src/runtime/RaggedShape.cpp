@@ -1,0 +1,185 @@
+/** \file The ragged shape and the host prelude. Aux arrays are built on first use from their
+ * spec (prefix sums of a slice size over an aux layout): the slice-size expression is
+ * evaluated once per element, never per tensor element, and the result is cached by the
+ * array's structural key, so every kernel using the same raggedness shares it. */
+#include <map>
+#include <mutex>
+
+#include "analysis/Interpreter.h"
+#include "analysis/StorageLayout.h"
+#include "cora/Runtime.h"
+#include "runtime/RaggedShapeImpl.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "util/Error.h"
+
+namespace cora {
+
+using namespace ir;
+
+
+
+Interpreter RaggedShape::Impl::interpreter() const {
+    Interpreter in;
+    in.ints = params;
+    in.length_value = [this](const UFNode *fn, int64_t i) -> int64_t {
+        auto it = lengths.find(fn);
+        if (it == lengths.end()) throw_runtime_error("length array '", fn->name, "' is not set in the RaggedShape");
+        if (i < 0 || i >= (int64_t)it->second.size())
+            throw_runtime_error("length array '", fn->name, "' has ", it->second.size(), " elements, index ", i,
+                                " was needed (is its count consistent with the params?)");
+        return it->second[i];
+    };
+    in.aux_value = [this](const UFNode *fn, const std::vector<int64_t> &idx) { return aux_at(fn, idx); };
+    return in;
+}
+
+int64_t RaggedShape::Impl::aux_at(const UFNode *fn, const std::vector<int64_t> &idx) const {
+    const std::vector<int64_t> &a = build(fn);
+    FlatLayout *flat;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        auto it = aux_layouts.find(fn);
+        if (it == aux_layouts.end()) it = aux_layouts.emplace(fn, flatten_layout(fn->aux->layout)).first;
+        flat = &it->second;
+    }
+    Interpreter in = interpreter();
+    for (size_t k = 0; k < idx.size(); k++) in.ints[fn->aux->layout[k].dim->var.get()] = idx[k];
+    int64_t off = in.eval_int(flat->offset);
+    internal_check(off >= 0 && off < (int64_t)a.size(), "aux index out of range for ", fn->name);
+    return a[off];
+}
+
+const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
+    const AuxSpec &spec = *fn->aux;
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        auto it = aux.find(spec.key);
+        if (it != aux.end()) return it->second;
+    }
+    // Dependencies (the aux layout's own offsets) are built by the recursive calls that the
+    // interpreter makes through aux_value. Entries are written in packed (lexicographic) order.
+    Interpreter in = interpreter();
+    std::vector<int64_t> out;
+    Layout outer(spec.layout.begin(), spec.layout.end() - 1);
+    const LayoutDim &last = spec.layout.back();
+    const VarNode *x = last.dim->var.get();
+    in.for_each_index(outer, [&](const std::vector<int64_t> &) {
+        int64_t n = in.eval_int(last.extent);  // summed range + 1
+        int64_t acc = 0;
+        for (int64_t i = 0; i < n; i++) {
+            out.push_back(acc);
+            if (i + 1 < n) {
+                in.ints[x] = i;
+                int64_t s = in.eval_int(spec.summand);
+                if (__builtin_add_overflow(acc, s, &acc))
+                    throw_runtime_error("ragged shape too large: offsets overflow int64 in '", fn->name, "'");
+            }
+        }
+        in.ints.erase(x);
+    });
+    std::lock_guard<std::mutex> lock(mu);
+    return aux.emplace(spec.key, std::move(out)).first->second;
+}
+
+RaggedShape::RaggedShape() : impl_(std::make_shared<Impl>()) {}
+
+RaggedShape &RaggedShape::set(const Param &p, int64_t value) {
+    if (value < p.min_value() || value > p.max_value())
+        throw_runtime_error("param '", p.name(), "' = ", value, " is outside its declared range [", p.min_value(),
+                            ", ", p.max_value(), "]");
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->params[p.expr().as<VarNode>()] = value;
+    impl_->aux.clear();
+    return *this;
+}
+
+RaggedShape &RaggedShape::set(const LengthArray &len, std::vector<int32_t> lengths) {
+    for (size_t i = 0; i < lengths.size(); i++) {
+        if (lengths[i] < len.min_value() || lengths[i] > len.max_value())
+            throw_runtime_error("length array '", len.name(), "': element ", i, " is ", lengths[i],
+                                ", expected a value in [", len.min_value(), ", ", len.max_value(), "]");
+    }
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->lengths[len.node().get()] = std::move(lengths);
+    impl_->aux.clear();
+    return *this;
+}
+
+template <typename T>
+static std::vector<int32_t> lengths_from_offsets(const LengthArray &len, const std::vector<T> &offsets) {
+    if (offsets.empty()) throw_runtime_error("offsets for '", len.name(), "' are empty; expected B+1 entries");
+    if (offsets[0] != 0) throw_runtime_error("offsets for '", len.name(), "' must start at 0, got ", offsets[0]);
+    std::vector<int32_t> l(offsets.size() - 1);
+    for (size_t i = 0; i + 1 < offsets.size(); i++) {
+        int64_t d = (int64_t)offsets[i + 1] - (int64_t)offsets[i];
+        if (d < 0)
+            throw_runtime_error("offsets for '", len.name(), "' decrease at entry ", i + 1, " (", offsets[i], " -> ",
+                                offsets[i + 1], ")");
+        if (d > INT32_MAX) throw_runtime_error("offsets for '", len.name(), "': length ", d, " at ", i, " exceeds int32");
+        l[i] = (int32_t)d;
+    }
+    return l;
+}
+
+RaggedShape &RaggedShape::set_offsets(const LengthArray &len, const std::vector<int32_t> &offsets) {
+    return set(len, lengths_from_offsets(len, offsets));
+}
+RaggedShape &RaggedShape::set_offsets(const LengthArray &len, const std::vector<int64_t> &offsets) {
+    return set(len, lengths_from_offsets(len, offsets));
+}
+
+int64_t RaggedShape::value(const Param &p) const {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->params.find(p.expr().as<VarNode>());
+    if (it == impl_->params.end()) throw_runtime_error("param '", p.name(), "' is not set in the RaggedShape");
+    return it->second;
+}
+
+const std::vector<int32_t> &RaggedShape::lengths(const LengthArray &len) const {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->lengths.find(len.node().get());
+    if (it == impl_->lengths.end()) throw_runtime_error("length array '", len.name(), "' is not set in the RaggedShape");
+    return it->second;
+}
+
+std::vector<int64_t> RaggedShape::offsets(const LengthArray &len) const {
+    const std::vector<int32_t> &l = lengths(len);
+    std::vector<int64_t> o(l.size() + 1, 0);
+    for (size_t i = 0; i < l.size(); i++) o[i + 1] = o[i] + l[i];
+    return o;
+}
+
+void RaggedShape::Impl::validate_counts() const {
+    // Length counts must match the params before anything indexes the arrays.
+    for (auto &[fn, l] : lengths) {
+        Interpreter in = interpreter();
+        int64_t want = in.eval_int(fn->count);
+        if (want != (int64_t)l.size())
+            throw_runtime_error("length array '", fn->name, "' has ", l.size(), " elements, expected ", want, " (",
+                                print(fn->count), ")");
+    }
+}
+
+int64_t RaggedShape::eval(const Expr &e) const {
+    impl_->validate_counts();
+    Interpreter in = impl_->interpreter();
+    return in.eval_int(e);
+}
+
+int64_t RaggedShape::size_of(const Tensor &t) const {
+    return eval(flatten_layout(t.node()->storage).size);
+}
+
+const std::vector<int64_t> &RaggedShape::aux_array(const UFNode *fn) const {
+    internal_check(fn->kind == UFKind::Aux, "aux_array of a non-aux function ", fn->name);
+    eval(IntImm::make(0));  // validates length counts
+    return impl_->build(fn);
+}
+
+size_t RaggedShape::aux_array_count() const {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    return impl_->aux.size();
+}
+
+}  // namespace cora

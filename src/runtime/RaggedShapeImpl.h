@@ -1,0 +1,33 @@
+/** \file Private: the state behind RaggedShape, shared with Buffer and the reference. */
+#pragma once
+
+#include <map>
+#include <mutex>
+
+#include "analysis/Interpreter.h"
+#include "analysis/StorageLayout.h"
+#include "cora/Runtime.h"
+
+namespace cora {
+
+using ir::FlatLayout;
+using ir::Interpreter;
+using ir::UFNode;
+using ir::VarNode;
+
+struct RaggedShape::Impl {
+    std::map<const VarNode *, int64_t> params;
+    std::map<const UFNode *, std::vector<int32_t>> lengths;
+    mutable std::mutex mu;
+    mutable std::map<std::string, std::vector<int64_t>> aux;  // by AuxSpec::key
+    mutable std::map<const UFNode *, FlatLayout> aux_layouts;
+
+    /** An interpreter bound to this shape's params, lengths and aux arrays. */
+    Interpreter interpreter() const;
+    /** RuntimeError unless each length array's size matches its count expression. */
+    void validate_counts() const;
+    const std::vector<int64_t> &build(const UFNode *fn) const;
+    int64_t aux_at(const UFNode *fn, const std::vector<int64_t> &idx) const;
+};
+
+}  // namespace cora

@@ -1,0 +1,119 @@
+/** \file Reference evaluation. Each tensor is held in a dense box (padded to the largest
+ * index seen in each dim) with a presence mask; a read outside a tensor's domain is an error.
+ * Inputs are unpacked by walking their layout in order, not through flattened offsets. */
+#include <map>
+
+#include "analysis/PipelineOrder.h"
+#include "cora/Reference.h"
+#include "ir/IRPrinter.h"
+#include "runtime/RaggedShapeImpl.h"
+#include "util/Error.h"
+
+namespace cora {
+
+using namespace ir;
+
+namespace {
+
+struct Box {
+    std::vector<int64_t> dims, strides;
+    std::vector<double> values;
+    std::vector<char> present;
+
+    int64_t index(const std::vector<int64_t> &idx) const {
+        int64_t p = 0;
+        for (size_t k = 0; k < idx.size(); k++) {
+            if (idx[k] < 0 || idx[k] >= dims[k]) return -1;
+            p += idx[k] * strides[k];
+        }
+        return p;
+    }
+};
+
+/** Enumerate a layout; returns the visited indices in order and sizes the box. */
+std::vector<std::vector<int64_t>> enumerate(Interpreter &in, const Layout &l, Box &box) {
+    std::vector<std::vector<int64_t>> all;
+    in.for_each_index(l, [&](const std::vector<int64_t> &idx) { all.push_back(idx); });
+    box.dims.assign(l.size(), 0);
+    for (auto &idx : all)
+        for (size_t k = 0; k < idx.size(); k++) box.dims[k] = std::max(box.dims[k], idx[k] + 1);
+    box.strides.assign(l.size(), 1);
+    for (int k = (int)l.size() - 2; k >= 0; k--) box.strides[k] = box.strides[k + 1] * box.dims[k + 1];
+    int64_t n = 1;
+    for (int64_t d : box.dims) n *= d;
+    box.values.assign((size_t)n, 0.0);
+    box.present.assign((size_t)n, 0);
+    return all;
+}
+
+double read_buffer(const Buffer &b, int64_t i) {
+    Type t = b.type();
+    if (t == Float32) return b.data<float>()[i];
+    if (t == Float64) return b.data<double>()[i];
+    if (t == Int32) return b.data<int32_t>()[i];
+    return (double)b.data<int64_t>()[i];
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const RaggedShape &shape,
+                                                    const std::vector<std::pair<Tensor, const Buffer *>> &inputs) {
+    std::vector<TensorPtr> outs, ins;
+    for (const Func &f : p.outputs()) outs.push_back(f.node());
+    std::vector<TensorPtr> funcs = pipeline_order(outs, &ins);
+    shape.impl()->validate_counts();
+    Interpreter in = shape.impl()->interpreter();
+    std::map<const TensorNode *, Box> boxes;
+
+    for (const TensorPtr &t : ins) {
+        const Buffer *buf = nullptr;
+        for (auto &[tensor, b] : inputs)
+            if (tensor.node() == t) buf = b;
+        if (!buf) throw_runtime_error("reference_evaluate: no buffer bound for input '", t->name, "'");
+        Box &box = boxes[t.get()];
+        auto all = enumerate(in, t->storage, box);
+        if ((int64_t)all.size() != buf->size())
+            throw_runtime_error("reference_evaluate: buffer for '", t->name, "' has ", buf->size(),
+                                " elements, expected ", all.size());
+        for (size_t i = 0; i < all.size(); i++) {
+            int64_t at = box.index(all[i]);
+            box.values[at] = read_buffer(*buf, (int64_t)i);
+            box.present[at] = 1;
+        }
+    }
+    in.tensor_value = [&](const TensorNode *t, const std::vector<int64_t> &idx) {
+        const Box &box = boxes.at(t);
+        int64_t at = box.index(idx);
+        if (at < 0 || !box.present[at]) {
+            std::string s;
+            for (int64_t i : idx) s += (s.empty() ? "" : ", ") + std::to_string(i);
+            throw InternalError("reference: read of " + t->name + "[" + s + "] outside its domain");
+        }
+        return box.values[at];
+    };
+
+    std::map<const TensorNode *, std::vector<double>> computed;
+    for (const TensorPtr &f : funcs) {
+        Box box;
+        auto all = enumerate(in, f->domain, box);
+        std::vector<double> flat;
+        flat.reserve(all.size());
+        for (auto &idx : all) {
+            for (size_t k = 0; k < idx.size(); k++) in.ints[f->domain[k].dim->var.get()] = idx[k];
+            double v = in.eval(f->value);
+            if (f->type.is_float() && f->type.bits == 32) v = (double)(float)v;
+            int64_t at = box.index(idx);
+            box.values[at] = v;
+            box.present[at] = 1;
+            flat.push_back(v);
+        }
+        for (auto &ld : f->domain) in.ints.erase(ld.dim->var.get());
+        boxes[f.get()] = std::move(box);
+        computed[f.get()] = std::move(flat);
+    }
+    std::vector<std::vector<double>> results;
+    for (const TensorPtr &o : outs) results.push_back(computed.at(o.get()));
+    return results;
+}
+
+}  // namespace cora
