@@ -92,7 +92,8 @@ Expr operator-(const Expr &a, const Expr &b);
 Expr operator*(const Expr &a, const Expr &b);
 /** Integer division rounds toward negative infinity (floor), as in Halide and Python. */
 Expr operator/(const Expr &a, const Expr &b);
-/** Integer modulo is Euclidean: the result has the sign of the divisor, never negative for b > 0. */
+/** Integer modulo pairs with floor division: a == (a / b) * b + a % b; the result has the sign
+ * of the divisor (never negative for b > 0). */
 Expr operator%(const Expr &a, const Expr &b);
 Expr operator-(const Expr &a);
 Expr operator==(const Expr &a, const Expr &b);

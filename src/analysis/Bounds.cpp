@@ -10,9 +10,73 @@ namespace cora::ir {
 
 namespace {
 
+/** Does e use v outside the arguments of UF calls? A UF call is an atom for elimination: its
+ * value is bounded by its declared range only at the end, which keeps equal calls correlated
+ * (len(b) - len(b) cancels) and stays sound because the final bound quantifies over the range. */
+bool uses_var_directly(const Expr &e, const VarNode *v) {
+    if (e.get() == v) return true;
+    if (e.as<UFCall>()) return false;
+    bool found = false;
+    struct Walker : IRVisitor {
+        const VarNode *v;
+        bool *found;
+        void visit(const Expr &x) override {
+            if (*found || !x.defined() || x.as<UFCall>()) return;
+            if (x.get() == v) *found = true;
+            else IRVisitor::visit(x);
+        }
+        using IRVisitor::visit;
+    } w;
+    w.v = v;
+    w.found = &found;
+    w.visit(e);
+    return found;
+}
+
+/** Distribute sums and constant products over min/max: x - min(a, b) = max(x - a, x - b), so
+ * that correlated terms meet and cancel before a variable is bounded. */
+class LiftMinMax : public IRMutator {
+public:
+    using IRMutator::mutate;
+
+protected:
+    template <typename Outer>
+    static Expr distribute(const Expr &x, const Expr &y, bool minmax_on_right, bool flips) {
+        const Expr &mm = minmax_on_right ? y : x;
+        const Expr &other = minmax_on_right ? x : y;
+        Expr a, b;
+        bool is_min;
+        if (const Min *m = mm.as<Min>()) a = m->a, b = m->b, is_min = true;
+        else if (const Max *m = mm.as<Max>()) a = m->a, b = m->b, is_min = false;
+        else return Expr();
+        Expr pa = minmax_on_right ? Outer::make(other, a) : Outer::make(a, other);
+        Expr pb = minmax_on_right ? Outer::make(other, b) : Outer::make(b, other);
+        return (is_min != flips) ? Min::make(pa, pb) : Max::make(pa, pb);
+    }
+    static bool is_mm(const Expr &e) { return e.as<Min>() || e.as<Max>(); }
+    Expr mutate_node(const Add *op, const Expr &self) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (a.type().is_int() && is_mm(b)) return mutate(distribute<Add>(a, b, true, false));
+        if (a.type().is_int() && is_mm(a)) return mutate(distribute<Add>(a, b, false, false));
+        return a.same_as(op->a) && b.same_as(op->b) ? self : Add::make(a, b);
+    }
+    Expr mutate_node(const Sub *op, const Expr &self) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        if (a.type().is_int() && is_mm(b)) return mutate(distribute<Sub>(a, b, true, true));
+        if (a.type().is_int() && is_mm(a)) return mutate(distribute<Sub>(a, b, false, false));
+        return a.same_as(op->a) && b.same_as(op->b) ? self : Sub::make(a, b);
+    }
+    Expr mutate_node(const Mul *op, const Expr &self) override {
+        Expr a = mutate(op->a), b = mutate(op->b);
+        const int64_t *k = as_const_int(b);
+        if (k && is_mm(a)) return mutate(distribute<Mul>(a, b, false, *k < 0));
+        return a.same_as(op->a) && b.same_as(op->b) ? self : Mul::make(a, b);
+    }
+};
+
 /** Bound of e over v in [lo, hi] (symbolic), or undefined when no rule applies. */
 Expr bound_over(const Expr &e, const VarNode *v, const Expr &lo, const Expr &hi, bool upper) {
-    if (!uses_var(e, v)) return e;
+    if (!uses_var_directly(e, v)) return e;
     auto rec = [&](const Expr &x, bool up) { return bound_over(x, v, lo, hi, up); };
     if (e.get() == v) return upper ? hi : lo;
     if (const Add *a = e.as<Add>()) {
@@ -55,37 +119,45 @@ Expr bound_over(const Expr &e, const VarNode *v, const Expr &lo, const Expr &hi,
         if (!x.defined() || !y.defined()) return Expr();
         return upper ? Max::make(x, y) : Min::make(x, y);
     }
-    if (const UFCall *u = e.as<UFCall>()) {
-        // The value of an uninterpreted function lies in its declared range whatever the index.
-        return IntImm::make(upper ? u->fn->max_value : u->fn->min_value);
-    }
     return Expr();
 }
 
-/** Replace k * (y / c) (k a multiple of c > 0) by its linear bound: c*(y/c) is in [y-c+1, y]. */
-class RelaxDivisions : public IRMutator {
-public:
-    explicit RelaxDivisions(bool upper) : upper_(upper) {}
-
-protected:
-    bool upper_;
-    Expr mutate_node(const Mul *op, const Expr &self) override {
-        const int64_t *k = as_const_int(op->b);
-        const Div *d = op->a.as<Div>();
-        if (k && d) {
+/** Replace each k * (y / c) (c > 0, k a multiple of c) by a linear bound in the direction the
+ * enclosing context needs: c * (y / c) lies in [y - c + 1, y]. `upper` is the direction wanted
+ * for e itself; it flips under the right side of a subtraction and under negative factors. */
+Expr relax_divisions(const Expr &e, bool upper) {
+    if (const Add *a = e.as<Add>()) return Add::make(relax_divisions(a->a, upper), relax_divisions(a->b, upper));
+    if (const Sub *s = e.as<Sub>()) return Sub::make(relax_divisions(s->a, upper), relax_divisions(s->b, !upper));
+    if (const Min *m = e.as<Min>()) return Min::make(relax_divisions(m->a, upper), relax_divisions(m->b, upper));
+    if (const Max *m = e.as<Max>()) return Max::make(relax_divisions(m->a, upper), relax_divisions(m->b, upper));
+    if (const Mul *m = e.as<Mul>()) {
+        const int64_t *k = as_const_int(m->b);
+        if (!k) return e;
+        if (const Div *d = m->a.as<Div>()) {
             const int64_t *c = as_const_int(d->b);
             if (c && *c > 0 && *k % *c == 0) {
                 int64_t f = *k / *c;
-                bool take_upper = (f > 0) == upper_;
+                bool take_upper = (f > 0) == upper;
                 Expr y = take_upper ? d->a : Sub::make(d->a, IntImm::make(*c - 1));
                 return Mul::make(y, IntImm::make(f));
             }
         }
-        return IRMutator::mutate_node(op, self);
+        return Mul::make(relax_divisions(m->a, *k >= 0 ? upper : !upper), m->b);
     }
-};
+    return e;
+}
 
-std::optional<int64_t> sat(bool ok, int64_t v) { return ok ? std::optional<int64_t>(v) : std::nullopt; }
+/** Checked arithmetic on optional bounds (nullopt on overflow or when unbounded). */
+template <typename F>
+std::optional<int64_t> checked(const std::optional<int64_t> &x, const std::optional<int64_t> &y, F op) {
+    if (!x || !y) return std::nullopt;
+    int64_t r;
+    if (op(*x, *y, &r)) return std::nullopt;
+    return r;
+}
+bool add_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
+bool sub_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_sub_overflow(a, b, r); }
+bool mul_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
 
 }  // namespace
 
@@ -94,6 +166,8 @@ Expr symbolic_bound(const Expr &e, const Scope &scope, bool upper) {
     for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
         Expr lo = it->min;
         Expr hi = simplify(Sub::make(Add::make(it->min, it->extent), IntImm::make(1)));
+        LiftMinMax lift;
+        cur = simplify(lift.mutate(cur));
         cur = bound_over(cur, it->var, lo, hi, upper);
         if (!cur.defined()) return cur;
         cur = simplify(cur);
@@ -109,14 +183,10 @@ std::optional<int64_t> constant_bound(const Expr &e, bool upper) {
     }
     if (const UFCall *u = e.as<UFCall>()) return upper ? u->fn->max_value : u->fn->min_value;
     if (const Add *a = e.as<Add>()) {
-        auto x = constant_bound(a->a, upper), y = constant_bound(a->b, upper);
-        int64_t r;
-        return x && y ? sat(!__builtin_add_overflow(*x, *y, &r), r) : std::nullopt;
+        return checked(constant_bound(a->a, upper), constant_bound(a->b, upper), add_ovf);
     }
     if (const Sub *s = e.as<Sub>()) {
-        auto x = constant_bound(s->a, upper), y = constant_bound(s->b, !upper);
-        int64_t r;
-        return x && y ? sat(!__builtin_sub_overflow(*x, *y, &r), r) : std::nullopt;
+        return checked(constant_bound(s->a, upper), constant_bound(s->b, !upper), sub_ovf);
     }
     if (const Mul *m = e.as<Mul>()) {
         const int64_t *k = as_const_int(m->b);
@@ -129,13 +199,9 @@ std::optional<int64_t> constant_bound(const Expr &e, bool upper) {
             // Product of two non-constant factors: bound it when both are non-negative.
             auto alo = constant_bound(m->a, false), blo = constant_bound(m->b, false);
             if (!alo || !blo || *alo < 0 || *blo < 0) return std::nullopt;
-            auto ax = constant_bound(m->a, upper), bx = constant_bound(m->b, upper);
-            int64_t r;
-            return ax && bx ? sat(!__builtin_mul_overflow(*ax, *bx, &r), r) : std::nullopt;
+            return checked(constant_bound(m->a, upper), constant_bound(m->b, upper), mul_ovf);
         }
-        auto b = constant_bound(x, *k >= 0 ? upper : !upper);
-        int64_t r;
-        return b ? sat(!__builtin_mul_overflow(*b, *k, &r), r) : std::nullopt;
+        return checked(constant_bound(x, *k >= 0 ? upper : !upper), std::optional<int64_t>(*k), mul_ovf);
     }
     if (const Div *d = e.as<Div>()) {
         const int64_t *c = as_const_int(d->b);
@@ -178,8 +244,7 @@ bool BoundsProver::prove_nonneg(const Expr &e, const Scope &scope) {
         failure_ = "no bound found for " + print(simplify(e));
         return false;
     }
-    RelaxDivisions relax(/*upper=*/false);
-    Expr relaxed = simplify(relax.mutate(lb));
+    Expr relaxed = simplify(relax_divisions(lb, /*upper=*/false));
     auto c = constant_bound(relaxed, false);
     if (!c) c = constant_bound(lb, false);
     if (c && *c >= 0) return true;

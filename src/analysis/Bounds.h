@@ -25,7 +25,8 @@ struct ScopeEntry {
 using Scope = std::vector<ScopeEntry>;
 
 /** A symbolic lower (or upper) bound of e over all values of the scope's variables, or
- * undefined when none is found. The result mentions no scope variable. */
+ * undefined when none is found. The result mentions scope variables only inside UF-call
+ * arguments (those calls are bounded by their declared ranges). */
 Expr symbolic_bound(const Expr &e, const Scope &scope, bool upper);
 
 /** Constant bound of e using the ranges of params and UF values (nullopt: unbounded). */

@@ -20,7 +20,11 @@ int64_t Interpreter::eval_int(const Expr &e) {
     case NodeKind::IntImm: return e.as<IntImm>()->value;
     case NodeKind::Var: {
         auto it = ints.find(e.as<VarNode>());
-        if (it == ints.end()) cannot(e, "unbound variable");
+        if (it == ints.end()) {
+            if (e.as<VarNode>()->role == VarRole::Param)
+                throw RuntimeError("param '" + e.as<VarNode>()->name + "' is not set in the RaggedShape");
+            cannot(e, "unbound variable");
+        }
         return it->second;
     }
     case NodeKind::Add: return eval_int(e.as<Add>()->a) + eval_int(e.as<Add>()->b);
@@ -34,7 +38,7 @@ int64_t Interpreter::eval_int(const Expr &e) {
     case NodeKind::Mod: {
         int64_t b = eval_int(e.as<Mod>()->b);
         if (b == 0) cannot(e, "modulo by zero");
-        return mod_euclid(eval_int(e.as<Mod>()->a), b);
+        return mod_floor(eval_int(e.as<Mod>()->a), b);
     }
     case NodeKind::Min: return std::min(eval_int(e.as<Min>()->a), eval_int(e.as<Min>()->b));
     case NodeKind::Max: return std::max(eval_int(e.as<Max>()->a), eval_int(e.as<Max>()->b));

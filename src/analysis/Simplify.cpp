@@ -153,7 +153,7 @@ protected:
         // (c*q + r) / c == q + r / c exactly for floor division.
         Linear q, r;
         q.c0 = div_floor(l.c0, c);
-        r.c0 = mod_euclid(l.c0, c);
+        r.c0 = mod_floor(l.c0, c);
         for (auto &t : l.terms) {
             if (t.second % c == 0) q.add_term(t.first, t.second / c);
             else r.add_term(t.first, t.second);
@@ -168,14 +168,14 @@ protected:
         if (!op->type.is_int()) return Mod::make(a, b);
         const int64_t *cb = as_const_int(b);
         const int64_t *ca = as_const_int(a);
-        if (ca && cb && *cb != 0) return IntImm::make(mod_euclid(*ca, *cb), op->type);
+        if (ca && cb && *cb != 0) return IntImm::make(mod_floor(*ca, *cb), op->type);
         if (!cb || *cb <= 0) return Mod::make(a, b);
         int64_t c = *cb;
         if (c == 1) return make_zero(op->type);
         Linear l = linearize(a);
         if (l.overflow) return Mod::make(a, b);
         Linear r;
-        r.c0 = mod_euclid(l.c0, c);
+        r.c0 = mod_floor(l.c0, c);
         for (auto &t : l.terms)
             if (t.second % c != 0) r.add_term(t.first, t.second);
         if (r.terms.empty()) return IntImm::make(r.c0, op->type);

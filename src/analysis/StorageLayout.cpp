@@ -35,7 +35,7 @@ std::shared_ptr<const UFNode> intern_aux(Layout layout, Expr summand) {
     spec->key = key;
     auto u = std::make_shared<UFNode>();
     u->id = next_aux_id++;
-    u->name = "aux" + std::to_string(table.size()) + "_" + spec->layout.back().dim->name;
+    u->name = "prefix_" + spec->layout.back().dim->name;
     u->kind = UFKind::Aux;
     u->arity = (int)spec->layout.size();
     u->min_value = 0;

@@ -39,7 +39,7 @@ inline int64_t cora_div(int64_t a, int64_t b) {
 }
 inline int64_t cora_mod(int64_t a, int64_t b) {
     int64_t r = a % b;
-    return r < 0 ? (b < 0 ? r - b : r + b) : r;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 inline int cora_threads() {
     static const int n = [] {

@@ -2,7 +2,7 @@
  *
  * Semantics (what every pass may assume):
  * - Nodes are immutable and shared; rewrite by building new nodes (see IRMutator).
- * - Integer arithmetic is 64-bit. `/` is floor division and `%` Euclidean modulo, both for a
+ * - Integer arithmetic is 64-bit. `/` is floor division and `%` floor modulo (sign of the divisor), both for a
  *   non-zero divisor; the code generator and the interpreter implement exactly that.
  * - A Var is identified by its node, not its name. A Dim owns exactly one index Var.
  * - UFCall applies an uninterpreted function (length array, prefix-sum aux array) known to the

@@ -3,6 +3,7 @@
  * the length counts and the aux specs mention is included. Names are deterministic.
  * Tests: tests/unit/lowering.cpp (argument order). */
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "ir/IRVisitor.h"
@@ -70,10 +71,12 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
         a.expected_count = u->count;
         ctx.args.push_back(a);
     }
+    std::map<std::string, int> aux_names;
     for (auto &u : aux) {
         ModuleArg a;
         a.kind = ModuleArg::Kind::AuxArray;
-        a.name = u->name;
+        int n = ++aux_names[u->name];  // several prefix arrays over one dim: number them
+        a.name = n == 1 ? u->name : u->name + std::to_string(n);
         a.uf = u;
         a.var = make_var(u->name, VarRole::Buffer, Int64);
         a.count_var = make_var(u->name + "_count", VarRole::Local, Int64);

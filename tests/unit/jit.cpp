@@ -1,0 +1,102 @@
+// The JIT: content-addressed cache, cache hits, concurrent compiles, debug output.
+#include "common/ragged_testing.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+using namespace cora;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path fresh_dir(const std::string &tag) {
+    fs::path d = fs::temp_directory_path() / ("cora-test-" + tag + "-" + std::to_string(getpid()));
+    fs::remove_all(d);
+    return d;
+}
+Func scaled(float factor, Tensor &A, Dim &batch, Dim &seq, Param &B, LengthArray &len) {
+    Func Out("Out", {{batch, B}, {seq, len(batch)}});
+    Out.compute([&](Expr b, Expr s) { return A(b, s) * factor; });
+    return Out;
+}
+}  // namespace
+
+TEST_CASE("the second compile of a kernel is a cache hit", "[jit]") {
+    Dim batch("batch"), seq("seq");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 10);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    Func Out = scaled(3.25f, A, batch, seq, B, len);
+    CompileOptions opts;
+    opts.cache_dir = fresh_dir("hit").string();
+    Kernel first = Pipeline({Out}, "cached").compile(opts);
+    REQUIRE_FALSE(first.from_cache());
+    REQUIRE(first.compile_seconds() > 0);
+    Kernel second = Pipeline({Out}, "cached").compile(opts);
+    REQUIRE(second.from_cache());
+    REQUIRE(second.source() == first.source());
+    REQUIRE(second.lowered().find("parallel for batch") != std::string::npos);
+    fs::remove_all(opts.cache_dir);
+}
+
+TEST_CASE("two processes compiling the same kernel at once both succeed", "[jit]") {
+    fs::path dir = fresh_dir("race");
+    std::vector<pid_t> kids;
+    for (int p = 0; p < 2; p++) {
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            int code = 1;
+            try {
+                Dim batch("batch"), seq("seq");
+                Param B("B", 1, 8);
+                LengthArray len("len", B, 0, 10);
+                Tensor A("A", {{batch, B}, {seq, len(batch)}});
+                Func Out = scaled(-1.75f, A, batch, seq, B, len);
+                CompileOptions opts;
+                opts.cache_dir = dir.string();
+                Kernel k = Pipeline({Out}, "race").compile(opts);
+                RaggedShape shape;
+                shape.set(B, 2).set(len, {3, 1});
+                // Only compile and load here: a forked child must not enter the OpenMP runtime
+                // that the parent may have started.
+                code = k.arguments().size() == 5 && shape.size_of(Out) == 4 ? 0 : 2;
+            } catch (...) {
+                code = 3;
+            }
+            _exit(code);
+        }
+        kids.push_back(pid);
+    }
+    for (pid_t k : kids) {
+        int status = 0;
+        waitpid(k, &status, 0);
+        REQUIRE(WIFEXITED(status));
+        REQUIRE(WEXITSTATUS(status) == 0);
+    }
+    int so_files = 0, leftovers = 0;
+    for (auto &e : fs::directory_iterator(dir)) {
+        std::string n = e.path().filename().string();
+        if (n.find(".tmp") != std::string::npos) leftovers++;
+        else if (e.path().extension() == ".so") so_files++;
+    }
+    REQUIRE(so_files == 1);
+    REQUIRE(leftovers == 0);
+    fs::remove_all(dir);
+}
+
+TEST_CASE("the generated source and lowered IR are available for inspection", "[jit]") {
+    Dim batch("batch"), seq("seq");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 10);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    Func Out = scaled(2.0f, A, batch, seq, B, len);
+    Pipeline p({Out}, "inspect");
+    std::string ir = p.lower_to_string();
+    REQUIRE(ir.find("assert") != std::string::npos);       // argument checks come first
+    REQUIRE(ir.find("parallel for batch") != std::string::npos);
+    Kernel k = p.compile();
+    REQUIRE(k.source().find("#pragma omp parallel for") != std::string::npos);
+    REQUIRE(k.source().find("extern \"C\" int32_t cora_inspect") != std::string::npos);
+}
