@@ -42,6 +42,9 @@ public:
     /** Run on a shape: builds missing aux arrays in the shape, then calls the kernel.
      * RuntimeError (naming the argument, expected and actual) on bad input; no output written. */
     void run(const RaggedShape &shape, const std::vector<Binding> &bindings) const;
+    /** The raw argument array run() would pass (ABI order; aux arrays built in `shape`). The
+     * pointers refer to `shape` and the bound buffers, which must outlive their use. */
+    std::vector<cora_arg_t> make_args(const RaggedShape &shape, const std::vector<Binding> &bindings) const;
     /** Call the generated entry directly (ABI order, see arguments()). Returns the status and
      * fills `error` on failure. For tests and foreign callers. */
     int run_raw(const std::vector<cora_arg_t> &args, std::string *error) const;

@@ -249,9 +249,13 @@ protected:
         indent++;
         line("const int64_t " + b + "size = std::max<int64_t>(" + expr(op->size) + ", 1);");
         line(t + " *__restrict__ " + b + " = static_cast<" + t + " *>(std::malloc(sizeof(" + t + ") * " + b + "size));");
+        std::string release;  // on failure, free what the enclosing allocations hold
+        for (const std::string &live : live_allocations_) release += " std::free(" + live + ");";
         line("if (!" + b + ") { std::snprintf(error, error_size, \"cannot allocate %lld elements for '" +
-             c_escape(op->buffer->name, true) + "'\", (long long)" + b + "size); return 2; }");
+             c_escape(op->buffer->name, true) + "'\", (long long)" + b + "size);" + release + " return 2; }");
+        live_allocations_.push_back(b);
         visit(op->body);
+        live_allocations_.pop_back();
         line("std::free(" + b + ");");
         indent--;
         line("}");
@@ -278,6 +282,7 @@ protected:
     }
 
 private:
+    std::vector<std::string> live_allocations_;
     std::map<const VarNode *, std::string> names_;
     std::set<std::string> used_;
 };

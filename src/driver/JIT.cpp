@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <random>
 
 #include "util/Error.h"
@@ -62,6 +64,24 @@ std::string unique_suffix() {
     return std::to_string(getpid()) + "_" + std::to_string(counter++) + "_" + std::to_string(rd());
 }
 
+/** The compiler's version line and this CPU's model and feature flags, computed once. */
+std::string toolchain_identity(const std::string &cxx) {
+    static std::mutex mu;
+    static std::map<std::string, std::string> cache;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(cxx);
+    if (it != cache.end()) return it->second;
+    int status = 0;
+    std::string id = run_capture(cxx + " --version", &status);
+    std::ifstream cpu("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpu, line)) {
+        if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) id += line + "\n";
+        if (line.empty()) break;  // the first processor is enough
+    }
+    return cache[cxx] = id;
+}
+
 }  // namespace
 
 std::string default_cache_dir() {
@@ -79,10 +99,10 @@ std::string default_cxx() {
 JitResult jit_compile(const std::string &source, const std::string &symbol, const JitOptions &opts) {
     std::string dir = opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir;
     std::string cxx = opts.cxx.empty() ? default_cxx() : opts.cxx;
-    // -march=native: the cache is per machine; the hash includes the flags, not the CPU, so a
-    // cache directory must not be shared between different CPUs.
+    // The key covers the compiler's version and the CPU's features (-march=native), so a cache
+    // directory shared between machines never serves a kernel built for another CPU.
     std::string flags = "-std=c++17 -O3 -march=native -fPIC -shared -fopenmp -w";
-    std::string key = util::content_hash(cxx + "\n" + flags + "\n" + source);
+    std::string key = util::content_hash(toolchain_identity(cxx) + "\n" + flags + "\n" + source);
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) throw Error("cora: cannot create kernel cache directory '" + dir + "': " + ec.message());

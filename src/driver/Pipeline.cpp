@@ -85,6 +85,12 @@ Kernel Pipeline::compile(const CompileOptions &opts) const {
 }
 
 void Kernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
+    std::vector<cora_arg_t> args = make_args(shape, bindings);
+    std::string error;
+    if (run_raw(args, &error) != CORA_OK) throw RuntimeError("kernel '" + impl_->module.name + "': " + error);
+}
+
+std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
     const RaggedShape::Impl &s = *shape.impl();
     s.validate_counts();
     for (const Binding &b : bindings) {
@@ -137,8 +143,7 @@ void Kernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings)
         }
         args.push_back(c);
     }
-    std::string error;
-    if (run_raw(args, &error) != CORA_OK) throw RuntimeError("kernel '" + impl_->module.name + "': " + error);
+    return args;
 }
 
 int Kernel::run_raw(const std::vector<cora_arg_t> &args, std::string *error) const {

@@ -4,7 +4,8 @@
  *   - index variables are dims of the Func's domain or of an enclosing reduction (else: the
  *     dim is unknown to this op), and reduction extents use only outer dims;
  *   - every extent is provably non-negative for all inputs in the declared ranges;
- *   - every tensor access and length-array index provably stays inside its dim's extent;
+ *   - every tensor access and length-array index provably stays inside its dim's extent (a
+ *     Func's loop domain, an input's storage);
  *   - a Func's storage layout covers its loop domain.
  * Requires: funcs collected (producers first). Ensures: later passes may assume in-bounds
  * accesses; generated code never reads or writes outside a buffer whose size was checked.
@@ -68,9 +69,12 @@ public:
         }
         if (const Access *a = e.as<Access>()) {
             for (const Expr &i : a->indices) check(i);
+            // A Func is read within its loop domain (what was computed), not its storage,
+            // which may be larger and hold uncomputed elements.
+            const Layout &bounds = a->tensor->is_input ? a->tensor->storage : a->tensor->domain;
             std::map<const VarNode *, Expr> m;
             for (size_t k = 0; k < a->indices.size(); k++) {
-                const LayoutDim &ld = a->tensor->storage[k];
+                const LayoutDim &ld = bounds[k];
                 Expr extent = substitute(ld.extent, m);
                 require_in_range(a->indices[k], extent,
                                  "read of '" + a->tensor->name + "' in dim '" + ld.dim->name + "'");

@@ -109,3 +109,13 @@ TEST_CASE("other malformed definitions give clear errors", "[error][compile]") {
     Twice.compute([&](Expr b) { return 1.0f; });
     REQUIRE_THROWS_WITH(Twice.compute([&](Expr b) { return 2.0f; }), Contains("already defined"));
 }
+
+TEST_CASE("a consumer may not read a producer outside its loop domain", "[error][compile]") {
+    Fixture f;
+    Func P("P", {{f.batch, f.B}, {f.seq, f.len(f.batch)}});
+    P.compute([&](Expr b, Expr s) { return f.A(b, s); });
+    P.store_in({{f.batch, f.B}, {f.seq, f.len(f.batch) + 4}});  // stored larger than computed
+    Func C("C", {{f.batch, f.B}, {f.seq, f.len(f.batch) + 4}});
+    C.compute([&](Expr b, Expr s) { return P(b, s); });
+    REQUIRE_THROWS_WITH(Pipeline({C}).compile(), Contains("read of 'P' in dim 'seq'"));
+}

@@ -167,3 +167,21 @@ TEST_CASE("RaggedShape rejects bad lengths, params and offsets", "[error][runtim
     REQUIRE_THROWS_WITH(wrong.to_padded(s.A, shape, {2, 3}), Contains("buffer has 2 elements, tensor 'A' needs 3"));
     REQUIRE_THROWS_WITH(Buffer(Float32, -1), Contains("non-negative"));
 }
+
+TEST_CASE("make_args gives the raw ABI arguments of a run", "[error][runtime]") {
+    Scale s;
+    RaggedShape shape;
+    shape.set(s.B, 2).set(s.len, {3, 1});
+    Buffer a = Buffer::alloc(s.A, shape), out = sentinel_buffer(4);
+    for (int i = 0; i < 4; i++) a.at(i) = (float)i;
+    std::vector<cora_arg_t> args = s.k.make_args(shape, {{s.A, a}, {s.Out, out}});
+    REQUIRE(args.size() == 5);
+    REQUIRE(args[2].count == 3);  // offsets of the two rows: {0, 3, 4}
+    REQUIRE(static_cast<const int64_t *>(args[2].data)[1] == 3);
+    std::string err;
+    REQUIRE(s.k.run_raw(args, &err) == CORA_OK);
+    REQUIRE(out.at(3) == 6.0f);
+    static_cast<int32_t *>(args[1].data)[0] = 2;  // lengths no longer match the offsets
+    REQUIRE(s.k.run_raw(args, &err) == CORA_ERROR_ARGUMENT);
+    REQUIRE_THAT(err, Contains("inconsistent with the lengths"));
+}
