@@ -245,8 +245,10 @@ bool BoundsProver::prove_nonneg(const Expr &e, const Scope &scope) {
         return false;
     }
     Expr relaxed = simplify(relax_divisions(lb, /*upper=*/false));
-    auto c = constant_bound(relaxed, false);
-    if (!c) c = constant_bound(lb, false);
+    // Both are sound lower bounds; relaxing divisions helps when they correlate with other
+    // terms, bounding them directly (floor(lb / c)) when they stand alone. Take the better.
+    auto c = constant_bound(relaxed, false), direct = constant_bound(lb, false);
+    if (!c || (direct && *direct > *c)) c = direct;
     if (c && *c >= 0) return true;
     failure_ = "lower bound " + print(lb) + (c ? " can be " + std::to_string(*c) : " is unbounded");
     return false;

@@ -139,3 +139,27 @@ TEST_CASE("generated integer division and modulo floor like the IR semantics", "
     testing::require_close(out, reference_evaluate(pipe, shape, {})[0], 0);
     REQUIRE(out.at(0) == -400 + 3 + 1000);  // -13 / 4 == -4, -13 % 4 == 3
 }
+
+TEST_CASE("a loop domain with a derived extent floor_mult(len(b), 4) reads its input in bounds", "[pipeline][derived]") {
+    Dim batch("batch"), seq("seq");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 40);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    Func Full("Full", {{batch, B}, {seq, floor_mult(len(batch), 4)}});  // full tiles of 4 only
+    Full.compute([&](Expr b, Expr s) { return A(b, s) - cast(Float32, len(b) % 4); });
+    Pipeline pipe({Full}, "full_tiles");
+    Kernel k = pipe.compile();
+    uint32_t seed = 90;
+    for (const auto &lengths : testing::length_cases(40, 4, 17)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(B, (int64_t)lengths.size()).set(len, lengths);
+        int64_t expect = 0;
+        for (int32_t l : lengths) expect += l / 4 * 4;
+        Buffer a = Buffer::alloc(A, shape), out = Buffer::alloc(Full, shape);
+        REQUIRE(out.size() == expect);
+        testing::fill_random(a, seed++);
+        k.run(shape, {{A, a}, {Full, out}});
+        testing::require_close(out, reference_evaluate(pipe, shape, {{A, &a}})[0]);
+    }
+}
