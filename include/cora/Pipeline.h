@@ -20,6 +20,9 @@ struct CompileOptions {
     std::string cache_dir;
     /** C++ compiler; empty: CORA_CXX, else clang++ when found, else c++. */
     std::string cxx;
+    /** Ask Z3 about bounds the built-in prover cannot show: 1 yes, 0 no, negative: yes unless
+     * CORA_Z3=0. Without Z3 some correct programs are rejected; none is ever miscompiled. */
+    int use_z3 = -1;
 };
 
 /** One argument of a compiled kernel, in ABI order. */
@@ -57,6 +60,8 @@ public:
     /** Seconds spent compiling (0 when loaded from the cache) and whether the cache was hit. */
     double compile_seconds() const;
     bool from_cache() const;
+    /** Compile-time proof obligations: how many, cached, proved by which prover. */
+    std::string prover_stats() const;
 
     struct Impl;
     explicit Kernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -2,6 +2,7 @@
  * generated entry's arguments). */
 #include "cora/Pipeline.h"
 
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 
@@ -38,6 +39,18 @@ int32_t type_code_of(Type t) {
 
 int debug_level(const CompileOptions &o) { return o.debug >= 0 ? o.debug : util::env_debug_level(); }
 
+LowerOptions lower_options(const CompileOptions &o) {
+    LowerOptions l;
+    l.debug = debug_level(o);
+    if (o.use_z3 >= 0) {
+        l.use_z3 = o.use_z3 != 0;
+    } else {
+        const char *env = std::getenv("CORA_Z3");
+        l.use_z3 = !(env && std::string(env) == "0");
+    }
+    return l;
+}
+
 std::vector<TensorPtr> output_nodes(const std::vector<Func> &outs) {
     std::vector<TensorPtr> v;
     for (const Func &f : outs) v.push_back(f.node());
@@ -62,13 +75,13 @@ Pipeline::Pipeline(std::vector<Func> outputs, std::string name) : outputs_(std::
 }
 
 std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
-    return print(lower(output_nodes(outputs_), name_, debug_level(opts)).body);
+    return print(lower(output_nodes(outputs_), name_, lower_options(opts)).body);
 }
 
 Kernel Pipeline::compile(const CompileOptions &opts) const {
     int debug = debug_level(opts);
     auto impl = std::make_shared<Kernel::Impl>();
-    impl->module = lower(output_nodes(outputs_), name_, debug);
+    impl->module = lower(output_nodes(outputs_), name_, lower_options(opts));
     impl->lowered = print(impl->module.body);
     impl->source = codegen_c(impl->module);
     if (debug >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
@@ -158,5 +171,6 @@ const std::string &Kernel::source() const { return impl_->source; }
 const std::string &Kernel::lowered() const { return impl_->lowered; }
 double Kernel::compile_seconds() const { return impl_->jit.compile_seconds; }
 bool Kernel::from_cache() const { return impl_->jit.from_cache; }
+std::string Kernel::prover_stats() const { return impl_->module.prover_stats.str(); }
 
 }  // namespace cora

@@ -27,10 +27,10 @@ void dump(const LoweringContext &ctx, const char *pass, const Stmt &s) {
 
 }  // namespace
 
-LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &name, int debug) {
+LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &name, const LowerOptions &opts) {
     LoweringContext ctx;
-    ctx.debug = debug;
-    ctx.prover = std::make_unique<BoundsProver>();
+    ctx.debug = opts.debug;
+    ctx.prover = std::make_unique<ProverChain>(opts.use_z3);
     if (outputs.empty()) throw_compile_error("pipeline '", name, "' has no outputs");
     for (auto &o : outputs) {
         if (o->is_input) throw_compile_error("pipeline '", name, "': output '", o->name, "' is an input tensor, not a Func");
@@ -55,7 +55,9 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     s = simplify(s);
     dump(ctx, "simplify", s);
 
+    if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << ctx.prover->stats().str() << "\n";
     LoweredModule m;
+    m.prover_stats = ctx.prover->stats();
     m.name = name;
     m.args = ctx.args;
     m.body = s;

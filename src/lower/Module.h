@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/Bounds.h"
+#include "analysis/ProverChain.h"
 #include "analysis/StorageLayout.h"
 #include "ir/Tensor.h"
 
@@ -28,6 +29,7 @@ struct LoweredModule {
     std::string name;
     std::vector<ModuleArg> args;
     Stmt body;
+    ProverStats prover_stats;
 };
 
 /** Per-tensor storage facts decided by StorageLowering. */
@@ -38,7 +40,7 @@ struct TensorStorage {
 
 struct LoweringContext {
     int debug = 0;
-    std::unique_ptr<Prover> prover;
+    std::unique_ptr<ProverChain> prover;
     std::vector<TensorPtr> funcs;    ///< computed tensors, producers first
     std::vector<TensorPtr> inputs;   ///< input tensors, in first-use order
     std::vector<TensorPtr> outputs;  ///< the pipeline's outputs

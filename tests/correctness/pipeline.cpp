@@ -163,3 +163,31 @@ TEST_CASE("a loop domain with a derived extent floor_mult(len(b), 4) reads its i
         testing::require_close(out, reference_evaluate(pipe, shape, {{A, &a}})[0]);
     }
 }
+
+TEST_CASE("a clamped neighbour read is accepted with Z3 and matches the reference", "[pipeline][z3]") {
+    Dim batch("batch"), seq("seq");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 40);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    Func Diff("Diff", {{batch, B}, {seq, len(batch)}});
+    // Forward difference with the last element clamped to itself.
+    Diff.compute([&](Expr b, Expr s) { return A(b, select(s + 1 < len(b), s + 1, s)) - A(b, s); });
+    Pipeline pipe({Diff}, "forward_diff");
+    CompileOptions bounds_only;
+    bounds_only.use_z3 = 0;
+    REQUIRE_THROWS_WITH(pipe.compile(bounds_only), Catch::Matchers::Contains("read of 'A' in dim 'seq'"));
+    CompileOptions with_z3;
+    with_z3.use_z3 = 1;
+    Kernel k = pipe.compile(with_z3);
+    REQUIRE_THAT(k.prover_stats(), Catch::Matchers::Contains("proved by Z3") && !Catch::Matchers::Contains(" 0 proved by Z3"));
+    uint32_t seed = 300;
+    for (const auto &lengths : testing::length_cases(40, 8, 23)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(B, (int64_t)lengths.size()).set(len, lengths);
+        Buffer a = Buffer::alloc(A, shape), out = Buffer::alloc(Diff, shape);
+        testing::fill_random(a, seed++);
+        k.run(shape, {{A, a}, {Diff, out}});
+        testing::require_close(out, reference_evaluate(pipe, shape, {{A, &a}})[0]);
+    }
+}

@@ -1,0 +1,48 @@
+#include "analysis/ProverChain.h"
+
+#include "analysis/Z3Prover.h"
+#include "ir/Tensor.h"
+
+namespace cora::ir {
+
+std::string ProverStats::str() const {
+    return std::to_string(queries) + " obligations: " + std::to_string(cache_hits) + " cached, " +
+           std::to_string(proved_by_bounds) + " proved by bounds, " + std::to_string(proved_by_z3) +
+           " proved by Z3, " + std::to_string(unproved) + " unproved";
+}
+
+ProverChain::ProverChain(bool use_z3) {
+    if (use_z3) z3_ = make_z3_prover();
+}
+
+bool ProverChain::prove_nonneg(const Expr &e, const Scope &scope) {
+    stats_.queries++;
+    std::string key = structural_key(e);
+    for (const ScopeEntry &s : scope)
+        key += " ; " + s.var->name + "#" + std::to_string(s.var->id) + " in " + structural_key(s.min) + " + " +
+               structural_key(s.extent);
+    auto hit = cache_.find(key);
+    if (hit != cache_.end()) {
+        stats_.cache_hits++;
+        if (!hit->second) failure_ = failures_[key];
+        return hit->second;
+    }
+    bool proved = bounds_.prove_nonneg(e, scope);
+    if (proved) {
+        stats_.proved_by_bounds++;
+    } else {
+        failure_ = bounds_.last_failure();
+        if (z3_ && z3_->prove_nonneg(e, scope)) {
+            proved = true;
+            stats_.proved_by_z3++;
+        } else {
+            if (z3_) failure_ += "; " + z3_->last_failure();
+            stats_.unproved++;
+            failures_[key] = failure_;
+        }
+    }
+    cache_[key] = proved;
+    return proved;
+}
+
+}  // namespace cora::ir

@@ -1,0 +1,185 @@
+#include "analysis/Z3Prover.h"
+
+#ifdef CORA_HAVE_Z3
+
+#include <z3++.h>
+
+#include <map>
+#include <optional>
+
+#include "analysis/IntMath.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+/** Translates one query's expressions into Z3, collecting the axioms they need. */
+class Encoder {
+public:
+    explicit Encoder(z3::context &c) : c_(c) {}
+    std::vector<z3::expr> axioms;
+
+    z3::expr var(const VarNode *v) {
+        auto it = vars_.find(v);
+        if (it != vars_.end()) return it->second;
+        z3::expr x = c_.int_const(concat("v", vars_.size(), "_", v->name).c_str());
+        if (v->role == VarRole::Param) {
+            axioms.push_back(x >= c_.int_val((int64_t)v->min_value));
+            axioms.push_back(x <= c_.int_val((int64_t)v->max_value));
+        }
+        vars_.emplace(v, x);
+        return x;
+    }
+
+    /** Integer or boolean encoding of e. */
+    z3::expr encode(const Expr &e) {
+        Type t = e.type();
+        if (t.is_float()) return fresh_int();  // only reached through casts: any value
+        switch (e.get()->kind) {
+        case NodeKind::IntImm: {
+            int64_t v = e.as<IntImm>()->value;
+            return t.is_bool() ? c_.bool_val(v != 0) : c_.int_val(v);
+        }
+        case NodeKind::Var: return var(e.as<VarNode>());
+        case NodeKind::Add: return encode(e.as<Add>()->a) + encode(e.as<Add>()->b);
+        case NodeKind::Sub: return encode(e.as<Sub>()->a) - encode(e.as<Sub>()->b);
+        case NodeKind::Mul: return encode(e.as<Mul>()->a) * encode(e.as<Mul>()->b);
+        case NodeKind::Div: return floor_div_mod(e.as<Div>()->a, e.as<Div>()->b, true);
+        case NodeKind::Mod: return floor_div_mod(e.as<Mod>()->a, e.as<Mod>()->b, false);
+        case NodeKind::Min: {
+            z3::expr a = encode(e.as<Min>()->a), b = encode(e.as<Min>()->b);
+            return z3::ite(a <= b, a, b);
+        }
+        case NodeKind::Max: {
+            z3::expr a = encode(e.as<Max>()->a), b = encode(e.as<Max>()->b);
+            return z3::ite(a >= b, a, b);
+        }
+        case NodeKind::EQ: return compare(e.as<EQ>()->a, e.as<EQ>()->b, [](auto x, auto y) { return x == y; });
+        case NodeKind::NE: return compare(e.as<NE>()->a, e.as<NE>()->b, [](auto x, auto y) { return x != y; });
+        case NodeKind::LT: return compare(e.as<LT>()->a, e.as<LT>()->b, [](auto x, auto y) { return x < y; });
+        case NodeKind::LE: return compare(e.as<LE>()->a, e.as<LE>()->b, [](auto x, auto y) { return x <= y; });
+        case NodeKind::GT: return compare(e.as<GT>()->a, e.as<GT>()->b, [](auto x, auto y) { return x > y; });
+        case NodeKind::GE: return compare(e.as<GE>()->a, e.as<GE>()->b, [](auto x, auto y) { return x >= y; });
+        case NodeKind::And: return encode(e.as<And>()->a) && encode(e.as<And>()->b);
+        case NodeKind::Or: return encode(e.as<Or>()->a) || encode(e.as<Or>()->b);
+        case NodeKind::Not: return !encode(e.as<Not>()->a);
+        case NodeKind::Select: {
+            const Select *s = e.as<Select>();
+            return z3::ite(encode(s->cond), encode(s->t), encode(s->f));
+        }
+        case NodeKind::Cast: {
+            const Cast *c = e.as<Cast>();
+            if (c->value.type().is_bool()) return z3::ite(encode(c->value), c_.int_val(1), c_.int_val(0));
+            if (c->value.type().is_int() && t.is_int() && t.bits >= c->value.type().bits) return encode(c->value);
+            return t.is_bool() ? fresh_bool() : fresh_int();
+        }
+        case NodeKind::UFCall: return uf_call(e.as<UFCall>());
+        default:
+            // Loads, tensor reads, reductions: values the prover knows nothing about.
+            return t.is_bool() ? fresh_bool() : fresh_int();
+        }
+    }
+
+private:
+    template <typename F>
+    z3::expr compare(const Expr &a, const Expr &b, F op) {
+        if (a.type().is_float()) return fresh_bool();
+        return op(encode(a), encode(b));
+    }
+
+    /** Floor division / modulo: a == b*q + r with r in [0, b) for b > 0 and (b, 0] for b < 0. */
+    z3::expr floor_div_mod(const Expr &ea, const Expr &eb, bool want_quotient) {
+        z3::expr a = encode(ea);
+        const int64_t *cb = as_const_int(eb);
+        if (cb && *cb > 0) {  // SMT-LIB div/mod are floor semantics for a positive divisor
+            z3::expr b = c_.int_val(*cb);
+            return want_quotient ? a / b : z3::mod(a, b);
+        }
+        z3::expr b = encode(eb);
+        z3::expr q = fresh_int(), r = fresh_int();
+        axioms.push_back(z3::implies(b != 0, a == b * q + r));
+        axioms.push_back(z3::implies(b > 0, r >= 0 && r < b));
+        axioms.push_back(z3::implies(b < 0, r <= 0 && r > b));
+        return want_quotient ? q : r;
+    }
+
+    z3::expr uf_call(const UFCall *u) {
+        auto it = fns_.find(u->fn.get());
+        if (it == fns_.end()) {
+            z3::sort_vector domain(c_);
+            for (int i = 0; i < u->fn->arity; i++) domain.push_back(c_.int_sort());
+            std::string name = concat("f", fns_.size(), "_", u->fn->name);
+            it = fns_.emplace(u->fn.get(), c_.function(name.c_str(), domain, c_.int_sort())).first;
+        }
+        z3::expr_vector args(c_);
+        for (const Expr &a : u->args) args.push_back(encode(a));
+        z3::expr app = it->second(args);
+        // The declared range, instantiated at this ground term only.
+        axioms.push_back(app >= c_.int_val((int64_t)u->fn->min_value));
+        axioms.push_back(app <= c_.int_val((int64_t)u->fn->max_value));
+        return app;
+    }
+
+    z3::expr fresh_int() { return c_.int_const(concat("atom", atoms_++).c_str()); }
+    z3::expr fresh_bool() { return c_.bool_const(concat("batom", atoms_++).c_str()); }
+
+    z3::context &c_;
+    std::map<const VarNode *, z3::expr> vars_;
+    std::map<const UFNode *, z3::func_decl> fns_;
+    int atoms_ = 0;
+};
+
+class Z3Prover : public Prover {
+public:
+    explicit Z3Prover(uint64_t rlimit) : rlimit_(rlimit) {}
+
+    bool prove_nonneg(const Expr &e, const Scope &scope) override {
+        try {
+            Encoder enc(ctx_);
+            z3::solver s(ctx_);
+            z3::params p(ctx_);
+            p.set("rlimit", (unsigned)std::min<uint64_t>(rlimit_, UINT32_MAX));
+            s.set(p);
+            for (const ScopeEntry &se : scope) {
+                z3::expr v = enc.var(se.var), lo = enc.encode(se.min);
+                s.add(v >= lo && v < lo + enc.encode(se.extent));
+            }
+            z3::expr goal = enc.encode(e);
+            for (const z3::expr &a : enc.axioms) s.add(a);
+            s.add(goal < 0);
+            z3::check_result r = s.check();
+            if (r == z3::unsat) return true;
+            failure_ = r == z3::sat ? "Z3 found inputs within the declared ranges where " + print(e) + " < 0"
+                                    : "Z3 could not decide " + print(e) + " >= 0 within its resource limit";
+            return false;
+        } catch (const z3::exception &ex) {
+            failure_ = std::string("Z3 error: ") + ex.msg();
+            return false;
+        }
+    }
+    std::string last_failure() const override { return failure_; }
+
+private:
+    z3::context ctx_;
+    uint64_t rlimit_;
+    std::string failure_;
+};
+
+}  // namespace
+
+bool z3_available() { return true; }
+std::unique_ptr<Prover> make_z3_prover(uint64_t rlimit) { return std::make_unique<Z3Prover>(rlimit); }
+
+}  // namespace cora::ir
+
+#else
+
+namespace cora::ir {
+bool z3_available() { return false; }
+std::unique_ptr<Prover> make_z3_prover(uint64_t) { return nullptr; }
+}  // namespace cora::ir
+
+#endif

@@ -1,0 +1,134 @@
+// The Z3 backend and the prover chain: more proofs than the built-in prover, never a false one,
+// deterministic answers, cached repeats.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "analysis/Interpreter.h"
+#include "analysis/ProverChain.h"
+#include "analysis/Z3Prover.h"
+#include "cora/cora.h"
+#include "ir/IRPrinter.h"
+
+using namespace cora;
+using namespace cora::ir;
+
+namespace {
+struct Setup {
+    Dim b{"b"}, i{"i"}, x{"x"};
+    Param B{"B", 1, 64};
+    LengthArray len{"len", B, 0, 100};
+    Scope scope{{b.node()->var.get(), Expr(0), B}, {i.node()->var.get(), Expr(0), len(b)}};
+};
+}  // namespace
+
+TEST_CASE("Z3 proves a clamped neighbour read that the built-in prover cannot", "[prover][z3]") {
+    if (!z3_available()) {
+        WARN("skipped: cora was built without Z3");
+        return;
+    }
+    Setup s;
+    Expr next = select(s.i + 1 < s.len(s.b), s.i + 1, s.i);
+    Expr room = s.len(s.b) - next - 1;  // next < len(b)
+    BoundsProver bounds;
+    REQUIRE_FALSE(bounds.prove_nonneg(room, s.scope));
+    auto z3 = make_z3_prover();
+    REQUIRE(z3->prove_nonneg(room, s.scope));
+    REQUIRE(z3->prove_nonneg(next, s.scope));
+    // Without the clamp the claim is false, and Z3 says so.
+    REQUIRE_FALSE(z3->prove_nonneg(s.len(s.b) - (s.i + 1) - 1, s.scope));
+    REQUIRE_THAT(z3->last_failure(), Catch::Matchers::Contains("Z3 found inputs"));
+}
+
+TEST_CASE("Z3 encodes floor division and modulo as the generated code computes them", "[prover][z3]") {
+    if (!z3_available()) {
+        WARN("skipped: cora was built without Z3");
+        return;
+    }
+    Setup s;
+    Scope neg{{s.x.node()->var.get(), Expr(-50), Expr(100)}};  // x in [-50, 49]
+    auto z3 = make_z3_prover();
+    Expr x = s.x;
+    REQUIRE(z3->prove_nonneg(x % 4, neg));                       // floor modulo is never negative
+    REQUIRE(z3->prove_nonneg(x - (x / 4) * 4, neg));
+    REQUIRE(z3->prove_nonneg((x / -3) * -3 - x, neg));            // negative divisor: remainder in (-3, 0]
+    REQUIRE(z3->prove_nonneg(-(x % -3), neg));
+    REQUIRE_FALSE(z3->prove_nonneg(x / 4, neg));                  // x / 4 < 0 for x < 0
+    REQUIRE(z3->prove_nonneg(x / 4 + 13, neg));                   // floor(-50 / 4) = -13
+    REQUIRE_FALSE(z3->prove_nonneg(x / 4 + 12, neg));             // (truncation would give -12)
+}
+
+TEST_CASE("the prover chain never proves a false statement (brute force, with select)", "[prover][z3][fuzz]") {
+    Dim b("b"), i("i"), j("j");
+    Param B("B", 1, 3);
+    LengthArray len("len", B, 0, 4);
+    const VarNode *vb = b.node()->var.get(), *vi = i.node()->var.get(), *vj = j.node()->var.get();
+    Scope scope{{vb, Expr(0), B}, {vi, Expr(0), len(b)}, {vj, Expr(0), min(i + 1, len(b))}};
+    std::mt19937 rng(4242);
+    std::function<Expr(int)> gen = [&](int depth) -> Expr {
+        if (depth == 0) {
+            switch (rng() % 5) {
+            case 0: return i.var();
+            case 1: return j.var();
+            case 2: return len(b);
+            case 3: return B;
+            default: return Expr((int64_t)(rng() % 9) - 4);
+            }
+        }
+        Expr x = gen(depth - 1), y = gen(depth - 1);
+        switch (rng() % 8) {
+        case 0: return x + y;
+        case 1: return x - y;
+        case 2: return x * Expr((int64_t)(rng() % 5) - 2);
+        case 3: {
+            int64_t d = (int64_t)(rng() % 7) - 3;  // negative divisors too; never zero
+            return x / Expr(d == 0 ? 2 : d);
+        }
+        case 4: return x % Expr((int64_t)(rng() % 4) + 1);
+        case 5: return min(x, y);
+        case 6: return max(x, y);
+        default: return select(x < y, x, y + 1);
+        }
+    };
+    ProverChain chain(/*use_z3=*/true);
+    int proved = 0;
+    for (int t = 0; t < 300; t++) {
+        Expr e = gen(1 + (int)(rng() % 3));
+        if (!chain.prove_nonneg(e, scope)) continue;
+        proved++;
+        for (int64_t nb = 1; nb <= 3; nb++) {
+            std::vector<int64_t> lens(nb, 0);
+            while (true) {
+                Interpreter in;
+                in.ints[B.expr().as<VarNode>()] = nb;
+                in.length_value = [&](const UFNode *, int64_t k) { return lens[k]; };
+                for (int64_t b_ = 0; b_ < nb; b_++)
+                    for (int64_t i_ = 0; i_ < lens[b_]; i_++)
+                        for (int64_t j_ = 0; j_ < std::min(i_ + 1, lens[b_]); j_++) {
+                            in.ints[vb] = b_;
+                            in.ints[vi] = i_;
+                            in.ints[vj] = j_;
+                            INFO(print(e) << " at b=" << b_ << " i=" << i_ << " j=" << j_);
+                            REQUIRE(in.eval_int(e) >= 0);
+                        }
+                size_t k = 0;
+                while (k < lens.size() && ++lens[k] > 4) lens[k++] = 0;
+                if (k == lens.size()) break;
+            }
+        }
+    }
+    REQUIRE(proved > 20);
+    INFO(chain.stats().str());
+    if (z3_available()) REQUIRE(chain.stats().proved_by_z3 > 0);
+}
+
+TEST_CASE("prover answers are deterministic and repeats are cached", "[prover][z3]") {
+    Setup s;
+    std::vector<Expr> queries = {s.len(s.b) - s.i - 1, s.len(s.b) - s.i - 2,
+                                 s.len(s.b) - select(s.i + 1 < s.len(s.b), s.i + 1, s.i) - 1, ceil_mult(s.i, 8) - s.i};
+    ProverChain first(true), second(true);
+    for (const Expr &q : queries) REQUIRE(first.prove_nonneg(q, s.scope) == second.prove_nonneg(q, s.scope));
+    for (const Expr &q : queries) first.prove_nonneg(q, s.scope);
+    REQUIRE(first.stats().cache_hits == (int)queries.size());
+    REQUIRE(first.stats().queries == 2 * (int)queries.size());
+}
