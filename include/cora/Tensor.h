@@ -79,6 +79,22 @@ public:
     bool defined() const;
     Shape domain() const;
 
+    // --- Scheduling (loops only; the values computed never change). Errors: CompileError. ---
+
+    /** Split the loop over `d` into `outer` (extent ceil(E / factor)) and `inner` (extent
+     * factor), d = outer * factor + inner. When E is ragged or not a multiple of the factor, the
+     * body is guarded by d < E; the guard is removed when the prover shows it always holds. */
+    Func &split(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor);
+    /** Reorder loops: the given loops take the positions they occupy, outermost first. A loop
+     * whose extent depends on another loop cannot be moved outside it. */
+    Func &reorder(const std::vector<Dim> &outermost_first);
+    /** Run the loop in parallel (OpenMP; the outermost parallel loop of a nest is used). */
+    Func &parallel(const Dim &d);
+    /** Vectorize the loop (its extent must be a constant). */
+    Func &vectorize(const Dim &d);
+    /** Unroll the loop (its extent must be a constant). */
+    Func &unroll(const Dim &d);
+
 private:
     std::vector<Expr> dim_vars() const;
     [[noreturn]] void arity_error(size_t got) const;

@@ -92,6 +92,7 @@ public:
     std::ostringstream os;
     int indent = 1;
     int parallel_depth = 0;
+    int simd_depth = 0;
 
     std::string name_of(const VarNode *v) {
         auto it = names_.find(v);
@@ -194,15 +195,24 @@ protected:
     void visit_node(const For *op) override {
         std::string v = name_of(op->var.get());
         std::string ext = expr(op->extent), mn = expr(op->min);
-        bool par = op->for_kind == ForKind::Parallel && parallel_depth == 0;
+        // OpenMP allows no parallel (or further simd) construct inside a simd region, and one
+        // parallel level is enough: inner marks then become plain loops.
+        bool par = op->for_kind == ForKind::Parallel && parallel_depth == 0 && simd_depth == 0;
+        bool simd = op->for_kind == ForKind::Vectorized && simd_depth == 0;
         if (par) {
             // Ragged bodies take different times per iteration: balance them dynamically.
             line("#pragma omp parallel for schedule(dynamic, 1) num_threads(cora_threads())");
+        } else if (simd) {
+            line("#pragma omp simd");
+        } else if (op->for_kind == ForKind::Unrolled) {
+            line("#pragma unroll");
         }
         line("for (int64_t " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
         indent++;
         if (par) parallel_depth++;
+        if (simd) simd_depth++;
         visit(op->body);
+        if (simd) simd_depth--;
         if (par) parallel_depth--;
         indent--;
         line("}");

@@ -104,3 +104,69 @@ void Func::arity_error(size_t got) const {
 }
 
 }  // namespace cora
+
+namespace cora {
+
+namespace {
+/** Dims that currently name a loop of `t` (domain dims not yet split, plus split results). */
+bool is_live_loop(const ir::TensorNode &t, const ir::DimNode *d) {
+    bool live = false;
+    for (auto &ld : t.domain) live = live || ld.dim.get() == d;
+    for (auto &s : t.schedule.splits) {
+        if (s.parent.get() == d) live = false;
+        if (s.outer.get() == d || s.inner.get() == d) live = true;
+    }
+    return live;
+}
+bool is_known_dim(const ir::TensorNode &t, const ir::DimNode *d) {
+    for (auto &ld : t.domain)
+        if (ld.dim.get() == d) return true;
+    for (auto &s : t.schedule.splits)
+        if (s.outer.get() == d || s.inner.get() == d) return true;
+    return false;
+}
+}  // namespace
+
+Func &Func::split(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor) {
+    if (factor <= 0) throw_compile_error("split of '", d.name(), "' in Func '", name(), "': factor must be positive, got ", factor);
+    if (!is_live_loop(*node_, d.node().get()))
+        throw_compile_error("split of '", d.name(), "' in Func '", name(), "': '", d.name(),
+                            "' is not a loop of this Func (already split, or not in its domain)");
+    if (outer.same_as(inner)) throw_compile_error("split of '", d.name(), "' in Func '", name(), "': outer and inner must be different dims");
+    for (const Dim *n : {&outer, &inner}) {
+        if (is_known_dim(*node_, n->node().get()))
+            throw_compile_error("split of '", d.name(), "' in Func '", name(), "': dim '", n->name(),
+                                "' already names a loop of this Func");
+    }
+    node_->schedule.splits.push_back(ir::ScheduleSplit{d.node(), outer.node(), inner.node(), factor});
+    return *this;
+}
+
+Func &Func::reorder(const std::vector<Dim> &outermost_first) {
+    for (size_t i = 0; i < outermost_first.size(); i++) {
+        const Dim &d = outermost_first[i];
+        if (!is_known_dim(*node_, d.node().get()))
+            throw_compile_error("reorder in Func '", name(), "': '", d.name(), "' is not a loop of this Func");
+        for (size_t j = 0; j < i; j++)
+            if (outermost_first[j].same_as(d)) throw_compile_error("reorder in Func '", name(), "': '", d.name(), "' is listed twice");
+    }
+    node_->schedule.order.clear();
+    for (const Dim &d : outermost_first) node_->schedule.order.push_back(d.node());
+    return *this;
+}
+
+static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, const Dim &d, ir::LoopAnnotation a,
+                      const char *what) {
+    if (!is_known_dim(*node, d.node().get()))
+        throw_compile_error(what, " in Func '", node->name, "': '", d.name(), "' is not a loop of this Func");
+    for (auto &[dim, ann] : node->schedule.annotations)
+        if (dim == d.node())
+            throw_compile_error(what, " in Func '", node->name, "': loop '", d.name(), "' is already marked");
+    node->schedule.annotations.emplace_back(d.node(), a);
+    return f;
+}
+Func &Func::parallel(const Dim &d) { return annotate(*this, node_, d, ir::LoopAnnotation::Parallel, "parallel"); }
+Func &Func::vectorize(const Dim &d) { return annotate(*this, node_, d, ir::LoopAnnotation::Vectorize, "vectorize"); }
+Func &Func::unroll(const Dim &d) { return annotate(*this, node_, d, ir::LoopAnnotation::Unroll, "unroll"); }
+
+}  // namespace cora

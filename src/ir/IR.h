@@ -235,7 +235,7 @@ struct Reduce : ExprNode {
 // ---------------------------------------------------------------------------------------------
 // Statements.
 
-enum class ForKind : uint8_t { Serial, Parallel };
+enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled };
 
 struct For : StmtNode {
     CORA_NODE_KIND(For)

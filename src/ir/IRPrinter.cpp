@@ -104,7 +104,8 @@ protected:
 
     void visit_node(const For *op) override {
         pad();
-        os << (op->for_kind == ForKind::Parallel ? "parallel for " : "for ") << op->var->name
+        static const char *kinds[] = {"for ", "parallel for ", "vectorized for ", "unrolled for "};
+        os << kinds[(int)op->for_kind] << op->var->name
            << " in [";
         visit(op->min);
         os << ", ";

@@ -19,6 +19,24 @@ struct LayoutDim {
 };
 using Layout = std::vector<LayoutDim>;
 
+enum class LoopAnnotation : uint8_t { Serial, Parallel, Vectorize, Unroll };
+
+/** Loop `parent` becomes `outer` (extent ceil(E / factor)) and `inner` (extent factor), with
+ * parent = outer * factor + inner. */
+struct ScheduleSplit {
+    std::shared_ptr<const DimNode> parent, outer, inner;
+    int64_t factor;
+};
+
+/** How a Func's loop nest is built from its domain, recorded as data and applied by
+ * lower/ScheduleLoops. Empty: the default schedule (domain order, outermost loop parallel). */
+struct Schedule {
+    std::vector<ScheduleSplit> splits;                       ///< applied in order
+    std::vector<std::shared_ptr<const DimNode>> order;       ///< reorder requests, outermost first
+    std::vector<std::pair<std::shared_ptr<const DimNode>, LoopAnnotation>> annotations;
+    bool empty() const { return splits.empty() && order.empty() && annotations.empty(); }
+};
+
 struct TensorNode {
     std::string name;
     uint64_t id;
@@ -27,6 +45,7 @@ struct TensorNode {
     Layout domain;   ///< loop domain (Funcs); for inputs equal to storage
     Layout storage;  ///< storage layout; dims in the same order as domain
     Expr value;      ///< definition (Funcs), in terms of domain dim variables
+    Schedule schedule;
 };
 using TensorPtr = std::shared_ptr<const TensorNode>;
 

@@ -1,8 +1,8 @@
 /** \file The pass order, top to bottom. Reading this function tells the whole story:
  *
  *   collect funcs (producers first) -> validate (dims, extents, access bounds, storage cover)
- *   -> loop nests (default schedule: one nest per op, outermost loop parallel; vloop extents
- *      are UF calls) -> reductions to accumulator loops -> storage lowering (dimension graph ->
+ *   -> loop nests from each op's schedule (split with guards the prover may remove, reorder,
+ *      parallel/vectorize/unroll; default: outermost loop parallel; vloop extents are UF calls) -> reductions to accumulator loops -> storage lowering (dimension graph ->
  *      flat offsets through prefix-sum aux arrays) -> allocations of intermediates (sizes
  *      computed by the library) -> argument list -> argument checks -> UF calls to loads of
  *      argument arrays -> simplify. */
@@ -39,8 +39,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     ctx.funcs = pipeline_order(ctx.outputs, &ctx.inputs);
 
     validate_pipeline(ctx);
-    Stmt s = build_loop_nests(ctx);
-    dump(ctx, "build_loop_nests", s);
+    Stmt s = schedule_loops(ctx);
+    dump(ctx, "schedule_loops", s);
     s = lower_reductions(s);
     dump(ctx, "lower_reductions", s);
     s = storage_lowering(s, ctx);
@@ -58,6 +58,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << ctx.prover->stats().str() << "\n";
     LoweredModule m;
     m.prover_stats = ctx.prover->stats();
+    m.prover_stats.guards_removed = ctx.guards_removed;
+    m.prover_stats.guards_kept = ctx.guards_kept;
     m.name = name;
     m.args = ctx.args;
     m.body = s;

@@ -46,6 +46,7 @@ struct LoweringContext {
     std::vector<TensorPtr> outputs;  ///< the pipeline's outputs
     std::map<const TensorNode *, TensorStorage> storage;
     std::vector<ModuleArg> args;
+    int guards_removed = 0, guards_kept = 0;  ///< schedule guards proved redundant / kept
     bool is_output(const TensorNode *t) const {
         for (auto &o : outputs)
             if (o.get() == t) return true;

@@ -6,7 +6,7 @@
 namespace cora::ir {
 
 void validate_pipeline(LoweringContext &ctx);
-Stmt build_loop_nests(LoweringContext &ctx);
+Stmt schedule_loops(LoweringContext &ctx);
 Stmt lower_reductions(const Stmt &s);
 Stmt storage_lowering(const Stmt &s, LoweringContext &ctx);
 Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx);

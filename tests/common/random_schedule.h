@@ -1,0 +1,69 @@
+/** \file Random schedules for differential tests: splits (sometimes nested), reorders (which
+ * may be illegal), parallel, vectorize and unroll on loops whose extent is a constant. */
+#pragma once
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cora/cora.h"
+
+namespace cora::testing {
+
+struct ScheduledLoop {
+    Dim dim;
+    bool constant;
+};
+
+/** Apply a random schedule to `f`; returns a description for failure messages. */
+inline std::string random_schedule(Func &f, std::mt19937 &rng) {
+    std::vector<ScheduledLoop> loops;
+    for (const DimExtent &d : f.domain()) loops.push_back({d.dim, false});
+    std::string desc = f.name() + ":";
+    static const int64_t factors[] = {1, 2, 3, 4, 8, 16};
+    int splits = (int)(rng() % 3);
+    for (int s = 0; s < splits; s++) {
+        size_t at = rng() % loops.size();
+        int64_t factor = factors[rng() % 6];
+        Dim parent = loops[at].dim;
+        Dim outer(parent.name() + "o"), inner(parent.name() + "i");
+        f.split(parent, outer, inner, factor);
+        desc += " split(" + parent.name() + ", " + std::to_string(factor) + ")";
+        loops[at] = {inner, true};
+        loops.insert(loops.begin() + (long)at, ScheduledLoop{outer, false});
+    }
+    if (rng() % 2) {
+        std::shuffle(loops.begin(), loops.end(), rng);
+        std::vector<Dim> order;
+        desc += " reorder(";
+        for (auto &l : loops) {
+            order.push_back(l.dim);
+            desc += l.dim.name() + " ";
+        }
+        desc += ")";
+        f.reorder(order);
+    }
+    std::vector<size_t> free(loops.size());
+    for (size_t i = 0; i < free.size(); i++) free[i] = i;
+    std::shuffle(free.begin(), free.end(), rng);
+    if (rng() % 2 && !free.empty()) {
+        f.parallel(loops[free.back()].dim);
+        desc += " parallel(" + loops[free.back()].dim.name() + ")";
+        free.pop_back();
+    }
+    for (size_t i : free) {
+        if (!loops[i].constant) continue;
+        int r = (int)(rng() % 3);
+        if (r == 0) {
+            f.vectorize(loops[i].dim);
+            desc += " vectorize(" + loops[i].dim.name() + ")";
+        } else if (r == 1) {
+            f.unroll(loops[i].dim);
+            desc += " unroll(" + loops[i].dim.name() + ")";
+        }
+    }
+    return desc;
+}
+
+}  // namespace cora::testing
