@@ -55,11 +55,11 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     s = simplify(s);
     dump(ctx, "simplify", s);
 
-    if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << ctx.prover->stats().str() << "\n";
     LoweredModule m;
     m.prover_stats = ctx.prover->stats();
     m.prover_stats.guards_removed = ctx.guards_removed;
     m.prover_stats.guards_kept = ctx.guards_kept;
+    if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << m.prover_stats.str() << "\n";
     m.name = name;
     m.args = ctx.args;
     m.body = s;
