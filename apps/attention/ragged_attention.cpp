@@ -37,12 +37,12 @@ bool read_lengths(const std::string &path, int batch, std::vector<int32_t> &out)
     std::ifstream f(path);
     if (!f) return false;
     int v;
-    while ((int)out.size() < batch && f >> v) out.push_back(v);
+    while ((int)out.size() < batch && f >> v)
+        out.push_back(v);
     return (int)out.size() == batch;
 }
 
-template <typename F>
-double best_seconds(int runs, F &&f) {
+template <typename F> double best_seconds(int runs, F &&f) {
     double best = 1e30;
     for (int r = 0; r < runs; r++) {
         auto t0 = std::chrono::steady_clock::now();
@@ -52,17 +52,21 @@ double best_seconds(int runs, F &&f) {
     return best;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     std::string lengths_file = "../shared/datasets/mnli_train_lengths.txt";
     int batch = 32, heads = 8, runs = 5;
     const int64_t D = 64, MaxLen = 512;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!std::strcmp(argv[i], "--lengths")) lengths_file = argv[i + 1];
-        else if (!std::strcmp(argv[i], "--batch")) batch = std::atoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--heads")) heads = std::atoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--runs")) runs = std::atoi(argv[i + 1]);
+        if (!std::strcmp(argv[i], "--lengths"))
+            lengths_file = argv[i + 1];
+        else if (!std::strcmp(argv[i], "--batch"))
+            batch = std::atoi(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--heads"))
+            heads = std::atoi(argv[i + 1]);
+        else if (!std::strcmp(argv[i], "--runs"))
+            runs = std::atoi(argv[i + 1]);
         else {
             std::fprintf(stderr, "usage: %s [--lengths FILE] [--batch N] [--heads H] [--runs R]\n", argv[0]);
             return 2;
@@ -103,8 +107,10 @@ int main(int argc, char **argv) {
     std::mt19937 rng(7);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> qpad((size_t)batch * max_len * heads * D), kpad(qpad.size());
-    for (auto &x : qpad) x = nd(rng);
-    for (auto &x : kpad) x = nd(rng);
+    for (auto &x : qpad)
+        x = nd(rng);
+    for (auto &x : kpad)
+        x = nd(rng);
     std::vector<int64_t> in_dims{batch, max_len, heads, D}, out_dims{batch, max_len, heads, max_len};
     Buffer qb = Buffer::from_padded(Q, ragged, qpad, in_dims), kb = Buffer::from_padded(K, ragged, kpad, in_dims);
     Buffer pb = Buffer::alloc(P, ragged);
@@ -117,7 +123,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < lengths[bb]; i++)
             for (int hh = 0; hh < heads; hh++) {
                 double mx = -INFINITY, total = 0;
-                for (int j = 0; j < lengths[bb]; j++) {  // mask: only j < len(b)
+                for (int j = 0; j < lengths[bb]; j++) { // mask: only j < len(b)
                     double acc = 0;
                     for (int dd = 0; dd < D; dd++)
                         acc += (double)qpad[((size_t)(bb * max_len + i) * heads + hh) * D + dd] *
@@ -125,7 +131,8 @@ int main(int argc, char **argv) {
                     row[j] = acc * scale;
                     mx = std::max(mx, row[j]);
                 }
-                for (int j = 0; j < lengths[bb]; j++) total += std::exp(row[j] - mx);
+                for (int j = 0; j < lengths[bb]; j++)
+                    total += std::exp(row[j] - mx);
                 for (int j = 0; j < lengths[bb]; j++) {
                     double want = std::exp(row[j] - mx) / total;
                     double g = got[((size_t)(bb * max_len + i) * heads + hh) * max_len + j];
@@ -138,12 +145,13 @@ int main(int argc, char **argv) {
     RaggedShape padded;
     padded.set(B, batch).set(H, heads).set(len, std::vector<int32_t>(batch, max_len));
     Buffer qp = Buffer::alloc(Q, padded), kp = Buffer::alloc(K, padded), pp = Buffer::alloc(P, padded);
-    kernel.run(padded, {{Q, qp}, {K, kp}, {P, pp}});  // warm-up, builds the padded prelude
+    kernel.run(padded, {{Q, qp}, {K, kp}, {P, pp}}); // warm-up, builds the padded prelude
     double t_ragged = best_seconds(runs, [&] { kernel.run(ragged, {{Q, qb}, {K, kb}, {P, pb}}); });
     double t_padded = best_seconds(runs, [&] { kernel.run(padded, {{Q, qp}, {K, kp}, {P, pp}}); });
 
     double useful = 0;
-    for (int32_t l : lengths) useful += (double)l * l;
+    for (int32_t l : lengths)
+        useful += (double)l * l;
     std::printf("cora ragged attention scores + softmax (batch %d, heads %d, head dim %lld)\n", batch, heads,
                 (long long)D);
     std::printf("lengths: %s (min %d, max %d)\n", source.c_str(), *std::min_element(lengths.begin(), lengths.end()),

@@ -31,4 +31,4 @@ public:
     using Error::Error;
 };
 
-}  // namespace cora
+} // namespace cora

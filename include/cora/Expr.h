@@ -18,7 +18,7 @@ namespace ir {
 struct ExprNode;
 struct DimNode;
 struct UFNode;
-}  // namespace ir
+} // namespace ir
 
 class Expr {
 public:
@@ -27,14 +27,13 @@ public:
     Expr(int v);
     Expr(int64_t v);
     Expr(float v);
-    Expr(double v);  ///< fp32 constant, like Halide
+    Expr(double v); ///< fp32 constant, like Halide
 
     bool defined() const { return node_ != nullptr; }
     Type type() const;
     const ir::ExprNode *get() const { return node_.get(); }
     const std::shared_ptr<const ir::ExprNode> &ptr() const { return node_; }
-    template <typename T>
-    const T *as() const;
+    template <typename T> const T *as() const;
     bool same_as(const Expr &o) const { return node_ == o.node_; }
 
 private:
@@ -133,4 +132,4 @@ Expr minimum(const Dim &k, const Expr &extent, const Expr &body);
 /** Print an expression in cora's IR syntax. */
 std::string to_string(const Expr &e);
 
-}  // namespace cora
+} // namespace cora

@@ -87,4 +87,4 @@ private:
     std::string name_;
 };
 
-}  // namespace cora
+} // namespace cora

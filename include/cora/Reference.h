@@ -15,4 +15,4 @@ namespace cora {
 std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const RaggedShape &shape,
                                                     const std::vector<std::pair<Tensor, const Buffer *>> &inputs);
 
-}  // namespace cora
+} // namespace cora

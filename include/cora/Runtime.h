@@ -73,14 +73,8 @@ public:
     int64_t size() const { return count_; }
     void *raw() { return data_.get(); }
     const void *raw() const { return data_.get(); }
-    template <typename T>
-    T *data() {
-        return static_cast<T *>(raw());
-    }
-    template <typename T>
-    const T *data() const {
-        return static_cast<const T *>(raw());
-    }
+    template <typename T> T *data() { return static_cast<T *>(raw()); }
+    template <typename T> const T *data() const { return static_cast<const T *>(raw()); }
     float &at(int64_t i) { return data<float>()[i]; }
     float at(int64_t i) const { return data<float>()[i]; }
 
@@ -90,4 +84,4 @@ private:
     std::shared_ptr<uint8_t[]> data_;
 };
 
-}  // namespace cora
+} // namespace cora

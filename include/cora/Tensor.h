@@ -44,10 +44,7 @@ public:
     Shape shape() const;
 
     /** Read the element at the given indices (one per dim, in order). */
-    template <typename... Args>
-    Expr operator()(const Args &...indices) const {
-        return access({Expr(indices)...});
-    }
+    template <typename... Args> Expr operator()(const Args &...indices) const { return access({Expr(indices)...}); }
     Expr access(const std::vector<Expr> &indices) const;
 
     const std::shared_ptr<ir::TensorNode> &node() const { return node_; }
@@ -67,8 +64,7 @@ public:
     Func &compute(const Expr &value);
 
     /** Define the value with a lambda taking one Expr per domain dim (outermost first), or none. */
-    template <typename F, typename = std::enable_if_t<!std::is_convertible_v<F, Expr>>>
-    Func &compute(F &&f) {
+    template <typename F, typename = std::enable_if_t<!std::is_convertible_v<F, Expr>>> Func &compute(F &&f) {
         return compute(invoke_over_dims(std::forward<F>(f)));
     }
 
@@ -99,8 +95,7 @@ private:
     std::vector<Expr> dim_vars() const;
     [[noreturn]] void arity_error(size_t got) const;
 
-    template <typename F>
-    Expr invoke_over_dims(F &&f) {
+    template <typename F> Expr invoke_over_dims(F &&f) {
         std::vector<Expr> v = dim_vars();
         if constexpr (std::is_invocable_r_v<Expr, F>) {
             return f();
@@ -128,4 +123,4 @@ private:
     }
 };
 
-}  // namespace cora
+} // namespace cora

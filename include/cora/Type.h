@@ -33,4 +33,4 @@ inline constexpr Type Float32 = Type::Float(32);
 inline constexpr Type Float64 = Type::Float(64);
 inline constexpr Type Bool = Type::Bool();
 
-}  // namespace cora
+} // namespace cora

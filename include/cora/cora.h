@@ -4,7 +4,7 @@
 #include "cora/Error.h"
 #include "cora/Expr.h"
 #include "cora/Pipeline.h"
+#include "cora/Reference.h"
 #include "cora/Runtime.h"
 #include "cora/Tensor.h"
 #include "cora/Type.h"
-#include "cora/Reference.h"

@@ -22,8 +22,10 @@ bool uses_var_directly(const Expr &e, const VarNode *v) {
         bool *found;
         void visit(const Expr &x) override {
             if (*found || !x.defined() || x.as<UFCall>()) return;
-            if (x.get() == v) *found = true;
-            else IRVisitor::visit(x);
+            if (x.get() == v)
+                *found = true;
+            else
+                IRVisitor::visit(x);
         }
         using IRVisitor::visit;
     } w;
@@ -40,15 +42,17 @@ public:
     using IRMutator::mutate;
 
 protected:
-    template <typename Outer>
-    static Expr distribute(const Expr &x, const Expr &y, bool minmax_on_right, bool flips) {
+    template <typename Outer> static Expr distribute(const Expr &x, const Expr &y, bool minmax_on_right, bool flips) {
         const Expr &mm = minmax_on_right ? y : x;
         const Expr &other = minmax_on_right ? x : y;
         Expr a, b;
         bool is_min;
-        if (const Min *m = mm.as<Min>()) a = m->a, b = m->b, is_min = true;
-        else if (const Max *m = mm.as<Max>()) a = m->a, b = m->b, is_min = false;
-        else return Expr();
+        if (const Min *m = mm.as<Min>())
+            a = m->a, b = m->b, is_min = true;
+        else if (const Max *m = mm.as<Max>())
+            a = m->a, b = m->b, is_min = false;
+        else
+            return Expr();
         Expr pa = minmax_on_right ? Outer::make(other, a) : Outer::make(a, other);
         Expr pb = minmax_on_right ? Outer::make(other, b) : Outer::make(b, other);
         return (is_min != flips) ? Min::make(pa, pb) : Max::make(pa, pb);
@@ -159,7 +163,7 @@ bool add_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a
 bool sub_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_sub_overflow(a, b, r); }
 bool mul_ovf(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
 
-}  // namespace
+} // namespace
 
 Expr symbolic_bound(const Expr &e, const Scope &scope, bool upper) {
     Expr cur = simplify(e);
@@ -216,7 +220,7 @@ std::optional<int64_t> constant_bound(const Expr &e, bool upper) {
     }
     if (const Min *m = e.as<Min>()) {
         auto x = constant_bound(m->a, upper), y = constant_bound(m->b, upper);
-        if (upper) {  // min(a, b) <= either bound
+        if (upper) { // min(a, b) <= either bound
             if (x && y) return std::min(*x, *y);
             return x ? x : y;
         }
@@ -254,4 +258,4 @@ bool BoundsProver::prove_nonneg(const Expr &e, const Scope &scope) {
     return false;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -20,7 +20,7 @@ namespace cora::ir {
 
 struct ScopeEntry {
     const VarNode *var;
-    Expr min, extent;  ///< var takes values min .. min + extent - 1
+    Expr min, extent; ///< var takes values min .. min + extent - 1
 };
 using Scope = std::vector<ScopeEntry>;
 
@@ -52,4 +52,4 @@ private:
     std::string failure_;
 };
 
-}  // namespace cora::ir
+} // namespace cora::ir

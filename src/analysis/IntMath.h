@@ -16,4 +16,4 @@ inline int64_t mod_floor(int64_t a, int64_t b) {
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

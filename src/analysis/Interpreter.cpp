@@ -13,7 +13,7 @@ namespace {
 [[noreturn]] void cannot(const Expr &e, const char *why) {
     throw InternalError(concat("interpreter: cannot evaluate ", print(e), ": ", why));
 }
-}  // namespace
+} // namespace
 
 int64_t Interpreter::eval_int(const Expr &e) {
     switch (e.get()->kind) {
@@ -56,7 +56,8 @@ int64_t Interpreter::eval_int(const Expr &e) {
     case NodeKind::UFCall: {
         const UFCall *u = e.as<UFCall>();
         std::vector<int64_t> args;
-        for (const Expr &a : u->args) args.push_back(eval_int(a));
+        for (const Expr &a : u->args)
+            args.push_back(eval_int(a));
         if (u->fn->kind == UFKind::LengthArray) {
             if (!length_value) cannot(e, "no length arrays bound");
             return length_value(u->fn.get(), args[0]);
@@ -133,7 +134,8 @@ double Interpreter::eval_float(const Expr &e) {
     case NodeKind::Access: {
         const Access *a = e.as<Access>();
         std::vector<int64_t> idx;
-        for (const Expr &i : a->indices) idx.push_back(eval_int(i));
+        for (const Expr &i : a->indices)
+            idx.push_back(eval_int(i));
         if (!tensor_value) cannot(e, "no tensors bound");
         return tensor_value(a->tensor.get(), idx);
     }
@@ -147,8 +149,10 @@ double Interpreter::eval_float(const Expr &e) {
             double v = eval_float(r->body);
             acc = r->op == ReduceOp::Sum ? acc + v : (r->op == ReduceOp::Max ? std::fmax(acc, v) : std::fmin(acc, v));
         }
-        if (saved) ints[r->var.get()] = *saved;
-        else ints.erase(r->var.get());
+        if (saved)
+            ints[r->var.get()] = *saved;
+        else
+            ints.erase(r->var.get());
         return acc;
     }
     default: cannot(e, "not a floating-point expression");
@@ -176,4 +180,4 @@ void Interpreter::for_each_index(const Layout &layout, const std::function<void(
     rec(0);
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -33,4 +33,4 @@ public:
     void for_each_index(const Layout &layout, const std::function<void(const std::vector<int64_t> &)> &f);
 };
 
-}  // namespace cora::ir
+} // namespace cora::ir

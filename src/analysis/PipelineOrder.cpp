@@ -26,13 +26,15 @@ std::vector<TensorPtr> pipeline_order(const std::vector<TensorPtr> &outputs, std
         visit_exprs(t->value, [&](const Expr &e) {
             if (const Access *a = e.as<Access>()) reads.push_back(a->tensor);
         });
-        for (auto &r : reads) visit(r);
+        for (auto &r : reads)
+            visit(r);
         active.erase(t.get());
         done.insert(t.get());
         funcs.push_back(t);
     };
-    for (auto &o : outputs) visit(o);
+    for (auto &o : outputs)
+        visit(o);
     return funcs;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -11,4 +11,4 @@ namespace cora::ir {
  * CompileError for a Func used without a definition. */
 std::vector<TensorPtr> pipeline_order(const std::vector<TensorPtr> &outputs, std::vector<TensorPtr> *inputs);
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -7,9 +7,9 @@ namespace cora::ir {
 
 std::string ProverStats::str() const {
     return std::to_string(queries) + " obligations: " + std::to_string(cache_hits) + " cached, " +
-           std::to_string(proved_by_bounds) + " proved by bounds, " + std::to_string(proved_by_z3) +
-           " proved by Z3, " + std::to_string(unproved) + " unproved; schedule guards: " +
-           std::to_string(guards_removed) + " proved away, " + std::to_string(guards_kept) + " kept";
+           std::to_string(proved_by_bounds) + " proved by bounds, " + std::to_string(proved_by_z3) + " proved by Z3, " +
+           std::to_string(unproved) + " unproved; schedule guards: " + std::to_string(guards_removed) +
+           " proved away, " + std::to_string(guards_kept) + " kept";
 }
 
 ProverChain::ProverChain(bool use_z3) {
@@ -46,4 +46,4 @@ bool ProverChain::prove_nonneg(const Expr &e, const Scope &scope) {
     return proved;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

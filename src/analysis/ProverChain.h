@@ -14,7 +14,7 @@ namespace cora::ir {
 
 struct ProverStats {
     int queries = 0, cache_hits = 0, proved_by_bounds = 0, proved_by_z3 = 0, unproved = 0;
-    int guards_removed = 0, guards_kept = 0;  ///< schedule guards (filled in by lowering)
+    int guards_removed = 0, guards_kept = 0; ///< schedule guards (filled in by lowering)
     std::string str() const;
 };
 
@@ -35,4 +35,4 @@ private:
     std::string failure_;
 };
 
-}  // namespace cora::ir
+} // namespace cora::ir

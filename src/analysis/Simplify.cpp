@@ -56,9 +56,12 @@ Linear linearize(const Expr &e) {
         l.add(linearize(s->b), -1);
     } else if (const Mul *m = e.as<Mul>()) {
         const int64_t *ca = as_const_int(m->a), *cb = as_const_int(m->b);
-        if (cb) l.add(linearize(m->a), *cb);
-        else if (ca) l.add(linearize(m->b), *ca);
-        else l.add_term(e, 1);
+        if (cb)
+            l.add(linearize(m->a), *cb);
+        else if (ca)
+            l.add(linearize(m->b), *ca);
+        else
+            l.add_term(e, 1);
     } else {
         l.add_term(e, 1);
     }
@@ -97,7 +100,6 @@ public:
     using IRMutator::mutate;
 
 protected:
-
     Expr linear_result(const Expr &e) {
         Linear l = linearize(e);
         if (l.overflow) return e;
@@ -116,14 +118,16 @@ protected:
         double v;
         if (is_float_const(b, &v) && v == 0) return a;
         if (is_float_const(a, &v) && v == 0) return b;
-        return float_fold(a, b, [](double x, double y) { return x + y; }, Add::make(a, b));
+        return float_fold(
+            a, b, [](double x, double y) { return x + y; }, Add::make(a, b));
     }
     Expr mutate_node(const Sub *op, const Expr &) override {
         Expr a = mutate(op->a), b = mutate(op->b);
         if (op->type.is_int()) return linear_result(Sub::make(a, b));
         double v;
         if (is_float_const(b, &v) && v == 0) return a;
-        return float_fold(a, b, [](double x, double y) { return x - y; }, Sub::make(a, b));
+        return float_fold(
+            a, b, [](double x, double y) { return x - y; }, Sub::make(a, b));
     }
     Expr mutate_node(const Mul *op, const Expr &) override {
         Expr a = mutate(op->a), b = mutate(op->b);
@@ -135,11 +139,14 @@ protected:
         double v;
         if (is_float_const(b, &v) && v == 1) return a;
         if (is_float_const(a, &v) && v == 1) return b;
-        return float_fold(a, b, [](double x, double y) { return x * y; }, Mul::make(a, b));
+        return float_fold(
+            a, b, [](double x, double y) { return x * y; }, Mul::make(a, b));
     }
     Expr mutate_node(const Div *op, const Expr &) override {
         Expr a = mutate(op->a), b = mutate(op->b);
-        if (!op->type.is_int()) return float_fold(a, b, [](double x, double y) { return x / y; }, Div::make(a, b));
+        if (!op->type.is_int())
+            return float_fold(
+                a, b, [](double x, double y) { return x / y; }, Div::make(a, b));
         const int64_t *cb = as_const_int(b);
         if (!cb || *cb <= 0) {
             const int64_t *ca = as_const_int(a);
@@ -155,11 +162,13 @@ protected:
         q.c0 = div_floor(l.c0, c);
         r.c0 = mod_floor(l.c0, c);
         for (auto &t : l.terms) {
-            if (t.second % c == 0) q.add_term(t.first, t.second / c);
-            else r.add_term(t.first, t.second);
+            if (t.second % c == 0)
+                q.add_term(t.first, t.second / c);
+            else
+                r.add_term(t.first, t.second);
         }
         Expr qe = rebuild(q, op->type);
-        if (r.terms.empty()) return qe;  // r.c0 in [0, c) contributes 0
+        if (r.terms.empty()) return qe; // r.c0 in [0, c) contributes 0
         Expr re = Div::make(rebuild(r, op->type), b);
         return linear_result(Add::make(qe, re));
     }
@@ -181,8 +190,7 @@ protected:
         if (r.terms.empty()) return IntImm::make(r.c0, op->type);
         return Mod::make(rebuild(r, op->type), b);
     }
-    template <typename Node, bool IsMin>
-    Expr minmax(const Node *op) {
+    template <typename Node, bool IsMin> Expr minmax(const Node *op) {
         Expr a = mutate(op->a), b = mutate(op->b);
         if (equal(a, b)) return a;
         if (op->type.is_int()) {
@@ -199,8 +207,7 @@ protected:
     Expr mutate_node(const Max *op, const Expr &) override { return minmax<Max, false>(op); }
 
     /** Compare a and b when their difference is a constant (ints) or both are constants. */
-    template <typename Node>
-    Expr compare(const Node *op, bool (*cmp)(double, double)) {
+    template <typename Node> Expr compare(const Node *op, bool (*cmp)(double, double)) {
         Expr a = mutate(op->a), b = mutate(op->b);
         if (a.type().is_int()) {
             Linear d = linearize(Sub::make(a, b));
@@ -211,12 +218,24 @@ protected:
         }
         return Node::make(a, b);
     }
-    Expr mutate_node(const EQ *op, const Expr &) override { return compare(op, [](double x, double y) { return x == y; }); }
-    Expr mutate_node(const NE *op, const Expr &) override { return compare(op, [](double x, double y) { return x != y; }); }
-    Expr mutate_node(const LT *op, const Expr &) override { return compare(op, [](double x, double y) { return x < y; }); }
-    Expr mutate_node(const LE *op, const Expr &) override { return compare(op, [](double x, double y) { return x <= y; }); }
-    Expr mutate_node(const GT *op, const Expr &) override { return compare(op, [](double x, double y) { return x > y; }); }
-    Expr mutate_node(const GE *op, const Expr &) override { return compare(op, [](double x, double y) { return x >= y; }); }
+    Expr mutate_node(const EQ *op, const Expr &) override {
+        return compare(op, [](double x, double y) { return x == y; });
+    }
+    Expr mutate_node(const NE *op, const Expr &) override {
+        return compare(op, [](double x, double y) { return x != y; });
+    }
+    Expr mutate_node(const LT *op, const Expr &) override {
+        return compare(op, [](double x, double y) { return x < y; });
+    }
+    Expr mutate_node(const LE *op, const Expr &) override {
+        return compare(op, [](double x, double y) { return x <= y; });
+    }
+    Expr mutate_node(const GT *op, const Expr &) override {
+        return compare(op, [](double x, double y) { return x > y; });
+    }
+    Expr mutate_node(const GE *op, const Expr &) override {
+        return compare(op, [](double x, double y) { return x >= y; });
+    }
 
     Expr mutate_node(const And *op, const Expr &) override {
         Expr a = mutate(op->a), b = mutate(op->b);
@@ -255,7 +274,7 @@ protected:
     }
 };
 
-}  // namespace
+} // namespace
 
 Expr simplify(const Expr &e) {
     Simplifier s;
@@ -266,4 +285,4 @@ Stmt simplify(const Stmt &st) {
     return s.mutate(st);
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

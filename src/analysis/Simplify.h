@@ -13,4 +13,4 @@ namespace cora::ir {
 Expr simplify(const Expr &e);
 Stmt simplify(const Stmt &s);
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -24,7 +24,8 @@ std::shared_ptr<const UFNode> intern_aux(Layout layout, Expr summand) {
     static std::mutex mu;
     static std::map<std::string, std::shared_ptr<const UFNode>> table;
     std::string key = "prefix[";
-    for (auto &ld : layout) key += ld.dim->name + "#" + std::to_string(ld.dim->id) + "<" + structural_key(ld.extent) + ">,";
+    for (auto &ld : layout)
+        key += ld.dim->name + "#" + std::to_string(ld.dim->id) + "<" + structural_key(ld.extent) + ">,";
     key += "] of " + structural_key(summand);
     std::lock_guard<std::mutex> lock(mu);
     auto it = table.find(key);
@@ -45,7 +46,7 @@ std::shared_ptr<const UFNode> intern_aux(Layout layout, Expr summand) {
     return u;
 }
 
-}  // namespace
+} // namespace
 
 void validate_layout(const Layout &layout, const std::string &what) {
     std::set<const DimNode *> outer;
@@ -54,14 +55,15 @@ void validate_layout(const Layout &layout, const std::string &what) {
         if (!ld.extent.defined() || !ld.extent.type().is_int())
             throw_compile_error(what, ": extent of dim '", ld.dim->name, "' must be an integer expression");
         for (size_t j = 0; j < k; j++) {
-            if (layout[j].dim == ld.dim)
-                throw_compile_error(what, ": dim '", ld.dim->name, "' appears twice");
+            if (layout[j].dim == ld.dim) throw_compile_error(what, ": dim '", ld.dim->name, "' appears twice");
         }
         for (const VarNode *v : vars_of(ld.extent, VarRole::Index)) {
-            if (!v->dim) throw_compile_error(what, ": extent of dim '", ld.dim->name, "' uses variable '", v->name, "'");
+            if (!v->dim)
+                throw_compile_error(what, ": extent of dim '", ld.dim->name, "' uses variable '", v->name, "'");
             if (outer.count(v->dim)) continue;
             bool inner = false;
-            for (size_t j = k; j < layout.size(); j++) inner = inner || layout[j].dim.get() == v->dim;
+            for (size_t j = k; j < layout.size(); j++)
+                inner = inner || layout[j].dim.get() == v->dim;
             if (inner)
                 throw_compile_error(what, ": extent of dim '", ld.dim->name, "' (", print(ld.extent),
                                     ") depends on dim '", v->name,
@@ -100,7 +102,8 @@ FlatLayout flatten_layout(const Layout &layout) {
             if (depends_on(slice, layout[j].dim.get())) keep.insert(j);
         for (int j = k - 1; j >= 0; j--) {
             bool needed = depends_on(layout[k].extent, layout[j].dim.get());
-            for (int m : keep) needed = needed || (m > j && depends_on(layout[m].extent, layout[j].dim.get()));
+            for (int m : keep)
+                needed = needed || (m > j && depends_on(layout[m].extent, layout[j].dim.get()));
             if (needed) keep.insert(j);
         }
         Layout aux_layout;
@@ -126,7 +129,8 @@ FlatLayout flatten_layout(const Layout &layout) {
 Expr flat_offset(const FlatLayout &flat, const Layout &layout, const std::vector<Expr> &indices) {
     internal_check(indices.size() == layout.size(), "flat_offset: index count");
     std::map<const VarNode *, Expr> m;
-    for (size_t i = 0; i < layout.size(); i++) m[layout[i].dim->var.get()] = indices[i];
+    for (size_t i = 0; i < layout.size(); i++)
+        m[layout[i].dim->var.get()] = indices[i];
     return substitute(flat.offset, m);
 }
 
@@ -138,10 +142,12 @@ std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &
         if (seen.count(u.get())) return;
         seen.insert(u.get());
         // Dependencies first: the aux layout's own flattening and the summand.
-        for (auto &ld : u->aux->layout) visit_expr(ld.extent);
+        for (auto &ld : u->aux->layout)
+            visit_expr(ld.extent);
         visit_expr(u->aux->summand);
         FlatLayout inner = flatten_layout(u->aux->layout);
-        for (auto &d : inner.aux) add(d);
+        for (auto &d : inner.aux)
+            add(d);
         order.push_back(u);
     };
     visit_expr = [&](const Expr &e) {
@@ -151,8 +157,9 @@ std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &
             }
         });
     };
-    for (const Expr &e : exprs) visit_expr(e);
+    for (const Expr &e : exprs)
+        visit_expr(e);
     return order;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -19,8 +19,8 @@
 namespace cora::ir {
 
 struct FlatLayout {
-    Expr offset;  ///< flat element offset, in terms of the layout's dim variables
-    Expr size;    ///< number of elements
+    Expr offset; ///< flat element offset, in terms of the layout's dim variables
+    Expr size;   ///< number of elements
     /** Aux arrays this layout's offset/size use, dependencies first. */
     std::vector<std::shared_ptr<const UFNode>> aux;
 };
@@ -40,4 +40,4 @@ Expr flat_offset(const FlatLayout &flat, const Layout &layout, const std::vector
 /** Aux arrays used by `e` (through UF calls) and everything they depend on, dependencies first. */
 std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &exprs);
 
-}  // namespace cora::ir
+} // namespace cora::ir

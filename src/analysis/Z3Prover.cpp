@@ -37,7 +37,7 @@ public:
     /** Integer or boolean encoding of e. */
     z3::expr encode(const Expr &e) {
         Type t = e.type();
-        if (t.is_float()) return fresh_int();  // only reached through casts: any value
+        if (t.is_float()) return fresh_int(); // only reached through casts: any value
         switch (e.get()->kind) {
         case NodeKind::IntImm: {
             int64_t v = e.as<IntImm>()->value;
@@ -84,8 +84,7 @@ public:
     }
 
 private:
-    template <typename F>
-    z3::expr compare(const Expr &a, const Expr &b, F op) {
+    template <typename F> z3::expr compare(const Expr &a, const Expr &b, F op) {
         if (a.type().is_float()) return fresh_bool();
         return op(encode(a), encode(b));
     }
@@ -94,7 +93,7 @@ private:
     z3::expr floor_div_mod(const Expr &ea, const Expr &eb, bool want_quotient) {
         z3::expr a = encode(ea);
         const int64_t *cb = as_const_int(eb);
-        if (cb && *cb > 0) {  // SMT-LIB div/mod are floor semantics for a positive divisor
+        if (cb && *cb > 0) { // SMT-LIB div/mod are floor semantics for a positive divisor
             z3::expr b = c_.int_val(*cb);
             return want_quotient ? a / b : z3::mod(a, b);
         }
@@ -110,12 +109,14 @@ private:
         auto it = fns_.find(u->fn.get());
         if (it == fns_.end()) {
             z3::sort_vector domain(c_);
-            for (int i = 0; i < u->fn->arity; i++) domain.push_back(c_.int_sort());
+            for (int i = 0; i < u->fn->arity; i++)
+                domain.push_back(c_.int_sort());
             std::string name = concat("f", fns_.size(), "_", u->fn->name);
             it = fns_.emplace(u->fn.get(), c_.function(name.c_str(), domain, c_.int_sort())).first;
         }
         z3::expr_vector args(c_);
-        for (const Expr &a : u->args) args.push_back(encode(a));
+        for (const Expr &a : u->args)
+            args.push_back(encode(a));
         z3::expr app = it->second(args);
         // The declared range, instantiated at this ground term only.
         axioms.push_back(app >= c_.int_val((int64_t)u->fn->min_value));
@@ -148,7 +149,8 @@ public:
                 s.add(v >= lo && v < lo + enc.encode(se.extent));
             }
             z3::expr goal = enc.encode(e);
-            for (const z3::expr &a : enc.axioms) s.add(a);
+            for (const z3::expr &a : enc.axioms)
+                s.add(a);
             s.add(goal < 0);
             z3::check_result r = s.check();
             if (r == z3::unsat) return true;
@@ -168,18 +170,18 @@ private:
     std::string failure_;
 };
 
-}  // namespace
+} // namespace
 
 bool z3_available() { return true; }
 std::unique_ptr<Prover> make_z3_prover(uint64_t rlimit) { return std::make_unique<Z3Prover>(rlimit); }
 
-}  // namespace cora::ir
+} // namespace cora::ir
 
 #else
 
 namespace cora::ir {
 bool z3_available() { return false; }
 std::unique_ptr<Prover> make_z3_prover(uint64_t) { return nullptr; }
-}  // namespace cora::ir
+} // namespace cora::ir
 
 #endif

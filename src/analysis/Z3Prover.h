@@ -22,4 +22,4 @@ bool z3_available();
 /** A Z3-backed prover, or nullptr when cora was built without Z3. `rlimit` bounds each query. */
 std::unique_ptr<Prover> make_z3_prover(uint64_t rlimit = 4000000);
 
-}  // namespace cora::ir
+} // namespace cora::ir

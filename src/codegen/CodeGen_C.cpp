@@ -98,11 +98,13 @@ public:
         auto it = names_.find(v);
         if (it != names_.end()) return it->second;
         std::string base;
-        for (char c : v->name) base += (std::isalnum((unsigned char)c) || c == '_') ? c : '_';
+        for (char c : v->name)
+            base += (std::isalnum((unsigned char)c) || c == '_') ? c : '_';
         if (base.empty() || std::isdigit((unsigned char)base[0])) base = "v_" + base;
-        base += "_";  // never collides with a C/C++ keyword or the ABI's own names
+        base += "_"; // never collides with a C/C++ keyword or the ABI's own names
         std::string n = base;
-        for (int k = 2; used_.count(n); k++) n = base + std::to_string(k);
+        for (int k = 2; used_.count(n); k++)
+            n = base + std::to_string(k);
         used_.insert(n);
         names_[v] = n;
         return n;
@@ -125,10 +127,14 @@ protected:
     }
 
     void visit_node(const IntImm *op) override {
-        if (op->type.is_bool()) os << (op->value ? "true" : "false");
-        else if (op->type.bits == 32) os << "int32_t(" << op->value << ")";
-        else if (op->value == INT64_MIN) os << "INT64_MIN";
-        else os << "int64_t(" << op->value << ")";
+        if (op->type.is_bool())
+            os << (op->value ? "true" : "false");
+        else if (op->type.bits == 32)
+            os << "int32_t(" << op->value << ")";
+        else if (op->value == INT64_MIN)
+            os << "INT64_MIN";
+        else
+            os << "int64_t(" << op->value << ")";
     }
     void visit_node(const FloatImm *op) override {
         bool f32 = op->type.bits == 32;
@@ -147,8 +153,10 @@ protected:
     void visit_node(const Sub *op) override { bin(op->a, "-", op->b); }
     void visit_node(const Mul *op) override { bin(op->a, "*", op->b); }
     void visit_node(const Div *op) override {
-        if (op->type.is_int()) os << "cora_div(" << expr(op->a) << ", " << expr(op->b) << ")";
-        else bin(op->a, "/", op->b);
+        if (op->type.is_int())
+            os << "cora_div(" << expr(op->a) << ", " << expr(op->b) << ")";
+        else
+            bin(op->a, "/", op->b);
     }
     void visit_node(const Mod *op) override {
         if (op->type.is_int()) {
@@ -159,12 +167,16 @@ protected:
         }
     }
     void visit_node(const Min *op) override {
-        if (op->type.is_float()) os << "std::fmin(" << expr(op->a) << ", " << expr(op->b) << ")";
-        else os << "std::min<" << op->type.c_name() << ">(" << expr(op->a) << ", " << expr(op->b) << ")";
+        if (op->type.is_float())
+            os << "std::fmin(" << expr(op->a) << ", " << expr(op->b) << ")";
+        else
+            os << "std::min<" << op->type.c_name() << ">(" << expr(op->a) << ", " << expr(op->b) << ")";
     }
     void visit_node(const Max *op) override {
-        if (op->type.is_float()) os << "std::fmax(" << expr(op->a) << ", " << expr(op->b) << ")";
-        else os << "std::max<" << op->type.c_name() << ">(" << expr(op->a) << ", " << expr(op->b) << ")";
+        if (op->type.is_float())
+            os << "std::fmax(" << expr(op->a) << ", " << expr(op->b) << ")";
+        else
+            os << "std::max<" << op->type.c_name() << ">(" << expr(op->a) << ", " << expr(op->b) << ")";
     }
     void visit_node(const EQ *op) override { bin(op->a, "==", op->b); }
     void visit_node(const NE *op) override { bin(op->a, "!=", op->b); }
@@ -258,9 +270,11 @@ protected:
         line("{");
         indent++;
         line("const int64_t " + b + "size = std::max<int64_t>(" + expr(op->size) + ", 1);");
-        line(t + " *__restrict__ " + b + " = static_cast<" + t + " *>(std::malloc(sizeof(" + t + ") * " + b + "size));");
-        std::string release;  // on failure, free what the enclosing allocations hold
-        for (const std::string &live : live_allocations_) release += " std::free(" + live + ");";
+        line(t + " *__restrict__ " + b + " = static_cast<" + t + " *>(std::malloc(sizeof(" + t + ") * " + b +
+             "size));");
+        std::string release; // on failure, free what the enclosing allocations hold
+        for (const std::string &live : live_allocations_)
+            release += " std::free(" + live + ");";
         line("if (!" + b + ") { std::snprintf(error, error_size, \"cannot allocate %lld elements for '" +
              c_escape(op->buffer->name, true) + "'\", (long long)" + b + "size);" + release + " return 2; }");
         live_allocations_.push_back(b);
@@ -297,11 +311,12 @@ private:
     std::set<std::string> used_;
 };
 
-}  // namespace
+} // namespace
 
 std::string entry_symbol(const LoweredModule &m) {
     std::string s = "cora_";
-    for (char c : m.name) s += (std::isalnum((unsigned char)c) || c == '_') ? c : '_';
+    for (char c : m.name)
+        s += (std::isalnum((unsigned char)c) || c == '_') ? c : '_';
     return s;
 }
 
@@ -335,14 +350,14 @@ std::string codegen_c(const LoweredModule &m) {
             continue;
         }
         g.line("if (" + ai + ".count < 0 || (" + ai + ".count > 0 && " + ai + ".data == nullptr)) {");
-        g.line("    std::snprintf(error, error_size, \"" + label + ": invalid array (count %lld, data %p)\", (long long)" +
-               ai + ".count, " + ai + ".data);");
+        g.line("    std::snprintf(error, error_size, \"" + label +
+               ": invalid array (count %lld, data %p)\", (long long)" + ai + ".count, " + ai + ".data);");
         g.line("    return 1;");
         g.line("}");
         bool writable = a.kind == ModuleArg::Kind::Output;
         std::string ct = t.c_name();
-        g.line(std::string(writable ? "" : "const ") + ct + " *__restrict__ " + g.name_of(a.var.get()) + " = static_cast<" +
-               (writable ? "" : "const ") + ct + " *>(" + ai + ".data);");
+        g.line(std::string(writable ? "" : "const ") + ct + " *__restrict__ " + g.name_of(a.var.get()) +
+               " = static_cast<" + (writable ? "" : "const ") + ct + " *>(" + ai + ".data);");
         g.line("const int64_t " + g.name_of(a.count_var.get()) + " = " + ai + ".count;");
     }
     g.visit(m.body);
@@ -351,4 +366,4 @@ std::string codegen_c(const LoweredModule &m) {
     return g.os.str();
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -12,4 +12,4 @@ namespace cora::ir {
 std::string entry_symbol(const LoweredModule &m);
 std::string codegen_c(const LoweredModule &m);
 
-}  // namespace cora::ir
+} // namespace cora::ir

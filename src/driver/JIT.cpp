@@ -53,7 +53,8 @@ std::string run_capture(const std::string &cmd, int *status) {
     }
     std::array<char, 4096> buf;
     size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) out.append(buf.data(), n);
+    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0)
+        out.append(buf.data(), n);
     *status = pclose(f);
     return out;
 }
@@ -77,12 +78,12 @@ std::string toolchain_identity(const std::string &cxx) {
     std::string line;
     while (std::getline(cpu, line)) {
         if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) id += line + "\n";
-        if (line.empty()) break;  // the first processor is enough
+        if (line.empty()) break; // the first processor is enough
     }
     return cache[cxx] = id;
 }
 
-}  // namespace
+} // namespace
 
 std::string default_cache_dir() {
     if (const char *d = std::getenv("CORA_CACHE_DIR"); d && *d) return d;
@@ -127,11 +128,13 @@ JitResult jit_compile(const std::string &source, const std::string &symbol, cons
             throw InternalError("cora: the generated kernel failed to compile (a bug in cora). Command: " + cmd +
                                 "\nSource kept at " + cpp + "\n" + log.substr(0, 4000));
         }
-        fs::rename(tmp_so, so, ec);  // atomic: a concurrent winner leaves an identical file
+        fs::rename(tmp_so, so, ec); // atomic: a concurrent winner leaves an identical file
         if (ec && !fs::exists(so)) throw Error("cora: cannot move kernel into cache: " + ec.message());
         fs::remove(tmp_so, ec);
-        if (opts.debug >= 2) std::cerr << "-- cora: source kept at " << cpp << "\n";
-        else fs::remove(cpp, ec);
+        if (opts.debug >= 2)
+            std::cerr << "-- cora: source kept at " << cpp << "\n";
+        else
+            fs::remove(cpp, ec);
     } else {
         r.from_cache = true;
     }
@@ -145,4 +148,4 @@ JitResult jit_compile(const std::string &source, const std::string &symbol, cons
     return r;
 }
 
-}  // namespace cora::driver
+} // namespace cora::driver

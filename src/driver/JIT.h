@@ -24,8 +24,8 @@ struct JitResult {
 };
 
 struct JitOptions {
-    std::string cache_dir;  ///< empty: default (see CompileOptions)
-    std::string cxx;        ///< empty: default
+    std::string cache_dir; ///< empty: default (see CompileOptions)
+    std::string cxx;       ///< empty: default
     int debug = 0;
 };
 
@@ -34,4 +34,4 @@ std::string default_cxx();
 
 JitResult jit_compile(const std::string &source, const std::string &symbol, const JitOptions &opts);
 
-}  // namespace cora::driver
+} // namespace cora::driver

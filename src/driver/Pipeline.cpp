@@ -6,8 +6,8 @@
 #include <iostream>
 #include <mutex>
 
-#include "cora_runtime.h"
 #include "codegen/CodeGen_C.h"
+#include "cora_runtime.h"
 #include "driver/JIT.h"
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
@@ -53,7 +53,8 @@ LowerOptions lower_options(const CompileOptions &o) {
 
 std::vector<TensorPtr> output_nodes(const std::vector<Func> &outs) {
     std::vector<TensorPtr> v;
-    for (const Func &f : outs) v.push_back(f.node());
+    for (const Func &f : outs)
+        v.push_back(f.node());
     return v;
 }
 
@@ -68,7 +69,7 @@ KernelArgInfo::Kind info_kind(ModuleArg::Kind k) {
     return KernelArgInfo::Kind::Param;
 }
 
-}  // namespace
+} // namespace
 
 Pipeline::Pipeline(std::vector<Func> outputs, std::string name) : outputs_(std::move(outputs)), name_(std::move(name)) {
     if (outputs_.empty()) throw_compile_error("pipeline '", name_, "' has no outputs");
@@ -86,8 +87,8 @@ Kernel Pipeline::compile(const CompileOptions &opts) const {
     impl->source = codegen_c(impl->module);
     if (debug >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
     for (const ModuleArg &a : impl->module.args)
-        impl->arg_info.push_back(KernelArgInfo{info_kind(a.kind), a.name,
-                                               a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
+        impl->arg_info.push_back(
+            KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
     driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
     impl->jit = driver::jit_compile(impl->source, entry_symbol(impl->module), jo);
     impl->entry = reinterpret_cast<cora_entry_fn>(impl->jit.entry);
@@ -108,8 +109,11 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
     s.validate_counts();
     for (const Binding &b : bindings) {
         bool known = false;
-        for (const ModuleArg &a : impl_->module.args) known = known || (a.tensor && a.tensor == b.tensor.node());
-        if (!known) throw_runtime_error("tensor '", b.tensor.name(), "' is not an argument of kernel '", impl_->module.name, "'");
+        for (const ModuleArg &a : impl_->module.args)
+            known = known || (a.tensor && a.tensor == b.tensor.node());
+        if (!known)
+            throw_runtime_error("tensor '", b.tensor.name(), "' is not an argument of kernel '", impl_->module.name,
+                                "'");
         if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
     }
     std::vector<cora_arg_t> args;
@@ -147,7 +151,8 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
             Buffer *buf = nullptr;
             for (const Binding &b : bindings)
                 if (b.tensor.node() == a.tensor) buf = b.buffer;
-            if (!buf) throw_runtime_error("no buffer bound for tensor '", a.name, "' of kernel '", impl_->module.name, "'");
+            if (!buf)
+                throw_runtime_error("no buffer bound for tensor '", a.name, "' of kernel '", impl_->module.name, "'");
             c.type_code = type_code_of(buf->type());
             c.data = buf->raw();
             c.count = buf->size();
@@ -173,4 +178,4 @@ double Kernel::compile_seconds() const { return impl_->jit.compile_seconds; }
 bool Kernel::from_cache() const { return impl_->jit.from_cache; }
 std::string Kernel::prover_stats() const { return impl_->module.prover_stats.str(); }
 
-}  // namespace cora
+} // namespace cora

@@ -16,13 +16,12 @@ Type arith_result(const Expr &a, const Expr &b, const char *op) {
     internal_check(a.defined() && b.defined(), "undefined operand of ", op);
     Type ta = a.type(), tb = b.type();
     if (ta != tb) {
-        throw_compile_error("operands of '", op, "' have different types ", ta.str(), " and ",
-                            tb.str(), " (", to_string(a), ", ", to_string(b),
-                            "); use cast<>() to convert");
+        throw_compile_error("operands of '", op, "' have different types ", ta.str(), " and ", tb.str(), " (",
+                            to_string(a), ", ", to_string(b), "); use cast<>() to convert");
     }
     return ta;
 }
-}  // namespace
+} // namespace
 
 VarPtr make_var(const std::string &name, VarRole role, Type t) {
     return std::make_shared<VarNode>(name, next_var_id++, role, t);
@@ -32,11 +31,11 @@ Expr var_expr(const VarPtr &v) { return Expr(std::static_pointer_cast<const Expr
 Expr IntImm::make(int64_t v, Type t) { return Expr(std::make_shared<IntImm>(v, t)); }
 Expr FloatImm::make(double v, Type t) { return Expr(std::make_shared<FloatImm>(v, t)); }
 
-#define CORA_ARITH_MAKE(N, SYM)                                                                    \
-    Expr N::make(Expr x, Expr y) {                                                                 \
-        Type t = arith_result(x, y, SYM);                                                          \
-        if (t.is_bool()) throw_compile_error("arithmetic '", SYM, "' on boolean operands");        \
-        return Expr(std::make_shared<N>(t, std::move(x), std::move(y)));                           \
+#define CORA_ARITH_MAKE(N, SYM)                                                                                        \
+    Expr N::make(Expr x, Expr y) {                                                                                     \
+        Type t = arith_result(x, y, SYM);                                                                              \
+        if (t.is_bool()) throw_compile_error("arithmetic '", SYM, "' on boolean operands");                            \
+        return Expr(std::make_shared<N>(t, std::move(x), std::move(y)));                                               \
     }
 CORA_ARITH_MAKE(Add, "+")
 CORA_ARITH_MAKE(Sub, "-")
@@ -47,10 +46,10 @@ CORA_ARITH_MAKE(Min, "min")
 CORA_ARITH_MAKE(Max, "max")
 #undef CORA_ARITH_MAKE
 
-#define CORA_CMP_MAKE(N, SYM)                                                                      \
-    Expr N::make(Expr x, Expr y) {                                                                 \
-        arith_result(x, y, SYM);                                                                   \
-        return Expr(std::make_shared<N>(Bool, std::move(x), std::move(y)));                        \
+#define CORA_CMP_MAKE(N, SYM)                                                                                          \
+    Expr N::make(Expr x, Expr y) {                                                                                     \
+        arith_result(x, y, SYM);                                                                                       \
+        return Expr(std::make_shared<N>(Bool, std::move(x), std::move(y)));                                            \
     }
 CORA_CMP_MAKE(EQ, "==")
 CORA_CMP_MAKE(NE, "!=")
@@ -60,12 +59,12 @@ CORA_CMP_MAKE(GT, ">")
 CORA_CMP_MAKE(GE, ">=")
 #undef CORA_CMP_MAKE
 
-#define CORA_LOGIC_MAKE(N, SYM)                                                                    \
-    Expr N::make(Expr x, Expr y) {                                                                 \
-        if (!x.type().is_bool() || !y.type().is_bool())                                            \
-            throw_compile_error("operands of '", SYM, "' must be boolean, got ", x.type().str(),   \
-                                " and ", y.type().str());                                          \
-        return Expr(std::make_shared<N>(Bool, std::move(x), std::move(y)));                        \
+#define CORA_LOGIC_MAKE(N, SYM)                                                                                        \
+    Expr N::make(Expr x, Expr y) {                                                                                     \
+        if (!x.type().is_bool() || !y.type().is_bool())                                                                \
+            throw_compile_error("operands of '", SYM, "' must be boolean, got ", x.type().str(), " and ",              \
+                                y.type().str());                                                                       \
+        return Expr(std::make_shared<N>(Bool, std::move(x), std::move(y)));                                            \
     }
 CORA_LOGIC_MAKE(And, "&&")
 CORA_LOGIC_MAKE(Or, "||")
@@ -78,8 +77,7 @@ Expr Not::make(Expr x) {
 
 Expr Select::make(Expr c, Expr a, Expr b) {
     if (!c.type().is_bool())
-        throw_compile_error("select condition must be boolean, got ", c.type().str(), " (",
-                            to_string(c), ")");
+        throw_compile_error("select condition must be boolean, got ", c.type().str(), " (", to_string(c), ")");
     Type t = arith_result(a, b, "select");
     return Expr(std::make_shared<Select>(t, std::move(c), std::move(a), std::move(b)));
 }
@@ -93,32 +91,31 @@ Expr Cast::make(Type t, Expr v) {
 Expr Call::make(Type t, const std::string &name, std::vector<Expr> args) {
     for (const Expr &a : args) {
         if (!a.type().is_float())
-            throw_compile_error(name, "() needs a floating-point argument, got ", a.type().str(),
-                                " (", to_string(a), "); cast it first");
+            throw_compile_error(name, "() needs a floating-point argument, got ", a.type().str(), " (", to_string(a),
+                                "); cast it first");
     }
     return Expr(std::make_shared<Call>(t, name, std::move(args)));
 }
 
 Expr UFCall::make(std::shared_ptr<const UFNode> f, std::vector<Expr> args) {
     if ((int)args.size() != f->arity)
-        throw_compile_error("uninterpreted function '", f->name, "' takes ", f->arity,
-                            " argument(s), got ", args.size());
+        throw_compile_error("uninterpreted function '", f->name, "' takes ", f->arity, " argument(s), got ",
+                            args.size());
     for (const Expr &a : args) {
         if (!a.type().is_int())
-            throw_compile_error("argument of '", f->name, "' must be an integer index, got ",
-                                a.type().str());
+            throw_compile_error("argument of '", f->name, "' must be an integer index, got ", a.type().str());
     }
     return Expr(std::make_shared<UFCall>(std::move(f), std::move(args)));
 }
 
 Expr Access::make(std::shared_ptr<const TensorNode> t, std::vector<Expr> indices) {
     if (indices.size() != t->storage.size())
-        throw_compile_error("tensor '", t->name, "' has ", t->storage.size(),
-                            " dimension(s), accessed with ", indices.size(), " index(es)");
+        throw_compile_error("tensor '", t->name, "' has ", t->storage.size(), " dimension(s), accessed with ",
+                            indices.size(), " index(es)");
     for (size_t i = 0; i < indices.size(); i++) {
         if (!indices[i].defined() || !indices[i].type().is_int())
-            throw_compile_error("index ", i, " of '", t->name, "' (dim '",
-                                t->storage[i].dim->name, "') must be an integer expression");
+            throw_compile_error("index ", i, " of '", t->name, "' (dim '", t->storage[i].dim->name,
+                                "') must be an integer expression");
     }
     Type ty = t->type;
     return Expr(std::make_shared<Access>(ty, std::move(t), std::move(indices)));
@@ -130,10 +127,8 @@ Expr Load::make(VarPtr buffer, Expr index) {
 }
 
 Expr Reduce::make(ReduceOp op, VarPtr var, Expr extent, Expr body) {
-    if (!extent.type().is_int())
-        throw_compile_error("reduction extent over '", var->name, "' must be an integer");
-    if (body.type().is_bool())
-        throw_compile_error("reduction over '", var->name, "' of a boolean expression");
+    if (!extent.type().is_int()) throw_compile_error("reduction extent over '", var->name, "' must be an integer");
+    if (body.type().is_bool()) throw_compile_error("reduction over '", var->name, "' of a boolean expression");
     return Expr(std::make_shared<Reduce>(op, std::move(var), std::move(extent), std::move(body)));
 }
 
@@ -144,8 +139,7 @@ Stmt Provide::make(std::shared_ptr<const TensorNode> t, std::vector<Expr> i, Exp
     return Stmt(std::make_shared<Provide>(std::move(t), std::move(i), std::move(v)));
 }
 Stmt Store::make(VarPtr b, Expr i, Expr v) {
-    internal_check(b->type == v.type(), "store of ", v.type().str(), " into buffer ", b->name,
-                   " of ", b->type.str());
+    internal_check(b->type == v.type(), "store of ", v.type().str(), " into buffer ", b->name, " of ", b->type.str());
     return Stmt(std::make_shared<Store>(std::move(b), std::move(i), std::move(v)));
 }
 Stmt Block::make(std::vector<Stmt> s) {
@@ -153,7 +147,8 @@ Stmt Block::make(std::vector<Stmt> s) {
     for (Stmt &x : s) {
         if (!x.defined()) continue;
         if (const Block *b = x.as<Block>()) {
-            for (const Stmt &y : b->stmts) flat.push_back(y);
+            for (const Stmt &y : b->stmts)
+                flat.push_back(y);
         } else {
             flat.push_back(std::move(x));
         }
@@ -170,9 +165,7 @@ Stmt LetStmt::make(VarPtr v, Expr value, Stmt body) {
 Stmt LocalVar::make(VarPtr v, Expr init, Stmt body) {
     return Stmt(std::make_shared<LocalVar>(std::move(v), std::move(init), std::move(body)));
 }
-Stmt Assign::make(VarPtr v, Expr value) {
-    return Stmt(std::make_shared<Assign>(std::move(v), std::move(value)));
-}
+Stmt Assign::make(VarPtr v, Expr value) { return Stmt(std::make_shared<Assign>(std::move(v), std::move(value))); }
 Stmt Allocate::make(VarPtr b, Expr size, Stmt body) {
     return Stmt(std::make_shared<Allocate>(std::move(b), std::move(size), std::move(body)));
 }
@@ -213,4 +206,4 @@ const char *reduce_op_name(ReduceOp op) {
     return "?";
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -20,14 +20,13 @@
 
 namespace cora::ir {
 
-#define CORA_EXPR_NODES(X)                                                                         \
-    X(IntImm) X(FloatImm) X(Var) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT)  \
-    X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load)    \
-    X(Reduce)
+#define CORA_EXPR_NODES(X)                                                                                             \
+    X(IntImm)                                                                                                          \
+    X(FloatImm) X(Var) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And)     \
+        X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
 
-#define CORA_STMT_NODES(X)                                                                         \
-    X(For) X(Provide) X(Store) X(Block) X(IfThenElse) X(LetStmt) X(LocalVar) X(Assign) X(Allocate) \
-    X(Assert)
+#define CORA_STMT_NODES(X)                                                                                             \
+    X(For) X(Provide) X(Store) X(Block) X(IfThenElse) X(LetStmt) X(LocalVar) X(Assign) X(Allocate) X(Assert)
 
 enum class NodeKind : uint8_t {
 #define CORA_KIND(N) N,
@@ -55,8 +54,7 @@ public:
     bool defined() const { return node_ != nullptr; }
     const StmtNode *get() const { return node_.get(); }
     bool same_as(const Stmt &o) const { return node_ == o.node_; }
-    template <typename T>
-    const T *as() const {
+    template <typename T> const T *as() const {
         return node_ && node_->kind == T::kKind ? static_cast<const T *>(node_.get()) : nullptr;
     }
 
@@ -78,8 +76,8 @@ struct DimNode {
 };
 
 enum class UFKind : uint8_t {
-    LengthArray,  ///< user input: int32 array indexed by one dim, values in [min, max]
-    Aux,          ///< built by the prelude (prefix sums); indexed by the dims of its layout
+    LengthArray, ///< user input: int32 array indexed by one dim, values in [min, max]
+    Aux,         ///< built by the prelude (prefix sums); indexed by the dims of its layout
 };
 
 struct AuxSpec;
@@ -90,9 +88,9 @@ struct UFNode {
     uint64_t id;
     UFKind kind;
     int arity;
-    int64_t min_value, max_value;  ///< inclusive value range: an axiom for the prover
-    Expr count;                    ///< LengthArray: number of elements
-    std::shared_ptr<const AuxSpec> aux;  ///< Aux: how the prelude builds it
+    int64_t min_value, max_value;       ///< inclusive value range: an axiom for the prover
+    Expr count;                         ///< LengthArray: number of elements
+    std::shared_ptr<const AuxSpec> aux; ///< Aux: how the prelude builds it
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -115,10 +113,10 @@ struct FloatImm : ExprNode {
 };
 
 enum class VarRole : uint8_t {
-    Index,   ///< loop / dimension index
-    Param,   ///< symbolic runtime integer with a range
-    Local,   ///< scalar temporary (accumulators, lets)
-    Buffer,  ///< a pointer to memory (Load/Store target); `type` is the element type
+    Index,  ///< loop / dimension index
+    Param,  ///< symbolic runtime integer with a range
+    Local,  ///< scalar temporary (accumulators, lets)
+    Buffer, ///< a pointer to memory (Load/Store target); `type` is the element type
 };
 
 struct VarNode : ExprNode {
@@ -126,24 +124,23 @@ struct VarNode : ExprNode {
     std::string name;
     uint64_t id;
     VarRole role;
-    const DimNode *dim = nullptr;  ///< set for a dim's index variable
-    int64_t min_value = INT64_MIN, max_value = INT64_MAX;  ///< Param range
-    VarNode(std::string n, uint64_t i, VarRole r, Type t)
-        : ExprNode(kKind, t), name(std::move(n)), id(i), role(r) {}
+    const DimNode *dim = nullptr;                         ///< set for a dim's index variable
+    int64_t min_value = INT64_MIN, max_value = INT64_MAX; ///< Param range
+    VarNode(std::string n, uint64_t i, VarRole r, Type t) : ExprNode(kKind, t), name(std::move(n)), id(i), role(r) {}
 };
-using Var = VarNode;  // the node-kind list calls it Var
+using Var = VarNode; // the node-kind list calls it Var
 using VarPtr = std::shared_ptr<const VarNode>;
 
 /** A fresh variable (ids are unique per process; printing uses names, so keep names distinct). */
 VarPtr make_var(const std::string &name, VarRole role, Type t = Int64);
 Expr var_expr(const VarPtr &v);
 
-#define CORA_BINARY(N)                                                                             \
-    struct N : ExprNode {                                                                          \
-        CORA_NODE_KIND(N)                                                                          \
-        Expr a, b;                                                                                 \
-        N(Type t, Expr x, Expr y) : ExprNode(kKind, t), a(std::move(x)), b(std::move(y)) {}        \
-        static Expr make(Expr x, Expr y);                                                          \
+#define CORA_BINARY(N)                                                                                                 \
+    struct N : ExprNode {                                                                                              \
+        CORA_NODE_KIND(N)                                                                                              \
+        Expr a, b;                                                                                                     \
+        N(Type t, Expr x, Expr y) : ExprNode(kKind, t), a(std::move(x)), b(std::move(y)) {}                            \
+        static Expr make(Expr x, Expr y);                                                                              \
     };
 CORA_BINARY(Add)
 CORA_BINARY(Sub)
@@ -189,8 +186,7 @@ struct Call : ExprNode {
     CORA_NODE_KIND(Call)
     std::string name;
     std::vector<Expr> args;
-    Call(Type t, std::string n, std::vector<Expr> a)
-        : ExprNode(kKind, t), name(std::move(n)), args(std::move(a)) {}
+    Call(Type t, std::string n, std::vector<Expr> a) : ExprNode(kKind, t), name(std::move(n)), args(std::move(a)) {}
     static Expr make(Type t, const std::string &name, std::vector<Expr> args);
 };
 
@@ -225,7 +221,7 @@ struct Load : ExprNode {
 struct Reduce : ExprNode {
     CORA_NODE_KIND(Reduce)
     ReduceOp op;
-    VarPtr var;  ///< the reduction dim's index variable
+    VarPtr var; ///< the reduction dim's index variable
     Expr extent, body;
     Reduce(ReduceOp o, VarPtr v, Expr e, Expr b)
         : ExprNode(kKind, b.type()), op(o), var(std::move(v)), extent(std::move(e)), body(std::move(b)) {}
@@ -244,8 +240,8 @@ struct For : StmtNode {
     ForKind for_kind;
     Stmt body;
     For(VarPtr v, Expr m, Expr e, ForKind k, Stmt b)
-        : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k),
-          body(std::move(b)) {}
+        : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k), body(std::move(b)) {
+    }
     static Stmt make(VarPtr v, Expr min, Expr extent, ForKind k, Stmt body);
 };
 
@@ -264,8 +260,7 @@ struct Store : StmtNode {
     CORA_NODE_KIND(Store)
     VarPtr buffer;
     Expr index, value;
-    Store(VarPtr b, Expr i, Expr v)
-        : StmtNode(kKind), buffer(std::move(b)), index(std::move(i)), value(std::move(v)) {}
+    Store(VarPtr b, Expr i, Expr v) : StmtNode(kKind), buffer(std::move(b)), index(std::move(i)), value(std::move(v)) {}
     static Stmt make(VarPtr b, Expr i, Expr v);
 };
 
@@ -292,8 +287,7 @@ struct LetStmt : StmtNode {
     VarPtr var;
     Expr value;
     Stmt body;
-    LetStmt(VarPtr v, Expr e, Stmt b)
-        : StmtNode(kKind), var(std::move(v)), value(std::move(e)), body(std::move(b)) {}
+    LetStmt(VarPtr v, Expr e, Stmt b) : StmtNode(kKind), var(std::move(v)), value(std::move(e)), body(std::move(b)) {}
     static Stmt make(VarPtr v, Expr value, Stmt body);
 };
 
@@ -303,8 +297,7 @@ struct LocalVar : StmtNode {
     VarPtr var;
     Expr init;
     Stmt body;
-    LocalVar(VarPtr v, Expr i, Stmt b)
-        : StmtNode(kKind), var(std::move(v)), init(std::move(i)), body(std::move(b)) {}
+    LocalVar(VarPtr v, Expr i, Stmt b) : StmtNode(kKind), var(std::move(v)), init(std::move(i)), body(std::move(b)) {}
     static Stmt make(VarPtr v, Expr init, Stmt body);
 };
 
@@ -332,7 +325,7 @@ struct Allocate : StmtNode {
 struct Assert : StmtNode {
     CORA_NODE_KIND(Assert)
     Expr cond;
-    std::vector<std::string> text;  ///< text[i] precedes values[i]; text.size() == values.size()+1
+    std::vector<std::string> text; ///< text[i] precedes values[i]; text.size() == values.size()+1
     std::vector<Expr> values;
     Assert(Expr c, std::vector<std::string> t, std::vector<Expr> v)
         : StmtNode(kKind), cond(std::move(c)), text(std::move(t)), values(std::move(v)) {}
@@ -353,11 +346,10 @@ Expr make_one(Type t);
 Expr reduce_identity(ReduceOp op, Type t);
 const char *reduce_op_name(ReduceOp op);
 
-}  // namespace cora::ir
+} // namespace cora::ir
 
 namespace cora {
-template <typename T>
-const T *Expr::as() const {
+template <typename T> const T *Expr::as() const {
     return node_ && node_->kind == T::kKind ? static_cast<const T *>(node_.get()) : nullptr;
 }
-}  // namespace cora
+} // namespace cora

@@ -11,7 +11,7 @@ bool equal_all(const std::vector<Expr> &a, const std::vector<Expr> &b) {
         if (!equal(a[i], b[i])) return false;
     return true;
 }
-}  // namespace
+} // namespace
 
 bool equal(const Expr &a, const Expr &b) {
     if (a.same_as(b)) return true;
@@ -21,13 +21,14 @@ bool equal(const Expr &a, const Expr &b) {
     case NodeKind::IntImm: return a.as<IntImm>()->value == b.as<IntImm>()->value;
     case NodeKind::FloatImm: return a.as<FloatImm>()->value == b.as<FloatImm>()->value;
     case NodeKind::Var: return a.get() == b.get();
-#define CORA_EQ_BIN(N)                                                                             \
+#define CORA_EQ_BIN(N)                                                                                                 \
     case NodeKind::N: return equal(a.as<N>()->a, b.as<N>()->a) && equal(a.as<N>()->b, b.as<N>()->b);
-        CORA_EQ_BIN(Add) CORA_EQ_BIN(Sub) CORA_EQ_BIN(Mul) CORA_EQ_BIN(Div) CORA_EQ_BIN(Mod)
-        CORA_EQ_BIN(Min) CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT)
-        CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
+        CORA_EQ_BIN(Add)
+        CORA_EQ_BIN(Sub) CORA_EQ_BIN(Mul) CORA_EQ_BIN(Div) CORA_EQ_BIN(Mod) CORA_EQ_BIN(Min) CORA_EQ_BIN(Max)
+            CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE)
+                CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
 #undef CORA_EQ_BIN
-    case NodeKind::Not: return equal(a.as<Not>()->a, b.as<Not>()->a);
+                    case NodeKind::Not : return equal(a.as<Not>()->a, b.as<Not>()->a);
     case NodeKind::Select: {
         auto x = a.as<Select>(), y = b.as<Select>();
         return equal(x->cond, y->cond) && equal(x->t, y->t) && equal(x->f, y->f);
@@ -36,8 +37,7 @@ bool equal(const Expr &a, const Expr &b) {
     case NodeKind::Call:
         return a.as<Call>()->name == b.as<Call>()->name && equal_all(a.as<Call>()->args, b.as<Call>()->args);
     case NodeKind::UFCall:
-        return a.as<UFCall>()->fn == b.as<UFCall>()->fn &&
-               equal_all(a.as<UFCall>()->args, b.as<UFCall>()->args);
+        return a.as<UFCall>()->fn == b.as<UFCall>()->fn && equal_all(a.as<UFCall>()->args, b.as<UFCall>()->args);
     case NodeKind::Access:
         return a.as<Access>()->tensor == b.as<Access>()->tensor &&
                equal_all(a.as<Access>()->indices, b.as<Access>()->indices);
@@ -58,8 +58,8 @@ bool equal(const Stmt &a, const Stmt &b) {
     switch (a.get()->kind) {
     case NodeKind::For: {
         auto x = a.as<For>(), y = b.as<For>();
-        return x->var == y->var && x->for_kind == y->for_kind && equal(x->min, y->min) &&
-               equal(x->extent, y->extent) && equal(x->body, y->body);
+        return x->var == y->var && x->for_kind == y->for_kind && equal(x->min, y->min) && equal(x->extent, y->extent) &&
+               equal(x->body, y->body);
     }
     case NodeKind::Provide: {
         auto x = a.as<Provide>(), y = b.as<Provide>();
@@ -78,8 +78,7 @@ bool equal(const Stmt &a, const Stmt &b) {
     }
     case NodeKind::IfThenElse: {
         auto x = a.as<IfThenElse>(), y = b.as<IfThenElse>();
-        return equal(x->cond, y->cond) && equal(x->then_case, y->then_case) &&
-               equal(x->else_case, y->else_case);
+        return equal(x->cond, y->cond) && equal(x->then_case, y->then_case) && equal(x->else_case, y->else_case);
     }
     case NodeKind::LetStmt: {
         auto x = a.as<LetStmt>(), y = b.as<LetStmt>();
@@ -103,4 +102,4 @@ bool equal(const Stmt &a, const Stmt &b) {
     }
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -31,8 +31,10 @@ void unify(Expr &a, Expr &b) {
     internal_check(a.defined() && b.defined(), "operation on an undefined expression");
     if (a.type() == b.type()) return;
     bool ca = a.as<IntImm>() || a.as<FloatImm>(), cb = b.as<IntImm>() || b.as<FloatImm>();
-    if (cb && !b.type().is_bool()) b = adapt_constant(b, a.type());
-    else if (ca && !a.type().is_bool()) a = adapt_constant(a, b.type());
+    if (cb && !b.type().is_bool())
+        b = adapt_constant(b, a.type());
+    else if (ca && !a.type().is_bool())
+        a = adapt_constant(a, b.type());
 }
 
 Expr float_intrinsic(const char *name, const Expr &e) {
@@ -45,7 +47,7 @@ Expr float_intrinsic(const char *name, const Expr &e) {
 Expr make_reduce(ReduceOp op, const Dim &k, const Expr &extent, const Expr &body) {
     return Reduce::make(op, k.node()->var, extent, body);
 }
-}  // namespace
+} // namespace
 
 std::string Type::str() const {
     switch (code) {
@@ -73,11 +75,11 @@ Type Expr::type() const {
     return node_->type;
 }
 
-#define CORA_PUBLIC_BINARY(OP, NODE)                                                               \
-    Expr OP(const Expr &a, const Expr &b) {                                                        \
-        Expr x = a, y = b;                                                                         \
-        unify(x, y);                                                                               \
-        return NODE::make(x, y);                                                                   \
+#define CORA_PUBLIC_BINARY(OP, NODE)                                                                                   \
+    Expr OP(const Expr &a, const Expr &b) {                                                                            \
+        Expr x = a, y = b;                                                                                             \
+        unify(x, y);                                                                                                   \
+        return NODE::make(x, y);                                                                                       \
     }
 CORA_PUBLIC_BINARY(operator+, Add)
 CORA_PUBLIC_BINARY(operator-, Sub)
@@ -128,15 +130,9 @@ Expr ceil_div(const Expr &e, int64_t m) {
     return (e + (m - 1)) / m;
 }
 
-Expr sum(const Dim &k, const Expr &extent, const Expr &body) {
-    return make_reduce(ReduceOp::Sum, k, extent, body);
-}
-Expr maximum(const Dim &k, const Expr &extent, const Expr &body) {
-    return make_reduce(ReduceOp::Max, k, extent, body);
-}
-Expr minimum(const Dim &k, const Expr &extent, const Expr &body) {
-    return make_reduce(ReduceOp::Min, k, extent, body);
-}
+Expr sum(const Dim &k, const Expr &extent, const Expr &body) { return make_reduce(ReduceOp::Sum, k, extent, body); }
+Expr maximum(const Dim &k, const Expr &extent, const Expr &body) { return make_reduce(ReduceOp::Max, k, extent, body); }
+Expr minimum(const Dim &k, const Expr &extent, const Expr &body) { return make_reduce(ReduceOp::Min, k, extent, body); }
 
 std::string to_string(const Expr &e) { return ir::print(e); }
 
@@ -177,8 +173,7 @@ LengthArray::LengthArray(const std::string &name, Expr count, int64_t min_value,
     if (min_value > max_value)
         throw_compile_error("LengthArray '", name, "': empty range [", min_value, ", ", max_value, "]");
     if (min_value < INT32_MIN || max_value > INT32_MAX)
-        throw_compile_error("LengthArray '", name, "': range [", min_value, ", ", max_value,
-                            "] does not fit int32");
+        throw_compile_error("LengthArray '", name, "': range [", min_value, ", ", max_value, "] does not fit int32");
     if (!count.defined() || !count.type().is_int())
         throw_compile_error("LengthArray '", name, "': count must be an integer expression");
     auto u = std::make_shared<UFNode>();
@@ -197,4 +192,4 @@ int64_t LengthArray::min_value() const { return node_->min_value; }
 int64_t LengthArray::max_value() const { return node_->max_value; }
 Expr LengthArray::operator()(const Expr &index) const { return UFCall::make(node_, {index}); }
 
-}  // namespace cora
+} // namespace cora

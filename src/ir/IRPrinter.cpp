@@ -41,8 +41,10 @@ protected:
 
     void visit_node(const IntImm *op) override { os << op->value; }
     void visit_node(const FloatImm *op) override {
-        if (std::isinf(op->value)) os << (op->value < 0 ? "-inf" : "inf");
-        else os << op->value << "f";
+        if (std::isinf(op->value))
+            os << (op->value < 0 ? "-inf" : "inf");
+        else
+            os << op->value << "f";
     }
     void visit_node(const Var *op) override { os << op->name; }
     void visit_node(const Add *op) override { bin(op->a, "+", op->b); }
@@ -105,8 +107,7 @@ protected:
     void visit_node(const For *op) override {
         pad();
         static const char *kinds[] = {"for ", "parallel for ", "vectorized for ", "unrolled for "};
-        os << kinds[(int)op->for_kind] << op->var->name
-           << " in [";
+        os << kinds[(int)op->for_kind] << op->var->name << " in [";
         visit(op->min);
         os << ", ";
         visit(op->min);
@@ -190,7 +191,7 @@ protected:
     }
 };
 
-}  // namespace
+} // namespace
 
 std::string print(const Expr &e) {
     if (!e.defined()) return "<undefined>";
@@ -210,11 +211,10 @@ std::string structural_key(const Expr &e) {
     std::string out = print(e) + " |";
     visit_exprs(e, [&](const Expr &x) {
         if (const VarNode *v = x.as<VarNode>()) out += " " + v->name + "#" + std::to_string(v->id);
-        if (const UFCall *u = x.as<UFCall>())
-            out += " " + u->fn->name + "#" + std::to_string(u->fn->id);
+        if (const UFCall *u = x.as<UFCall>()) out += " " + u->fn->name + "#" + std::to_string(u->fn->id);
         if (const Load *l = x.as<Load>()) out += " " + l->buffer->name + "#" + std::to_string(l->buffer->id);
     });
     return out;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -10,4 +10,4 @@ namespace cora::ir {
 std::string print(const Expr &e);
 std::string print(const Stmt &s);
 
-}  // namespace cora::ir
+} // namespace cora::ir

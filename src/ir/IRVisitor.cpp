@@ -10,7 +10,7 @@ namespace cora::ir {
 void IRVisitor::visit(const Expr &e) {
     if (!e.defined()) return;
     switch (e.get()->kind) {
-#define CORA_DISPATCH(N)                                                                           \
+#define CORA_DISPATCH(N)                                                                                               \
     case NodeKind::N: visit_node(static_cast<const N *>(e.get())); return;
         CORA_EXPR_NODES(CORA_DISPATCH)
 #undef CORA_DISPATCH
@@ -20,7 +20,7 @@ void IRVisitor::visit(const Expr &e) {
 void IRVisitor::visit(const Stmt &s) {
     if (!s.defined()) return;
     switch (s.get()->kind) {
-#define CORA_DISPATCH(N)                                                                           \
+#define CORA_DISPATCH(N)                                                                                               \
     case NodeKind::N: visit_node(static_cast<const N *>(s.get())); return;
         CORA_STMT_NODES(CORA_DISPATCH)
 #undef CORA_DISPATCH
@@ -31,16 +31,19 @@ void IRVisitor::visit(const Stmt &s) {
 void IRVisitor::visit_node(const IntImm *) {}
 void IRVisitor::visit_node(const FloatImm *) {}
 void IRVisitor::visit_node(const Var *) {}
-#define CORA_VISIT_BIN(N)                                                                          \
-    void IRVisitor::visit_node(const N *op) {                                                      \
-        visit(op->a);                                                                              \
-        visit(op->b);                                                                              \
+#define CORA_VISIT_BIN(N)                                                                                              \
+    void IRVisitor::visit_node(const N *op) {                                                                          \
+        visit(op->a);                                                                                                  \
+        visit(op->b);                                                                                                  \
     }
-CORA_VISIT_BIN(Add) CORA_VISIT_BIN(Sub) CORA_VISIT_BIN(Mul) CORA_VISIT_BIN(Div) CORA_VISIT_BIN(Mod)
-CORA_VISIT_BIN(Min) CORA_VISIT_BIN(Max) CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT)
-CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
+CORA_VISIT_BIN(Add)
+CORA_VISIT_BIN(Sub) CORA_VISIT_BIN(Mul) CORA_VISIT_BIN(Div) CORA_VISIT_BIN(Mod) CORA_VISIT_BIN(Min) CORA_VISIT_BIN(Max)
+    CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE)
+        CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
 #undef CORA_VISIT_BIN
-void IRVisitor::visit_node(const Not *op) { visit(op->a); }
+            void IRVisitor::visit_node(const Not *op) {
+    visit(op->a);
+}
 void IRVisitor::visit_node(const Select *op) {
     visit(op->cond);
     visit(op->t);
@@ -48,13 +51,16 @@ void IRVisitor::visit_node(const Select *op) {
 }
 void IRVisitor::visit_node(const Cast *op) { visit(op->value); }
 void IRVisitor::visit_node(const Call *op) {
-    for (const Expr &a : op->args) visit(a);
+    for (const Expr &a : op->args)
+        visit(a);
 }
 void IRVisitor::visit_node(const UFCall *op) {
-    for (const Expr &a : op->args) visit(a);
+    for (const Expr &a : op->args)
+        visit(a);
 }
 void IRVisitor::visit_node(const Access *op) {
-    for (const Expr &a : op->indices) visit(a);
+    for (const Expr &a : op->indices)
+        visit(a);
 }
 void IRVisitor::visit_node(const Load *op) { visit(op->index); }
 void IRVisitor::visit_node(const Reduce *op) {
@@ -67,7 +73,8 @@ void IRVisitor::visit_node(const For *op) {
     visit(op->body);
 }
 void IRVisitor::visit_node(const Provide *op) {
-    for (const Expr &a : op->indices) visit(a);
+    for (const Expr &a : op->indices)
+        visit(a);
     visit(op->value);
 }
 void IRVisitor::visit_node(const Store *op) {
@@ -75,7 +82,8 @@ void IRVisitor::visit_node(const Store *op) {
     visit(op->value);
 }
 void IRVisitor::visit_node(const Block *op) {
-    for (const Stmt &s : op->stmts) visit(s);
+    for (const Stmt &s : op->stmts)
+        visit(s);
 }
 void IRVisitor::visit_node(const IfThenElse *op) {
     visit(op->cond);
@@ -97,7 +105,8 @@ void IRVisitor::visit_node(const Allocate *op) {
 }
 void IRVisitor::visit_node(const Assert *op) {
     visit(op->cond);
-    for (const Expr &v : op->values) visit(v);
+    for (const Expr &v : op->values)
+        visit(v);
 }
 
 // --- IRMutator ---------------------------------------------------------------------------------
@@ -105,7 +114,7 @@ void IRVisitor::visit_node(const Assert *op) {
 Expr IRMutator::mutate(const Expr &e) {
     if (!e.defined()) return e;
     switch (e.get()->kind) {
-#define CORA_DISPATCH(N)                                                                           \
+#define CORA_DISPATCH(N)                                                                                               \
     case NodeKind::N: return mutate_node(static_cast<const N *>(e.get()), e);
         CORA_EXPR_NODES(CORA_DISPATCH)
 #undef CORA_DISPATCH
@@ -115,7 +124,7 @@ Expr IRMutator::mutate(const Expr &e) {
 Stmt IRMutator::mutate(const Stmt &s) {
     if (!s.defined()) return s;
     switch (s.get()->kind) {
-#define CORA_DISPATCH(N)                                                                           \
+#define CORA_DISPATCH(N)                                                                                               \
     case NodeKind::N: return mutate_node(static_cast<const N *>(s.get()), s);
         CORA_STMT_NODES(CORA_DISPATCH)
 #undef CORA_DISPATCH
@@ -136,18 +145,18 @@ std::vector<Expr> IRMutator::mutate_all(const std::vector<Expr> &v, bool &change
 Expr IRMutator::mutate_node(const IntImm *, const Expr &self) { return self; }
 Expr IRMutator::mutate_node(const FloatImm *, const Expr &self) { return self; }
 Expr IRMutator::mutate_node(const Var *, const Expr &self) { return self; }
-#define CORA_MUTATE_BIN(N)                                                                         \
-    Expr IRMutator::mutate_node(const N *op, const Expr &self) {                                   \
-        Expr a = mutate(op->a), b = mutate(op->b);                                                 \
-        if (a.same_as(op->a) && b.same_as(op->b)) return self;                                     \
-        return N::make(a, b);                                                                      \
+#define CORA_MUTATE_BIN(N)                                                                                             \
+    Expr IRMutator::mutate_node(const N *op, const Expr &self) {                                                       \
+        Expr a = mutate(op->a), b = mutate(op->b);                                                                     \
+        if (a.same_as(op->a) && b.same_as(op->b)) return self;                                                         \
+        return N::make(a, b);                                                                                          \
     }
-CORA_MUTATE_BIN(Add) CORA_MUTATE_BIN(Sub) CORA_MUTATE_BIN(Mul) CORA_MUTATE_BIN(Div)
-CORA_MUTATE_BIN(Mod) CORA_MUTATE_BIN(Min) CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ)
-CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT)
-CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
+CORA_MUTATE_BIN(Add)
+CORA_MUTATE_BIN(Sub) CORA_MUTATE_BIN(Mul) CORA_MUTATE_BIN(Div) CORA_MUTATE_BIN(Mod) CORA_MUTATE_BIN(Min)
+    CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE)
+        CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
 #undef CORA_MUTATE_BIN
-Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
+            Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
     Expr a = mutate(op->a);
     return a.same_as(op->a) ? self : Not::make(a);
 }
@@ -277,7 +286,7 @@ protected:
 private:
     const std::map<const VarNode *, Expr> &m_;
 };
-}  // namespace
+} // namespace
 
 void visit_exprs(const Expr &e, const std::function<void(const Expr &)> &f) {
     ExprWalker w(f);
@@ -321,4 +330,4 @@ std::set<const VarNode *> vars_of(const Expr &e, VarRole role) {
     return out;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

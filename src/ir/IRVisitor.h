@@ -57,4 +57,4 @@ std::set<const VarNode *> vars_of(const Expr &e, VarRole role);
 bool equal(const Expr &a, const Expr &b);
 bool equal(const Stmt &a, const Stmt &b);
 
-}  // namespace cora::ir
+} // namespace cora::ir

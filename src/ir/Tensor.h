@@ -31,8 +31,8 @@ struct ScheduleSplit {
 /** How a Func's loop nest is built from its domain, recorded as data and applied by
  * lower/ScheduleLoops. Empty: the default schedule (domain order, outermost loop parallel). */
 struct Schedule {
-    std::vector<ScheduleSplit> splits;                       ///< applied in order
-    std::vector<std::shared_ptr<const DimNode>> order;       ///< reorder requests, outermost first
+    std::vector<ScheduleSplit> splits;                 ///< applied in order
+    std::vector<std::shared_ptr<const DimNode>> order; ///< reorder requests, outermost first
     std::vector<std::pair<std::shared_ptr<const DimNode>, LoopAnnotation>> annotations;
     bool empty() const { return splits.empty() && order.empty() && annotations.empty(); }
 };
@@ -42,9 +42,9 @@ struct TensorNode {
     uint64_t id;
     Type type;
     bool is_input;
-    Layout domain;   ///< loop domain (Funcs); for inputs equal to storage
-    Layout storage;  ///< storage layout; dims in the same order as domain
-    Expr value;      ///< definition (Funcs), in terms of domain dim variables
+    Layout domain;  ///< loop domain (Funcs); for inputs equal to storage
+    Layout storage; ///< storage layout; dims in the same order as domain
+    Expr value;     ///< definition (Funcs), in terms of domain dim variables
     Schedule schedule;
 };
 using TensorPtr = std::shared_ptr<const TensorNode>;
@@ -56,10 +56,10 @@ using TensorPtr = std::shared_ptr<const TensorNode>;
 struct AuxSpec {
     Layout layout;
     Expr summand;
-    std::string key;  ///< structural identity: equal keys build equal arrays
+    std::string key; ///< structural identity: equal keys build equal arrays
 };
 
 /** A printable identity of an expression that distinguishes dims/UFs/vars by id. */
 std::string structural_key(const Expr &e);
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -21,7 +21,8 @@ Stmt check_aux_consistency(const ModuleArg &a) {
     const Layout &l = spec.layout;
     FlatLayout flat = flatten_layout(l);
     std::vector<Expr> idx;
-    for (auto &ld : l) idx.push_back(var_expr(ld.dim->var));
+    for (auto &ld : l)
+        idx.push_back(var_expr(ld.dim->var));
     Expr x = idx.back();
     auto at = [&](const Expr &last) {
         std::vector<Expr> i = idx;
@@ -31,8 +32,8 @@ Stmt check_aux_consistency(const ModuleArg &a) {
     Expr summed_extent = Sub::make(l.back().extent, IntImm::make(1));
     Expr diff = Sub::make(at(Add::make(x, IntImm::make(1))), at(x));
     Stmt step = Assert::make(EQ::make(diff, spec.summand),
-                             {"aux array '" + a.name + "' is inconsistent with the lengths: entry ", " - entry ",
-                              " = ", ", expected ", " (" + print(spec.summand) + ")"},
+                             {"aux array '" + a.name + "' is inconsistent with the lengths: entry ", " - entry ", " = ",
+                              ", expected ", " (" + print(spec.summand) + ")"},
                              {Add::make(x, IntImm::make(1)), x, diff, spec.summand});
     Stmt first = Assert::make(EQ::make(at(IntImm::make(0)), IntImm::make(0)),
                               {"aux array '" + a.name + "' must start at 0, got ", ""}, {at(IntImm::make(0))});
@@ -42,7 +43,7 @@ Stmt check_aux_consistency(const ModuleArg &a) {
     return s;
 }
 
-}  // namespace
+} // namespace
 
 Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
     std::vector<Stmt> checks;
@@ -52,9 +53,8 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
             Expr p = var_expr(a.var);
             checks.push_back(Assert::make(
                 And::make(GE::make(p, IntImm::make(a.var->min_value)), LE::make(p, IntImm::make(a.var->max_value))),
-                {"param '" + a.name + "' = ",
-                 " is outside its declared range [" + std::to_string(a.var->min_value) + ", " +
-                     std::to_string(a.var->max_value) + "]"},
+                {"param '" + a.name + "' = ", " is outside its declared range [" + std::to_string(a.var->min_value) +
+                                                  ", " + std::to_string(a.var->max_value) + "]"},
                 {p}));
             break;
         }
@@ -67,8 +67,8 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
             Stmt body = Assert::make(
                 And::make(GE::make(v, IntImm::make(a.uf->min_value)), LE::make(v, IntImm::make(a.uf->max_value))),
                 {"length array '" + a.name + "': element ", " is ",
-                 ", expected a value in [" + std::to_string(a.uf->min_value) + ", " +
-                     std::to_string(a.uf->max_value) + "]"},
+                 ", expected a value in [" + std::to_string(a.uf->min_value) + ", " + std::to_string(a.uf->max_value) +
+                     "]"},
                 {var_expr(i), v});
             checks.push_back(For::make(i, IntImm::make(0), a.expected_count, ForKind::Serial, body));
             break;
@@ -91,4 +91,4 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
     return Block::make(checks);
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

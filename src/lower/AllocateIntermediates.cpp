@@ -15,4 +15,4 @@ Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx) {
     return body;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -32,15 +32,19 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
     };
     std::vector<Expr> roots;
     visit_exprs(s, [&](const Expr &e) { roots.push_back(e); });
-    for (auto &[t, st] : ctx.storage) roots.push_back(st.flat.size);
+    for (auto &[t, st] : ctx.storage)
+        roots.push_back(st.flat.size);
     std::vector<std::shared_ptr<const UFNode>> aux = aux_closure(roots);
     for (auto &a : aux) {
-        for (auto &ld : a->aux->layout) roots.push_back(ld.extent);
+        for (auto &ld : a->aux->layout)
+            roots.push_back(ld.extent);
         roots.push_back(a->aux->summand);
     }
     for (auto &t : ctx.inputs)
-        for (auto &ld : t->storage) roots.push_back(ld.extent);
-    for (const Expr &e : roots) scan(e);
+        for (auto &ld : t->storage)
+            roots.push_back(ld.extent);
+    for (const Expr &e : roots)
+        scan(e);
     while (!pending.empty()) {
         Expr e = pending.back();
         pending.pop_back();
@@ -75,7 +79,7 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
     for (auto &u : aux) {
         ModuleArg a;
         a.kind = ModuleArg::Kind::AuxArray;
-        int n = ++aux_names[u->name];  // several prefix arrays over one dim: number them
+        int n = ++aux_names[u->name]; // several prefix arrays over one dim: number them
         a.name = n == 1 ? u->name : u->name + std::to_string(n);
         a.uf = u;
         a.var = make_var(u->name, VarRole::Buffer, Int64);
@@ -94,8 +98,10 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
         a.expected_count = st.flat.size;
         ctx.args.push_back(a);
     };
-    for (auto &t : ctx.inputs) add_tensor(t, ModuleArg::Kind::Input);
-    for (auto &t : ctx.outputs) add_tensor(t, ModuleArg::Kind::Output);
+    for (auto &t : ctx.inputs)
+        add_tensor(t, ModuleArg::Kind::Input);
+    for (auto &t : ctx.outputs)
+        add_tensor(t, ModuleArg::Kind::Output);
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -1,11 +1,15 @@
-/** \file The pass order, top to bottom. Reading this function tells the whole story:
+/** \file The pass order, top to bottom. Reading lower() tells the whole story:
  *
- *   collect funcs (producers first) -> validate (dims, extents, access bounds, storage cover)
- *   -> loop nests from each op's schedule (split with guards the prover may remove, reorder,
- *      parallel/vectorize/unroll; default: outermost loop parallel; vloop extents are UF calls) -> reductions to accumulator loops -> storage lowering (dimension graph ->
- *      flat offsets through prefix-sum aux arrays) -> allocations of intermediates (sizes
- *      computed by the library) -> argument list -> argument checks -> UF calls to loads of
- *      argument arrays -> simplify. */
+ *   1. collect funcs (producers first) and validate them: dims, extents, access bounds, storage cover
+ *   2. schedule_loops: one loop nest per op from its schedule (split with guards the prover may
+ *      remove, reorder, parallel/vectorize/unroll; default: outermost loop parallel); vloop
+ *      extents are UF calls
+ *   3. lower_reductions: reductions become accumulator loops
+ *   4. storage_lowering: dimension graph -> flat offsets through prefix-sum aux arrays
+ *   5. allocate_intermediates: sizes computed by the library
+ *   6. infer_arguments, then add_argument_checks
+ *   7. materialize_ufs: UF calls become loads of argument arrays
+ *   8. simplify */
 #include "lower/Lower.h"
 
 #include <iostream>
@@ -25,7 +29,7 @@ void dump(const LoweringContext &ctx, const char *pass, const Stmt &s) {
     if (ctx.debug >= 1) std::cerr << "-- cora: IR after " << pass << " --\n" << print(s) << "\n";
 }
 
-}  // namespace
+} // namespace
 
 LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &name, const LowerOptions &opts) {
     LoweringContext ctx;
@@ -33,7 +37,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     ctx.prover = std::make_unique<ProverChain>(opts.use_z3);
     if (outputs.empty()) throw_compile_error("pipeline '", name, "' has no outputs");
     for (auto &o : outputs) {
-        if (o->is_input) throw_compile_error("pipeline '", name, "': output '", o->name, "' is an input tensor, not a Func");
+        if (o->is_input)
+            throw_compile_error("pipeline '", name, "': output '", o->name, "' is an input tensor, not a Func");
         ctx.outputs.push_back(o);
     }
     ctx.funcs = pipeline_order(ctx.outputs, &ctx.inputs);
@@ -66,4 +71,4 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     return m;
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -6,11 +6,11 @@
 namespace cora::ir {
 
 struct LowerOptions {
-    int debug = 0;       ///< >= 1: print the IR after each pass and the prover statistics
-    bool use_z3 = true;  ///< try Z3 on obligations the built-in prover does not prove
+    int debug = 0;      ///< >= 1: print the IR after each pass and the prover statistics
+    bool use_z3 = true; ///< try Z3 on obligations the built-in prover does not prove
 };
 
 /** Lower the pipeline computing `outputs`. */
 LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &name, const LowerOptions &opts);
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -45,8 +45,6 @@ Expr replace_node(const Expr &e, const Expr &target, const Expr &with) {
     return r.mutate(e);
 }
 
-int counter = 0;
-
 Stmt lower_value(const Expr &value, const std::function<Stmt(const Expr &)> &consume) {
     Expr r = find_reduce(value);
     if (!r.defined()) return consume(value);
@@ -54,7 +52,7 @@ Stmt lower_value(const Expr &value, const std::function<Stmt(const Expr &)> &con
     VarPtr acc = make_var("acc_" + red->var->name, VarRole::Local, red->type);
     Expr acc_e = var_expr(acc);
     Stmt loop_body = lower_value(red->body, [&](const Expr &b) {
-        Expr combined = red->op == ReduceOp::Sum ? Add::make(acc_e, b)
+        Expr combined = red->op == ReduceOp::Sum   ? Add::make(acc_e, b)
                         : red->op == ReduceOp::Max ? Max::make(acc_e, b)
                                                    : Min::make(acc_e, b);
         return Assign::make(acc, combined);
@@ -72,12 +70,11 @@ protected:
     }
 };
 
-}  // namespace
+} // namespace
 
 Stmt lower_reductions(const Stmt &s) {
-    (void)counter;
     Lowerer l;
     return l.mutate(s);
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

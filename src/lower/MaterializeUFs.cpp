@@ -31,7 +31,7 @@ private:
     LoweringContext &ctx_;
 };
 
-}  // namespace
+} // namespace
 
 Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx) {
     Materializer m(ctx);
@@ -40,4 +40,4 @@ Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx) {
     return m.mutate(s);
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -18,11 +18,11 @@ struct ModuleArg {
     enum class Kind { Param, LengthArray, AuxArray, Input, Output };
     Kind kind;
     std::string name;
-    VarPtr var;        ///< the param variable, or the buffer variable
-    VarPtr count_var;  ///< arrays: the element count the caller passed
-    Expr expected_count;  ///< arrays: the count the layout requires (UF calls allowed)
-    std::shared_ptr<const UFNode> uf;  ///< LengthArray / AuxArray
-    TensorPtr tensor;                  ///< Input / Output
+    VarPtr var;                       ///< the param variable, or the buffer variable
+    VarPtr count_var;                 ///< arrays: the element count the caller passed
+    Expr expected_count;              ///< arrays: the count the layout requires (UF calls allowed)
+    std::shared_ptr<const UFNode> uf; ///< LengthArray / AuxArray
+    TensorPtr tensor;                 ///< Input / Output
 };
 
 struct LoweredModule {
@@ -41,12 +41,12 @@ struct TensorStorage {
 struct LoweringContext {
     int debug = 0;
     std::unique_ptr<ProverChain> prover;
-    std::vector<TensorPtr> funcs;    ///< computed tensors, producers first
-    std::vector<TensorPtr> inputs;   ///< input tensors, in first-use order
-    std::vector<TensorPtr> outputs;  ///< the pipeline's outputs
+    std::vector<TensorPtr> funcs;   ///< computed tensors, producers first
+    std::vector<TensorPtr> inputs;  ///< input tensors, in first-use order
+    std::vector<TensorPtr> outputs; ///< the pipeline's outputs
     std::map<const TensorNode *, TensorStorage> storage;
     std::vector<ModuleArg> args;
-    int guards_removed = 0, guards_kept = 0;  ///< schedule guards proved redundant / kept
+    int guards_removed = 0, guards_kept = 0; ///< schedule guards proved redundant / kept
     bool is_output(const TensorNode *t) const {
         for (auto &o : outputs)
             if (o.get() == t) return true;
@@ -54,4 +54,4 @@ struct LoweringContext {
     }
 };
 
-}  // namespace cora::ir
+} // namespace cora::ir

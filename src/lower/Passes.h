@@ -14,4 +14,4 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx);
 Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx);
 Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx);
 
-}  // namespace cora::ir
+} // namespace cora::ir

@@ -29,14 +29,14 @@ namespace {
 using DimPtr = std::shared_ptr<const DimNode>;
 
 struct Guard {
-    Expr value, extent;  ///< keep the body when value < extent (both in final loop variables)
+    Expr value, extent; ///< keep the body when value < extent (both in final loop variables)
     std::string dim;
 };
 
 Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     const Schedule &sch = f->schedule;
     std::vector<DimPtr> loops;
-    std::map<const DimNode *, Expr> extent;  // in terms of domain (root) variables
+    std::map<const DimNode *, Expr> extent; // in terms of domain (root) variables
     for (const LayoutDim &d : f->domain) {
         loops.push_back(d.dim);
         extent[d.dim.get()] = d.extent;
@@ -49,7 +49,8 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         internal_check(it != loops.end(), "split parent is not a loop");
         Expr ep = extent.at(s.parent.get());
         Expr rebuilt = Add::make(Mul::make(var_expr(s.outer->var), IntImm::make(s.factor)), var_expr(s.inner->var));
-        for (auto &[v, e] : value) e = substitute(e, s.parent->var.get(), rebuilt);
+        for (auto &[v, e] : value)
+            e = substitute(e, s.parent->var.get(), rebuilt);
         value[s.parent->var.get()] = rebuilt;
         guards.push_back(Guard{var_expr(s.parent->var), ep, s.parent->name});
         extent[s.outer.get()] = simplify(Div::make(Add::make(ep, IntImm::make(s.factor - 1)), IntImm::make(s.factor)));
@@ -63,11 +64,13 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         for (const DimPtr &d : sch.order) {
             auto it = std::find(loops.begin(), loops.end(), d);
             if (it == loops.end())
-                throw_compile_error("reorder in Func '", f->name, "': '", d->name, "' is no longer a loop (it was split)");
+                throw_compile_error("reorder in Func '", f->name, "': '", d->name,
+                                    "' is no longer a loop (it was split)");
             positions.push_back((size_t)(it - loops.begin()));
         }
         std::sort(positions.begin(), positions.end());
-        for (size_t i = 0; i < positions.size(); i++) loops[positions[i]] = sch.order[i];
+        for (size_t i = 0; i < positions.size(); i++)
+            loops[positions[i]] = sch.order[i];
     }
     // Everything in terms of the final loop variables.
     auto to_loops = [&](const Expr &e) { return simplify(substitute(e, value)); };
@@ -77,7 +80,8 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         Expr e = to_loops(extent.at(loops[k].get()));
         for (const VarNode *v : vars_of(e, VarRole::Index)) {
             bool outside = false;
-            for (size_t j = 0; j < k; j++) outside = outside || loops[j]->var.get() == v;
+            for (size_t j = 0; j < k; j++)
+                outside = outside || loops[j]->var.get() == v;
             if (!outside)
                 throw_compile_error("schedule of Func '", f->name, "': loop '", loops[k]->name, "' has extent ",
                                     print(e), ", which depends on loop '", v->name,
@@ -107,19 +111,22 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     }
 
     std::vector<Expr> idx;
-    for (const LayoutDim &d : f->domain) idx.push_back(var_expr(d.dim->var));
+    for (const LayoutDim &d : f->domain)
+        idx.push_back(var_expr(d.dim->var));
     Stmt body = Provide::make(f, idx, f->value);
     for (const LayoutDim &d : f->domain) {
         auto it = value.find(d.dim->var.get());
         if (it != value.end()) body = LetStmt::make(d.dim->var, simplify(it->second), body);
     }
     auto wrap_guards = [&](Stmt s, size_t depth) {
-        for (const Expr &c : guards_at[depth]) s = IfThenElse::make(c, s);
+        for (const Expr &c : guards_at[depth])
+            s = IfThenElse::make(c, s);
         return s;
     };
     body = wrap_guards(body, loops.size());
     bool user_parallel = false;
-    for (auto &[d, a] : sch.annotations) user_parallel = user_parallel || a == LoopAnnotation::Parallel;
+    for (auto &[d, a] : sch.annotations)
+        user_parallel = user_parallel || a == LoopAnnotation::Parallel;
     for (int k = (int)loops.size() - 1; k >= 0; k--) {
         ForKind kind = ForKind::Serial;
         if (!user_parallel && k == 0) kind = ForKind::Parallel;
@@ -145,12 +152,13 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     return body;
 }
 
-}  // namespace
+} // namespace
 
 Stmt schedule_loops(LoweringContext &ctx) {
     std::vector<Stmt> nests;
-    for (const TensorPtr &f : ctx.funcs) nests.push_back(schedule_func(f, ctx));
+    for (const TensorPtr &f : ctx.funcs)
+        nests.push_back(schedule_func(f, ctx));
     return Block::make(nests);
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

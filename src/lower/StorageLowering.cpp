@@ -24,11 +24,10 @@ public:
     }
 
 protected:
-    Expr mutate_node(const Access *op, const Expr &self) override {
+    Expr mutate_node(const Access *op, const Expr &) override {
         bool changed = false;
         auto idx = mutate_all(op->indices, changed);
         const TensorStorage &st = storage_of(op->tensor);
-        (void)self;
         return Load::make(st.buffer, flat_offset(st.flat, op->tensor->storage, idx));
     }
     Stmt mutate_node(const Provide *op, const Stmt &) override {
@@ -43,13 +42,15 @@ private:
     LoweringContext &ctx_;
 };
 
-}  // namespace
+} // namespace
 
 Stmt storage_lowering(const Stmt &s, LoweringContext &ctx) {
     Flattener f(ctx);
-    for (auto &t : ctx.inputs) f.storage_of(t);
-    for (auto &t : ctx.funcs) f.storage_of(t);
+    for (auto &t : ctx.inputs)
+        f.storage_of(t);
+    for (auto &t : ctx.funcs)
+        f.storage_of(t);
     return f.mutate(s);
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

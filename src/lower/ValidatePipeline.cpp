@@ -68,7 +68,8 @@ public:
             return;
         }
         if (const Access *a = e.as<Access>()) {
-            for (const Expr &i : a->indices) check(i);
+            for (const Expr &i : a->indices)
+                check(i);
             // A Func is read within its loop domain (what was computed), not its storage,
             // which may be larger and hold uncomputed elements.
             const Layout &bounds = a->tensor->is_input ? a->tensor->storage : a->tensor->domain;
@@ -83,7 +84,8 @@ public:
             return;
         }
         if (const UFCall *u = e.as<UFCall>()) {
-            for (const Expr &x : u->args) check(x);
+            for (const Expr &x : u->args)
+                check(x);
             if (u->fn->kind == UFKind::LengthArray)
                 require_in_range(u->args[0], u->fn->count, "length array '" + u->fn->name + "'");
             return;
@@ -125,7 +127,7 @@ private:
     std::string where_;
 };
 
-}  // namespace
+} // namespace
 
 void validate_pipeline(LoweringContext &ctx) {
     for (auto &t : ctx.inputs) {
@@ -143,8 +145,8 @@ void validate_pipeline(LoweringContext &ctx) {
                 if (!ctx.prover->prove_nonneg(cover, c.scope))
                     throw_compile_error("Func '", f->name, "': storage layout too small for the loop range: dim '",
                                         d.dim->name, "' is stored with extent ", print(f->storage[k].extent),
-                                        " but the loop runs over ", print(d.extent), " (",
-                                        ctx.prover->last_failure(), ")");
+                                        " but the loop runs over ", print(d.extent), " (", ctx.prover->last_failure(),
+                                        ")");
             }
             c.scope.push_back(ScopeEntry{d.dim->var.get(), IntImm::make(0), d.extent});
         }
@@ -154,4 +156,4 @@ void validate_pipeline(LoweringContext &ctx) {
     }
 }
 
-}  // namespace cora::ir
+} // namespace cora::ir

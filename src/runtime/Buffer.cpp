@@ -18,7 +18,8 @@ namespace {
 
 std::vector<int64_t> strides_of(const std::vector<int64_t> &dims) {
     std::vector<int64_t> s(dims.size(), 1);
-    for (int k = (int)dims.size() - 2; k >= 0; k--) s[k] = s[k + 1] * dims[k + 1];
+    for (int k = (int)dims.size() - 2; k >= 0; k--)
+        s[k] = s[k + 1] * dims[k + 1];
     return s;
 }
 
@@ -36,7 +37,8 @@ void walk(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> 
     std::function<void(size_t)> rec = [&](size_t k) {
         if (k == l.size()) {
             int64_t p = 0;
-            for (size_t j = 0; j < idx.size(); j++) p += idx[j] * strides[j];
+            for (size_t j = 0; j < idx.size(); j++)
+                p += idx[j] * strides[j];
             f(packed++, p);
             return;
         }
@@ -64,7 +66,7 @@ int64_t product(const std::vector<int64_t> &d) {
     return p;
 }
 
-}  // namespace
+} // namespace
 
 Buffer::Buffer(Type t, int64_t count) : type_(t), count_(count) {
     if (count < 0) throw_runtime_error("buffer size must be non-negative, got ", count);
@@ -78,7 +80,8 @@ Buffer Buffer::alloc(const Tensor &t, const RaggedShape &shape) { return Buffer(
 
 Buffer Buffer::from_padded(const Tensor &t, const RaggedShape &shape, const std::vector<float> &padded,
                            const std::vector<int64_t> &padded_dims) {
-    if (t.type() != Float32) throw_runtime_error("from_padded: tensor '", t.name(), "' is ", t.type().str(), ", not float32");
+    if (t.type() != Float32)
+        throw_runtime_error("from_padded: tensor '", t.name(), "' is ", t.type().str(), ", not float32");
     if ((int64_t)padded.size() != product(padded_dims))
         throw_runtime_error("from_padded: tensor '", t.name(), "': padded data has ", padded.size(),
                             " elements, its shape needs ", product(padded_dims));
@@ -100,4 +103,4 @@ std::vector<float> Buffer::to_padded(const Tensor &t, const RaggedShape &shape, 
     return out;
 }
 
-}  // namespace cora
+} // namespace cora

@@ -8,16 +8,14 @@
 #include "analysis/Interpreter.h"
 #include "analysis/StorageLayout.h"
 #include "cora/Runtime.h"
-#include "runtime/RaggedShapeImpl.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "runtime/RaggedShapeImpl.h"
 #include "util/Error.h"
 
 namespace cora {
 
 using namespace ir;
-
-
 
 Interpreter RaggedShape::Impl::interpreter() const {
     Interpreter in;
@@ -44,7 +42,8 @@ int64_t RaggedShape::Impl::aux_at(const UFNode *fn, const std::vector<int64_t> &
         flat = &it->second;
     }
     Interpreter in = interpreter();
-    for (size_t k = 0; k < idx.size(); k++) in.ints[fn->aux->layout[k].dim->var.get()] = idx[k];
+    for (size_t k = 0; k < idx.size(); k++)
+        in.ints[fn->aux->layout[k].dim->var.get()] = idx[k];
     int64_t off = in.eval_int(flat->offset);
     internal_check(off >= 0 && off < (int64_t)a.size(), "aux index out of range for ", fn->name);
     return a[off];
@@ -65,7 +64,7 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
     const LayoutDim &last = spec.layout.back();
     const VarNode *x = last.dim->var.get();
     in.for_each_index(outer, [&](const std::vector<int64_t> &) {
-        int64_t n = in.eval_int(last.extent);  // summed range + 1
+        int64_t n = in.eval_int(last.extent); // summed range + 1
         int64_t acc = 0;
         for (int64_t i = 0; i < n; i++) {
             out.push_back(acc);
@@ -86,8 +85,8 @@ RaggedShape::RaggedShape() : impl_(std::make_shared<Impl>()) {}
 
 RaggedShape &RaggedShape::set(const Param &p, int64_t value) {
     if (value < p.min_value() || value > p.max_value())
-        throw_runtime_error("param '", p.name(), "' = ", value, " is outside its declared range [", p.min_value(),
-                            ", ", p.max_value(), "]");
+        throw_runtime_error("param '", p.name(), "' = ", value, " is outside its declared range [", p.min_value(), ", ",
+                            p.max_value(), "]");
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->params[p.expr().as<VarNode>()] = value;
     impl_->aux.clear();
@@ -116,7 +115,8 @@ static std::vector<int32_t> lengths_from_offsets(const LengthArray &len, const s
         if (d < 0)
             throw_runtime_error("offsets for '", len.name(), "' decrease at entry ", i + 1, " (", offsets[i], " -> ",
                                 offsets[i + 1], ")");
-        if (d > INT32_MAX) throw_runtime_error("offsets for '", len.name(), "': length ", d, " at ", i, " exceeds int32");
+        if (d > INT32_MAX)
+            throw_runtime_error("offsets for '", len.name(), "': length ", d, " at ", i, " exceeds int32");
         l[i] = (int32_t)d;
     }
     return l;
@@ -139,14 +139,16 @@ int64_t RaggedShape::value(const Param &p) const {
 const std::vector<int32_t> &RaggedShape::lengths(const LengthArray &len) const {
     std::lock_guard<std::mutex> lock(impl_->mu);
     auto it = impl_->lengths.find(len.node().get());
-    if (it == impl_->lengths.end()) throw_runtime_error("length array '", len.name(), "' is not set in the RaggedShape");
+    if (it == impl_->lengths.end())
+        throw_runtime_error("length array '", len.name(), "' is not set in the RaggedShape");
     return it->second;
 }
 
 std::vector<int64_t> RaggedShape::offsets(const LengthArray &len) const {
     const std::vector<int32_t> &l = lengths(len);
     std::vector<int64_t> o(l.size() + 1, 0);
-    for (size_t i = 0; i < l.size(); i++) o[i + 1] = o[i] + l[i];
+    for (size_t i = 0; i < l.size(); i++)
+        o[i + 1] = o[i] + l[i];
     return o;
 }
 
@@ -167,13 +169,11 @@ int64_t RaggedShape::eval(const Expr &e) const {
     return in.eval_int(e);
 }
 
-int64_t RaggedShape::size_of(const Tensor &t) const {
-    return eval(flatten_layout(t.node()->storage).size);
-}
+int64_t RaggedShape::size_of(const Tensor &t) const { return eval(flatten_layout(t.node()->storage).size); }
 
 const std::vector<int64_t> &RaggedShape::aux_array(const UFNode *fn) const {
     internal_check(fn->kind == UFKind::Aux, "aux_array of a non-aux function ", fn->name);
-    eval(IntImm::make(0));  // validates length counts
+    eval(IntImm::make(0)); // validates length counts
     return impl_->build(fn);
 }
 
@@ -182,4 +182,4 @@ size_t RaggedShape::aux_array_count() const {
     return impl_->aux.size();
 }
 
-}  // namespace cora
+} // namespace cora

@@ -19,7 +19,7 @@ struct RaggedShape::Impl {
     std::map<const VarNode *, int64_t> params;
     std::map<const UFNode *, std::vector<int32_t>> lengths;
     mutable std::mutex mu;
-    mutable std::map<std::string, std::vector<int64_t>> aux;  // by AuxSpec::key
+    mutable std::map<std::string, std::vector<int64_t>> aux; // by AuxSpec::key
     mutable std::map<const UFNode *, FlatLayout> aux_layouts;
 
     /** An interpreter bound to this shape's params, lengths and aux arrays. */
@@ -30,4 +30,4 @@ struct RaggedShape::Impl {
     int64_t aux_at(const UFNode *fn, const std::vector<int64_t> &idx) const;
 };
 
-}  // namespace cora
+} // namespace cora

@@ -36,11 +36,14 @@ std::vector<std::vector<int64_t>> enumerate(Interpreter &in, const Layout &l, Bo
     in.for_each_index(l, [&](const std::vector<int64_t> &idx) { all.push_back(idx); });
     box.dims.assign(l.size(), 0);
     for (auto &idx : all)
-        for (size_t k = 0; k < idx.size(); k++) box.dims[k] = std::max(box.dims[k], idx[k] + 1);
+        for (size_t k = 0; k < idx.size(); k++)
+            box.dims[k] = std::max(box.dims[k], idx[k] + 1);
     box.strides.assign(l.size(), 1);
-    for (int k = (int)l.size() - 2; k >= 0; k--) box.strides[k] = box.strides[k + 1] * box.dims[k + 1];
+    for (int k = (int)l.size() - 2; k >= 0; k--)
+        box.strides[k] = box.strides[k + 1] * box.dims[k + 1];
     int64_t n = 1;
-    for (int64_t d : box.dims) n *= d;
+    for (int64_t d : box.dims)
+        n *= d;
     box.values.assign((size_t)n, 0.0);
     box.present.assign((size_t)n, 0);
     return all;
@@ -54,12 +57,13 @@ double read_buffer(const Buffer &b, int64_t i) {
     return (double)b.data<int64_t>()[i];
 }
 
-}  // namespace
+} // namespace
 
 std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const RaggedShape &shape,
                                                     const std::vector<std::pair<Tensor, const Buffer *>> &inputs) {
     std::vector<TensorPtr> outs, ins;
-    for (const Func &f : p.outputs()) outs.push_back(f.node());
+    for (const Func &f : p.outputs())
+        outs.push_back(f.node());
     std::vector<TensorPtr> funcs = pipeline_order(outs, &ins);
     shape.impl()->validate_counts();
     Interpreter in = shape.impl()->interpreter();
@@ -86,7 +90,8 @@ std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const Rag
         int64_t at = box.index(idx);
         if (at < 0 || !box.present[at]) {
             std::string s;
-            for (int64_t i : idx) s += (s.empty() ? "" : ", ") + std::to_string(i);
+            for (int64_t i : idx)
+                s += (s.empty() ? "" : ", ") + std::to_string(i);
             throw InternalError("reference: read of " + t->name + "[" + s + "] outside its domain");
         }
         return box.values[at];
@@ -99,7 +104,8 @@ std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const Rag
         std::vector<double> flat;
         flat.reserve(all.size());
         for (auto &idx : all) {
-            for (size_t k = 0; k < idx.size(); k++) in.ints[f->domain[k].dim->var.get()] = idx[k];
+            for (size_t k = 0; k < idx.size(); k++)
+                in.ints[f->domain[k].dim->var.get()] = idx[k];
             double v = in.eval(f->value);
             if (f->type.is_float() && f->type.bits == 32) v = (double)(float)v;
             int64_t at = box.index(idx);
@@ -107,13 +113,15 @@ std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const Rag
             box.present[at] = 1;
             flat.push_back(v);
         }
-        for (auto &ld : f->domain) in.ints.erase(ld.dim->var.get());
+        for (auto &ld : f->domain)
+            in.ints.erase(ld.dim->var.get());
         boxes[f.get()] = std::move(box);
         computed[f.get()] = std::move(flat);
     }
     std::vector<std::vector<double>> results;
-    for (const TensorPtr &o : outs) results.push_back(computed.at(o.get()));
+    for (const TensorPtr &o : outs)
+        results.push_back(computed.at(o.get()));
     return results;
 }
 
-}  // namespace cora
+} // namespace cora

@@ -9,4 +9,4 @@ int env_debug_level() {
     return s ? std::atoi(s) : 0;
 }
 
-}  // namespace cora::util
+} // namespace cora::util

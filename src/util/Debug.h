@@ -8,4 +8,4 @@ namespace cora::util {
 /** CORA_DEBUG as an integer (0 when unset or not a number). */
 int env_debug_level();
 
-}  // namespace cora::util
+} // namespace cora::util

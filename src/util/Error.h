@@ -10,26 +10,22 @@
 
 namespace cora {
 
-template <typename... Args>
-std::string concat(Args &&...args) {
+template <typename... Args> std::string concat(Args &&...args) {
     std::ostringstream os;
     (os << ... << std::forward<Args>(args));
     return os.str();
 }
 
-template <typename... Args>
-[[noreturn]] void throw_compile_error(Args &&...args) {
+template <typename... Args> [[noreturn]] void throw_compile_error(Args &&...args) {
     throw CompileError(concat(std::forward<Args>(args)...));
 }
 
-template <typename... Args>
-[[noreturn]] void throw_runtime_error(Args &&...args) {
+template <typename... Args> [[noreturn]] void throw_runtime_error(Args &&...args) {
     throw RuntimeError(concat(std::forward<Args>(args)...));
 }
 
-template <typename... Args>
-void internal_check(bool cond, Args &&...args) {
+template <typename... Args> void internal_check(bool cond, Args &&...args) {
     if (!cond) throw InternalError(concat("internal error: ", std::forward<Args>(args)...));
 }
 
-}  // namespace cora
+} // namespace cora

@@ -16,4 +16,4 @@ std::string content_hash(std::string_view text) {
     return buf;
 }
 
-}  // namespace cora::util
+} // namespace cora::util

@@ -10,4 +10,4 @@ namespace cora::util {
 /** 32 hex digits identifying `text`; stable across runs and machines. */
 std::string content_hash(std::string_view text);
 
-}  // namespace cora::util
+} // namespace cora::util

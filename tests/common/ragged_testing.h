@@ -16,8 +16,8 @@ namespace cora::testing {
 
 /** Batches of lengths in [0, max_len]: a batch of one (0, 1, max), all zeros, values equal to
  * and one past the padding multiple, the maximum, and random batches. */
-inline std::vector<std::vector<int32_t>> length_cases(int32_t max_len, int32_t pad, uint32_t seed, int random_batches = 3,
-                                                      int32_t min_len = 0) {
+inline std::vector<std::vector<int32_t>> length_cases(int32_t max_len, int32_t pad, uint32_t seed,
+                                                      int random_batches = 3, int32_t min_len = 0) {
     std::vector<std::vector<int32_t>> cases;
     auto clamp = [&](int32_t v) { return std::clamp(v, min_len, max_len); };
     cases.push_back({clamp(0)});
@@ -29,7 +29,8 @@ inline std::vector<std::vector<int32_t>> length_cases(int32_t max_len, int32_t p
     for (int r = 0; r < random_batches; r++) {
         std::uniform_int_distribution<int32_t> n(1, 9), v(min_len, max_len);
         std::vector<int32_t> l(n(rng));
-        for (auto &x : l) x = v(rng);
+        for (auto &x : l)
+            x = v(rng);
         cases.push_back(l);
     }
     return cases;
@@ -37,14 +38,16 @@ inline std::vector<std::vector<int32_t>> length_cases(int32_t max_len, int32_t p
 
 inline std::string describe(const std::vector<int32_t> &l) {
     std::string s = "lengths {";
-    for (size_t i = 0; i < l.size(); i++) s += (i ? ", " : "") + std::to_string(l[i]);
+    for (size_t i = 0; i < l.size(); i++)
+        s += (i ? ", " : "") + std::to_string(l[i]);
     return s + "}";
 }
 
 inline void fill_random(Buffer &b, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> d(lo, hi);
-    for (int64_t i = 0; i < b.size(); i++) b.data<float>()[i] = d(rng);
+    for (int64_t i = 0; i < b.size(); i++)
+        b.data<float>()[i] = d(rng);
 }
 
 /** Every element of `out` equals the reference within a relative tolerance. */
@@ -62,4 +65,4 @@ inline void require_close(const Buffer &out, const std::vector<double> &ref, dou
     }
 }
 
-}  // namespace cora::testing
+} // namespace cora::testing

@@ -19,7 +19,8 @@ struct ScheduledLoop {
 /** Apply a random schedule to `f`; returns a description for failure messages. */
 inline std::string random_schedule(Func &f, std::mt19937 &rng) {
     std::vector<ScheduledLoop> loops;
-    for (const DimExtent &d : f.domain()) loops.push_back({d.dim, false});
+    for (const DimExtent &d : f.domain())
+        loops.push_back({d.dim, false});
     std::string desc = f.name() + ":";
     static const int64_t factors[] = {1, 2, 3, 4, 8, 16};
     int splits = (int)(rng() % 3);
@@ -45,7 +46,8 @@ inline std::string random_schedule(Func &f, std::mt19937 &rng) {
         f.reorder(order);
     }
     std::vector<size_t> free(loops.size());
-    for (size_t i = 0; i < free.size(); i++) free[i] = i;
+    for (size_t i = 0; i < free.size(); i++)
+        free[i] = i;
     std::shuffle(free.begin(), free.end(), rng);
     if (rng() % 2 && !free.empty()) {
         f.parallel(loops[free.back()].dim);
@@ -66,4 +68,4 @@ inline std::string random_schedule(Func &f, std::mt19937 &rng) {
     return desc;
 }
 
-}  // namespace cora::testing
+} // namespace cora::testing

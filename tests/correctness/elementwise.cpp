@@ -19,12 +19,14 @@ TEST_CASE("B = 2 * A over a ragged [batch, len(b)] tensor matches the reference"
         shape.set(B, (int64_t)lengths.size()).set(len, lengths);
         Buffer a = Buffer::alloc(A, shape), out = Buffer::alloc(Out, shape);
         int64_t total = 0;
-        for (int32_t l : lengths) total += l;
-        REQUIRE(a.size() == total);  // packed: no padding at all
+        for (int32_t l : lengths)
+            total += l;
+        REQUIRE(a.size() == total); // packed: no padding at all
         testing::fill_random(a, seed++);
         k.run(shape, {{A, a}, {Out, out}});
         auto ref = reference_evaluate(Pipeline({Out}), shape, {{A, &a}});
         testing::require_close(out, ref[0]);
-        for (int64_t i = 0; i < total; i++) REQUIRE(out.at(i) == 2 * a.at(i));
+        for (int64_t i = 0; i < total; i++)
+            REQUIRE(out.at(i) == 2 * a.at(i));
     }
 }

@@ -67,12 +67,14 @@ TEST_CASE("an extent that depends on two outer dims (nested raggedness)", "[pipe
     for (const auto &lengths : testing::length_cases(30, 8, 33)) {
         INFO(testing::describe(lengths));
         std::vector<int32_t> widths(lengths.size());
-        for (size_t i = 0; i < widths.size(); i++) widths[i] = 1 + (int32_t)((i * 5 + lengths[i]) % 8);
+        for (size_t i = 0; i < widths.size(); i++)
+            widths[i] = 1 + (int32_t)((i * 5 + lengths[i]) % 8);
         RaggedShape shape;
         shape.set(B, (int64_t)lengths.size()).set(len, lengths).set(W, widths);
         int64_t expect = 0;
         for (size_t b = 0; b < lengths.size(); b++)
-            for (int32_t i = 0; i < lengths[b]; i++) expect += std::min(i + 1, widths[b]);
+            for (int32_t i = 0; i < lengths[b]; i++)
+                expect += std::min(i + 1, widths[b]);
         Buffer x = Buffer::alloc(X, shape), band = Buffer::alloc(Band, shape), rs = Buffer::alloc(RowSum, shape);
         REQUIRE(band.size() == expect);
         testing::fill_random(x, seed++);
@@ -97,17 +99,21 @@ TEST_CASE("a Func stored in a layout larger than its loop domain", "[pipeline][s
     shape.set(B, (int64_t)lengths.size()).set(len, lengths);
     Buffer a = Buffer::alloc(A, shape), out = Buffer::alloc(Out, shape);
     int64_t padded_total = 0;
-    for (int32_t l : lengths) padded_total += (l + 3) / 4 * 4;
+    for (int32_t l : lengths)
+        padded_total += (l + 3) / 4 * 4;
     REQUIRE(out.size() == padded_total);
-    for (int64_t i = 0; i < out.size(); i++) out.at(i) = -7.0f;  // padding must stay untouched
+    for (int64_t i = 0; i < out.size(); i++)
+        out.at(i) = -7.0f; // padding must stay untouched
     testing::fill_random(a, 1);
     k.run(shape, {{A, a}, {Out, out}});
     int64_t src = 0, dst = 0;
     for (int32_t l : lengths) {
         int32_t stored = (l + 3) / 4 * 4;
         for (int32_t s = 0; s < stored; s++, dst++) {
-            if (s < l) REQUIRE(out.at(dst) == a.at(src++) + 1.0f);
-            else REQUIRE(out.at(dst) == -7.0f);
+            if (s < l)
+                REQUIRE(out.at(dst) == a.at(src++) + 1.0f);
+            else
+                REQUIRE(out.at(dst) == -7.0f);
         }
     }
     // Padded dense round trip through the storage layout.
@@ -137,15 +143,16 @@ TEST_CASE("generated integer division and modulo floor like the IR semantics", "
     Buffer out = Buffer::alloc(Out, shape);
     k.run(shape, {{Out, out}});
     testing::require_close(out, reference_evaluate(pipe, shape, {})[0], 0);
-    REQUIRE(out.at(0) == -400 + 3 + 1000);  // -13 / 4 == -4, -13 % 4 == 3
+    REQUIRE(out.at(0) == -400 + 3 + 1000); // -13 / 4 == -4, -13 % 4 == 3
 }
 
-TEST_CASE("a loop domain with a derived extent floor_mult(len(b), 4) reads its input in bounds", "[pipeline][derived]") {
+TEST_CASE("a loop domain with a derived extent floor_mult(len(b), 4) reads its input in bounds",
+          "[pipeline][derived]") {
     Dim batch("batch"), seq("seq");
     Param B("B", 1, 16);
     LengthArray len("len", B, 0, 40);
     Tensor A("A", {{batch, B}, {seq, len(batch)}});
-    Func Full("Full", {{batch, B}, {seq, floor_mult(len(batch), 4)}});  // full tiles of 4 only
+    Func Full("Full", {{batch, B}, {seq, floor_mult(len(batch), 4)}}); // full tiles of 4 only
     Full.compute([&](Expr b, Expr s) { return A(b, s) - cast(Float32, len(b) % 4); });
     Pipeline pipe({Full}, "full_tiles");
     Kernel k = pipe.compile();
@@ -155,7 +162,8 @@ TEST_CASE("a loop domain with a derived extent floor_mult(len(b), 4) reads its i
         RaggedShape shape;
         shape.set(B, (int64_t)lengths.size()).set(len, lengths);
         int64_t expect = 0;
-        for (int32_t l : lengths) expect += l / 4 * 4;
+        for (int32_t l : lengths)
+            expect += l / 4 * 4;
         Buffer a = Buffer::alloc(A, shape), out = Buffer::alloc(Full, shape);
         REQUIRE(out.size() == expect);
         testing::fill_random(a, seed++);
@@ -179,7 +187,8 @@ TEST_CASE("a clamped neighbour read is accepted with Z3 and matches the referenc
     CompileOptions with_z3;
     with_z3.use_z3 = 1;
     Kernel k = pipe.compile(with_z3);
-    REQUIRE_THAT(k.prover_stats(), Catch::Matchers::Contains("proved by Z3") && !Catch::Matchers::Contains(" 0 proved by Z3"));
+    REQUIRE_THAT(k.prover_stats(),
+                 Catch::Matchers::Contains("proved by Z3") && !Catch::Matchers::Contains(" 0 proved by Z3"));
     uint32_t seed = 300;
     for (const auto &lengths : testing::length_cases(40, 8, 23)) {
         INFO(testing::describe(lengths));

@@ -1,7 +1,7 @@
 // Schedules are checked differentially: many random legal schedules of the same definitions
 // must give the reference's results; illegal reorders must be rejected with a clear message.
-#include "common/random_schedule.h"
 #include "common/ragged_testing.h"
+#include "common/random_schedule.h"
 
 #include <optional>
 
@@ -13,7 +13,7 @@ namespace {
 /** One workload: builds fresh Funcs (schedules mutate them), binds inputs for a shape. */
 struct Workload {
     std::string name;
-    std::function<std::vector<Func>(std::vector<Func> &all)> build;  // returns outputs; fills all Funcs
+    std::function<std::vector<Func>(std::vector<Func> &all)> build; // returns outputs; fills all Funcs
     std::function<void(RaggedShape &, const std::vector<int32_t> &)> shape;
     std::vector<Tensor> inputs;
 };
@@ -28,7 +28,8 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
         std::vector<Func> all;
         std::vector<Func> outs = w.build(all);
         std::string desc;
-        for (Func &f : all) desc += testing::random_schedule(f, rng) + "  ";
+        for (Func &f : all)
+            desc += testing::random_schedule(f, rng) + "  ";
         INFO(w.name << " schedule: " << desc);
         Pipeline pipe(outs, w.name);
         std::optional<Kernel> k;
@@ -52,31 +53,37 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
                 testing::fill_random(ins.back(), seed + (uint32_t)i);
             }
             std::vector<Buffer> out_bufs;
-            for (Func &o : outs) out_bufs.push_back(Buffer::alloc(o, shape));
+            for (Func &o : outs)
+                out_bufs.push_back(Buffer::alloc(o, shape));
             std::vector<Binding> bind;
             std::vector<std::pair<Tensor, const Buffer *>> ref_in;
             for (size_t i = 0; i < ins.size(); i++) {
                 bind.emplace_back(w.inputs[i], ins[i]);
                 ref_in.emplace_back(w.inputs[i], &ins[i]);
             }
-            for (size_t i = 0; i < outs.size(); i++) bind.emplace_back(outs[i], out_bufs[i]);
+            for (size_t i = 0; i < outs.size(); i++)
+                bind.emplace_back(outs[i], out_bufs[i]);
             k->run(shape, bind);
             auto ref = reference_evaluate(pipe, shape, ref_in);
-            for (size_t i = 0; i < outs.size(); i++) testing::require_close(out_bufs[i], ref[i], 1e-4);
+            for (size_t i = 0; i < outs.size(); i++)
+                testing::require_close(out_bufs[i], ref[i], 1e-4);
         }
     }
     INFO(w.name << ": " << legal << " legal, " << illegal << " rejected");
     REQUIRE(legal == trials);
 }
 
-}  // namespace
+} // namespace
 
-TEST_CASE("random schedules of ragged elementwise, softmax, vgemm, trmm and attention QK^T", "[schedule][differential]") {
+TEST_CASE("random schedules of ragged elementwise, softmax, vgemm, trmm and attention QK^T",
+          "[schedule][differential]") {
     Dim batch("batch"), seq("seq"), q("q"), heads("heads"), kv("kv"), r("r"), m("m"), n("n"), d("d");
     Param B("B", 1, 16), M("M", 1, 40);
     LengthArray len("len", B, 0, 20), Ms("Ms", B, 0, 20), Ns("Ns", B, 0, 20), Ks("Ks", B, 0, 20);
     const int64_t H = 2, D = 8;
-    auto lengths_shape = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    auto lengths_shape = [&](RaggedShape &s, const std::vector<int32_t> &l) {
+        s.set(B, (int64_t)l.size()).set(len, l);
+    };
 
     Tensor A("A", {{batch, B}, {seq, len(batch)}});
     Workload elementwise{"elementwise",
@@ -86,7 +93,8 @@ TEST_CASE("random schedules of ragged elementwise, softmax, vgemm, trmm and atte
                              all = {Out};
                              return all;
                          },
-                         lengths_shape, {A}};
+                         lengths_shape,
+                         {A}};
 
     Shape attn{{batch, B}, {q, len(batch)}, {heads, H}, {kv, len(batch)}};
     Shape rows{{batch, B}, {q, len(batch)}, {heads, H}};
@@ -101,9 +109,11 @@ TEST_CASE("random schedules of ragged elementwise, softmax, vgemm, trmm and atte
                          all = {Mx, E, Sum, P};
                          return std::vector<Func>{P};
                      },
-                     lengths_shape, {S}};
+                     lengths_shape,
+                     {S}};
 
-    Tensor VA("VA", {{batch, B}, {m, Ms(batch)}, {d, Ks(batch)}}), VB("VB", {{batch, B}, {d, Ks(batch)}, {n, Ns(batch)}});
+    Tensor VA("VA", {{batch, B}, {m, Ms(batch)}, {d, Ks(batch)}}),
+        VB("VB", {{batch, B}, {d, Ks(batch)}, {n, Ns(batch)}});
     Workload vgemm{"vgemm",
                    [&](std::vector<Func> &all) {
                        Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
@@ -113,7 +123,8 @@ TEST_CASE("random schedules of ragged elementwise, softmax, vgemm, trmm and atte
                    },
                    [&](RaggedShape &s, const std::vector<int32_t> &l) {
                        std::vector<int32_t> ns(l.rbegin(), l.rend()), ks(l.size());
-                       for (size_t i = 0; i < l.size(); i++) ks[i] = l[(i + 1) % l.size()];
+                       for (size_t i = 0; i < l.size(); i++)
+                           ks[i] = l[(i + 1) % l.size()];
                        s.set(B, (int64_t)l.size()).set(Ms, l).set(Ns, ns).set(Ks, ks);
                    },
                    {VA, VB}};
@@ -129,15 +140,18 @@ TEST_CASE("random schedules of ragged elementwise, softmax, vgemm, trmm and atte
                   [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(M, 1 + l.back()); },
                   {L, X}};
 
-    Tensor Q("Q", {{batch, B}, {q, len(batch)}, {heads, H}, {d, D}}), K("K", {{batch, B}, {kv, len(batch)}, {heads, H}, {d, D}});
+    Tensor Q("Q", {{batch, B}, {q, len(batch)}, {heads, H}, {d, D}}),
+        K("K", {{batch, B}, {kv, len(batch)}, {heads, H}, {d, D}});
     Workload qkt{"qkt",
                  [&](std::vector<Func> &all) {
                      Func Sc("Sc", attn);
-                     Sc.compute([&](Expr b, Expr i, Expr h, Expr j) { return sum(r, D, Q(b, i, h, r) * K(b, j, h, r)); });
+                     Sc.compute(
+                         [&](Expr b, Expr i, Expr h, Expr j) { return sum(r, D, Q(b, i, h, r) * K(b, j, h, r)); });
                      all = {Sc};
                      return all;
                  },
-                 lengths_shape, {Q, K}};
+                 lengths_shape,
+                 {Q, K}};
 
     SECTION("elementwise") { run_differential(elementwise, 40, 1); }
     SECTION("softmax") { run_differential(softmax, 30, 2); }
@@ -161,7 +175,7 @@ TEST_CASE("split guards: removed when proved, kept on ragged extents, same resul
     Func even = build(true, false);
     Kernel ke = Pipeline({even}, "split_even").compile();
     REQUIRE_THAT(ke.prover_stats(), Contains("1 proved away, 0 kept"));
-    REQUIRE(ke.lowered().find("if ") == std::string::npos);  // 16 = 4 * 4: no guard left
+    REQUIRE(ke.lowered().find("if ") == std::string::npos); // 16 = 4 * 4: no guard left
     REQUIRE(ke.lowered().find("vectorized for fi") != std::string::npos);
 
     Func ragged = build(true, true);

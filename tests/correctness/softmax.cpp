@@ -27,7 +27,8 @@ TEST_CASE("ragged row softmax over [batch, seq(b), heads, seq(b)] matches the re
         shape.set(B, (int64_t)lengths.size()).set(len, lengths);
         Buffer s = Buffer::alloc(S, shape), p = Buffer::alloc(P, shape);
         int64_t expect = 0;
-        for (int32_t l : lengths) expect += H * (int64_t)l * l;
+        for (int32_t l : lengths)
+            expect += H * (int64_t)l * l;
         REQUIRE(s.size() == expect);
         testing::fill_random(s, seed++, -4.0f, 4.0f);
         k.run(shape, {{S, s}, {P, p}});
@@ -37,7 +38,8 @@ TEST_CASE("ragged row softmax over [batch, seq(b), heads, seq(b)] matches the re
         for (int32_t l : lengths)
             for (int64_t row = 0; row < (int64_t)l * H; row++) {
                 double total = 0;
-                for (int32_t j = 0; j < l; j++) total += p.at(at++);
+                for (int32_t j = 0; j < l; j++)
+                    total += p.at(at++);
                 REQUIRE(total == Approx(1.0).epsilon(1e-5));
             }
     }

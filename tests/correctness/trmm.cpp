@@ -15,7 +15,7 @@ TEST_CASE("trmm with reduction extent i+1 matches the reference and a hand loop"
     Pipeline pipe({C}, "trmm");
     Kernel k = pipe.compile();
 
-    Tensor Lp("Lp", {{row, M}, {kd, row + 1}});  // packed lower triangle
+    Tensor Lp("Lp", {{row, M}, {kd, row + 1}}); // packed lower triangle
     Func Cp("Cp", {{row, M}, {col, N}});
     Cp.compute([&](Expr i, Expr j) { return sum(r, i + 1, Lp(i, r) * X(r, j)); });
     Pipeline packed({Cp}, "trmm_packed");
@@ -33,15 +33,18 @@ TEST_CASE("trmm with reduction extent i+1 matches the reference and a hand loop"
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
                 double acc = 0;
-                for (int t = 0; t <= i; t++) acc += (double)l.at(i * m + t) * x.at(t * n + j);
+                for (int t = 0; t <= i; t++)
+                    acc += (double)l.at(i * m + t) * x.at(t * n + j);
                 REQUIRE(c.at(i * n + j) == Approx(acc).margin(1e-4));
             }
 
         Buffer lp = Buffer::alloc(Lp, shape), cp = Buffer::alloc(Cp, shape);
         REQUIRE(lp.size() == (int64_t)m * (m + 1) / 2);
         for (int i = 0, at = 0; i < m; i++)
-            for (int t = 0; t <= i; t++) lp.at(at++) = l.at(i * m + t);
+            for (int t = 0; t <= i; t++)
+                lp.at(at++) = l.at(i * m + t);
         kp.run(shape, {{Lp, lp}, {X, x}, {Cp, cp}});
-        for (int64_t i = 0; i < c.size(); i++) REQUIRE(cp.at(i) == Approx(c.at(i)).margin(1e-5));
+        for (int64_t i = 0; i < c.size(); i++)
+            REQUIRE(cp.at(i) == Approx(c.at(i)).margin(1e-5));
     }
 }

@@ -11,7 +11,7 @@ struct Fixture {
     LengthArray len{"len", B, 0, 32};
     Tensor A{"A", {{batch, B}, {seq, len(batch)}}};
 };
-}  // namespace
+} // namespace
 
 TEST_CASE("a definition using a dim that is not in its domain is rejected", "[error][compile]") {
     Fixture f;
@@ -76,7 +76,8 @@ TEST_CASE("malformed reductions are rejected", "[error][compile]") {
     Fixture f;
     Func Out("Out", {{f.batch, f.B}, {f.seq, f.len(f.batch)}});
     Out.compute([&](Expr b, Expr s) { return sum(f.seq, f.len(b), f.A(b, s)); });
-    REQUIRE_THROWS_WITH(Pipeline({Out}).compile(), Contains("reduction over dim 'seq'") && Contains("already a loop dim"));
+    REQUIRE_THROWS_WITH(Pipeline({Out}).compile(),
+                        Contains("reduction over dim 'seq'") && Contains("already a loop dim"));
     Func Inner("Inner", {{f.batch, f.B}});
     // The extent of a reduction may not use its own dim.
     Inner.compute([&](Expr b) { return sum(f.k, f.k + 1, f.A(b, f.k)); });
@@ -95,7 +96,8 @@ TEST_CASE("other malformed definitions give clear errors", "[error][compile]") {
                         Contains("lambda of 'Arity' takes 1 argument(s) but its domain has 2 dim(s)"));
 
     Func Typed("Typed", {{f.batch, f.B}});
-    REQUIRE_THROWS_WITH(Typed.compute([&](Expr b) { return f.len(b); }), Contains("holds float32") && Contains("use cast()"));
+    REQUIRE_THROWS_WITH(Typed.compute([&](Expr b) { return f.len(b); }),
+                        Contains("holds float32") && Contains("use cast()"));
     REQUIRE_THROWS_WITH(f.A(f.batch), Contains("tensor 'A' has 2 dimension(s), accessed with 1"));
     REQUIRE_THROWS_WITH(f.A(f.batch, f.seq) + f.len(f.batch), Contains("different types float32 and int64"));
     REQUIRE_THROWS_WITH(Param("P", 5, 1), Contains("empty range [5, 1]"));
@@ -114,7 +116,7 @@ TEST_CASE("a consumer may not read a producer outside its loop domain", "[error]
     Fixture f;
     Func P("P", {{f.batch, f.B}, {f.seq, f.len(f.batch)}});
     P.compute([&](Expr b, Expr s) { return f.A(b, s); });
-    P.store_in({{f.batch, f.B}, {f.seq, f.len(f.batch) + 4}});  // stored larger than computed
+    P.store_in({{f.batch, f.B}, {f.seq, f.len(f.batch) + 4}}); // stored larger than computed
     Func C("C", {{f.batch, f.B}, {f.seq, f.len(f.batch) + 4}});
     C.compute([&](Expr b, Expr s) { return P(b, s); });
     REQUIRE_THROWS_WITH(Pipeline({C}).compile(), Contains("read of 'P' in dim 'seq'"));

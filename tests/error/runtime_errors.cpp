@@ -31,7 +31,8 @@ bool untouched(const Buffer &b) {
 }
 Buffer sentinel_buffer(int64_t n) {
     Buffer b(Float32, n);
-    for (int64_t i = 0; i < n; i++) b.at(i) = kSentinel;
+    for (int64_t i = 0; i < n; i++)
+        b.at(i) = kSentinel;
     return b;
 }
 
@@ -55,7 +56,7 @@ RawArgs good_raw() {
     RawArgs r{3, {2, 0, 4}, {0, 2, 2, 6}, Buffer(Float32, 6), sentinel_buffer(6)};
     return r;
 }
-}  // namespace
+} // namespace
 
 TEST_CASE("the raw ABI accepts good arguments and its order is documented by arguments()", "[error][runtime]") {
     Scale s;
@@ -66,10 +67,12 @@ TEST_CASE("the raw ABI accepts good arguments and its order is documented by arg
     REQUIRE(s.k.arguments()[3].kind == KernelArgInfo::Kind::Input);
     REQUIRE(s.k.arguments()[4].kind == KernelArgInfo::Kind::Output);
     RawArgs r = good_raw();
-    for (int i = 0; i < 6; i++) r.a.at(i) = (float)i;
+    for (int i = 0; i < 6; i++)
+        r.a.at(i) = (float)i;
     std::string err;
     REQUIRE(s.k.run_raw(r.args(), &err) == CORA_OK);
-    for (int i = 0; i < 6; i++) REQUIRE(r.out.at(i) == 2.0f * i);
+    for (int i = 0; i < 6; i++)
+        REQUIRE(r.out.at(i) == 2.0f * i);
 }
 
 TEST_CASE("bad raw arguments return a status and a message, and write nothing", "[error][runtime]") {
@@ -85,7 +88,8 @@ TEST_CASE("bad raw arguments return a status and a message, and write nothing", 
          "argument 3 ('A'): element type float64, expected float32"},
         {"scalar/array", [](RawArgs &, std::vector<cora_arg_t> &a) { a[0].is_scalar = 0; },
          "argument 0 ('B'): expected a scalar, got an array"},
-        {"null data", [](RawArgs &, std::vector<cora_arg_t> &a) { a[3].data = nullptr; }, "argument 3 ('A'): invalid array"},
+        {"null data", [](RawArgs &, std::vector<cora_arg_t> &a) { a[3].data = nullptr; },
+         "argument 3 ('A'): invalid array"},
         {"param range", [](RawArgs &, std::vector<cora_arg_t> &a) { a[0].scalar = 9; },
          "param 'B' = 9 is outside its declared range [1, 8]"},
         {"length count", [](RawArgs &, std::vector<cora_arg_t> &a) { a[1].count = 2; },
@@ -173,15 +177,16 @@ TEST_CASE("make_args gives the raw ABI arguments of a run", "[error][runtime]") 
     RaggedShape shape;
     shape.set(s.B, 2).set(s.len, {3, 1});
     Buffer a = Buffer::alloc(s.A, shape), out = sentinel_buffer(4);
-    for (int i = 0; i < 4; i++) a.at(i) = (float)i;
+    for (int i = 0; i < 4; i++)
+        a.at(i) = (float)i;
     std::vector<cora_arg_t> args = s.k.make_args(shape, {{s.A, a}, {s.Out, out}});
     REQUIRE(args.size() == 5);
-    REQUIRE(args[2].count == 3);  // offsets of the two rows: {0, 3, 4}
+    REQUIRE(args[2].count == 3); // offsets of the two rows: {0, 3, 4}
     REQUIRE(static_cast<const int64_t *>(args[2].data)[1] == 3);
     std::string err;
     REQUIRE(s.k.run_raw(args, &err) == CORA_OK);
     REQUIRE(out.at(3) == 6.0f);
-    static_cast<int32_t *>(args[1].data)[0] = 2;  // lengths no longer match the offsets
+    static_cast<int32_t *>(args[1].data)[0] = 2; // lengths no longer match the offsets
     REQUIRE(s.k.run_raw(args, &err) == CORA_ERROR_ARGUMENT);
     REQUIRE_THAT(err, Contains("inconsistent with the lengths"));
 }

@@ -16,14 +16,14 @@ TEST_CASE("illegal schedules are rejected with clear messages", "[error][schedul
     };
     {
         Func F = fresh();
-        F.reorder({seq, batch});  // seq's extent len(batch) needs batch outside
+        F.reorder({seq, batch}); // seq's extent len(batch) needs batch outside
         REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("schedule of Func 'F': loop 'seq' has extent") &&
-                                                          Contains("depends on loop 'batch'") &&
-                                                          Contains("must stay outside it"));
+                                                         Contains("depends on loop 'batch'") &&
+                                                         Contains("must stay outside it"));
     }
     {
         Func F = fresh();
-        F.split(batch, bo, bi, 2).reorder({bo, seq, bi});  // seq needs both halves of batch
+        F.split(batch, bo, bi, 2).reorder({bo, seq, bi}); // seq needs both halves of batch
         REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("depends on loop 'bi'"));
     }
     {

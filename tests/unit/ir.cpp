@@ -4,8 +4,8 @@
 #include <random>
 
 #include "analysis/Bounds.h"
-#include "analysis/Interpreter.h"
 #include "analysis/IntMath.h"
+#include "analysis/Interpreter.h"
 #include "analysis/Simplify.h"
 #include "cora/cora.h"
 #include "ir/IRPrinter.h"
@@ -21,7 +21,7 @@ TEST_CASE("printer and structural equality", "[ir]") {
     REQUIRE(print(e) == "((len(b) * 8) + s)");
     REQUIRE(equal(e, len(b) * 8 + s));
     REQUIRE_FALSE(equal(e, len(b) * 8 + b));
-    Dim other("s");  // same name, different identity
+    Dim other("s"); // same name, different identity
     REQUIRE_FALSE(equal(e, len(b) * 8 + other));
     REQUIRE(print(select(s < 3, 1.5f, 2.0f)) == "select((s < 3), 1.5f, 2f)");
 }
@@ -87,7 +87,8 @@ TEST_CASE("floor division and floor modulo", "[ir]") {
     REQUIRE(mod_floor(7, -2) == -1);
     REQUIRE(mod_floor(-7, -2) == -1);
     for (int64_t a = -9; a <= 9; a++)
-        for (int64_t b : {-4, -3, -1, 1, 2, 5}) REQUIRE(div_floor(a, b) * b + mod_floor(a, b) == a);
+        for (int64_t b : {-4, -3, -1, 1, 2, 5})
+            REQUIRE(div_floor(a, b) * b + mod_floor(a, b) == a);
 }
 
 TEST_CASE("bounds prover: proves ragged in-bounds facts and refuses false ones", "[ir][prover]") {
@@ -96,8 +97,8 @@ TEST_CASE("bounds prover: proves ragged in-bounds facts and refuses false ones",
     LengthArray len("len", B, 0, 100), w("w", B, 1, 8);
     BoundsProver p;
     Scope scope{{b.node()->var.get(), Expr(0), B}, {i.node()->var.get(), Expr(0), len(b)}};
-    REQUIRE(p.prove_nonneg(len(b) - i - 1, scope));   // i < len(b)
-    REQUIRE_FALSE(p.prove_nonneg(len(b) - i - 2, scope));  // i + 1 < len(b) does not hold
+    REQUIRE(p.prove_nonneg(len(b) - i - 1, scope));       // i < len(b)
+    REQUIRE_FALSE(p.prove_nonneg(len(b) - i - 2, scope)); // i + 1 < len(b) does not hold
     REQUIRE(p.prove_nonneg(B - b - 1, scope));
     REQUIRE(p.prove_nonneg(ceil_mult(len(b), 8) - len(b), scope));
     REQUIRE_FALSE(p.prove_nonneg(len(b) - ceil_mult(len(b), 8), scope));
@@ -168,10 +169,11 @@ TEST_CASE("bounds prover never proves a false statement (brute-force check)", "[
                             REQUIRE(in.eval_int(e) >= 0);
                         }
                 size_t k = 0;
-                while (k < lens.size() && ++lens[k] > 5) lens[k++] = 0;
+                while (k < lens.size() && ++lens[k] > 5)
+                    lens[k++] = 0;
                 if (k == lens.size()) break;
             }
         }
     }
-    REQUIRE(proved > 20);  // the check exercised a meaningful number of proofs
+    REQUIRE(proved > 20); // the check exercised a meaningful number of proofs
 }

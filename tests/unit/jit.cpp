@@ -20,7 +20,7 @@ Func scaled(float factor, Tensor &A, Dim &batch, Dim &seq, Param &B, LengthArray
     Out.compute([&](Expr b, Expr s) { return A(b, s) * factor; });
     return Out;
 }
-}  // namespace
+} // namespace
 
 TEST_CASE("the second compile of a kernel is a cache hit", "[jit]") {
     Dim batch("batch"), seq("seq");
@@ -78,8 +78,10 @@ TEST_CASE("two processes compiling the same kernel at once both succeed", "[jit]
     int so_files = 0, leftovers = 0;
     for (auto &e : fs::directory_iterator(dir)) {
         std::string n = e.path().filename().string();
-        if (n.find(".tmp") != std::string::npos) leftovers++;
-        else if (e.path().extension() == ".so") so_files++;
+        if (n.find(".tmp") != std::string::npos)
+            leftovers++;
+        else if (e.path().extension() == ".so")
+            so_files++;
     }
     REQUIRE(so_files == 1);
     REQUIRE(leftovers == 0);
@@ -94,7 +96,7 @@ TEST_CASE("the generated source and lowered IR are available for inspection", "[
     Func Out = scaled(2.0f, A, batch, seq, B, len);
     Pipeline p({Out}, "inspect");
     std::string ir = p.lower_to_string();
-    REQUIRE(ir.find("assert") != std::string::npos);       // argument checks come first
+    REQUIRE(ir.find("assert") != std::string::npos); // argument checks come first
     REQUIRE(ir.find("parallel for batch") != std::string::npos);
     Kernel k = p.compile();
     REQUIRE(k.source().find("#pragma omp parallel for") != std::string::npos);

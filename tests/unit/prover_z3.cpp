@@ -20,7 +20,7 @@ struct Setup {
     LengthArray len{"len", B, 0, 100};
     Scope scope{{b.node()->var.get(), Expr(0), B}, {i.node()->var.get(), Expr(0), len(b)}};
 };
-}  // namespace
+} // namespace
 
 TEST_CASE("Z3 proves a clamped neighbour read that the built-in prover cannot", "[prover][z3]") {
     if (!z3_available()) {
@@ -29,7 +29,7 @@ TEST_CASE("Z3 proves a clamped neighbour read that the built-in prover cannot", 
     }
     Setup s;
     Expr next = select(s.i + 1 < s.len(s.b), s.i + 1, s.i);
-    Expr room = s.len(s.b) - next - 1;  // next < len(b)
+    Expr room = s.len(s.b) - next - 1; // next < len(b)
     BoundsProver bounds;
     REQUIRE_FALSE(bounds.prove_nonneg(room, s.scope));
     auto z3 = make_z3_prover();
@@ -46,16 +46,16 @@ TEST_CASE("Z3 encodes floor division and modulo as the generated code computes t
         return;
     }
     Setup s;
-    Scope neg{{s.x.node()->var.get(), Expr(-50), Expr(100)}};  // x in [-50, 49]
+    Scope neg{{s.x.node()->var.get(), Expr(-50), Expr(100)}}; // x in [-50, 49]
     auto z3 = make_z3_prover();
     Expr x = s.x;
-    REQUIRE(z3->prove_nonneg(x % 4, neg));                       // floor modulo is never negative
+    REQUIRE(z3->prove_nonneg(x % 4, neg)); // floor modulo is never negative
     REQUIRE(z3->prove_nonneg(x - (x / 4) * 4, neg));
-    REQUIRE(z3->prove_nonneg((x / -3) * -3 - x, neg));            // negative divisor: remainder in (-3, 0]
+    REQUIRE(z3->prove_nonneg((x / -3) * -3 - x, neg)); // negative divisor: remainder in (-3, 0]
     REQUIRE(z3->prove_nonneg(-(x % -3), neg));
-    REQUIRE_FALSE(z3->prove_nonneg(x / 4, neg));                  // x / 4 < 0 for x < 0
-    REQUIRE(z3->prove_nonneg(x / 4 + 13, neg));                   // floor(-50 / 4) = -13
-    REQUIRE_FALSE(z3->prove_nonneg(x / 4 + 12, neg));             // (truncation would give -12)
+    REQUIRE_FALSE(z3->prove_nonneg(x / 4, neg));      // x / 4 < 0 for x < 0
+    REQUIRE(z3->prove_nonneg(x / 4 + 13, neg));       // floor(-50 / 4) = -13
+    REQUIRE_FALSE(z3->prove_nonneg(x / 4 + 12, neg)); // (truncation would give -12)
 }
 
 TEST_CASE("the prover chain never proves a false statement (brute force, with select)", "[prover][z3][fuzz]") {
@@ -81,7 +81,7 @@ TEST_CASE("the prover chain never proves a false statement (brute force, with se
         case 1: return x - y;
         case 2: return x * Expr((int64_t)(rng() % 5) - 2);
         case 3: {
-            int64_t d = (int64_t)(rng() % 7) - 3;  // negative divisors too; never zero
+            int64_t d = (int64_t)(rng() % 7) - 3; // negative divisors too; never zero
             return x / Expr(d == 0 ? 2 : d);
         }
         case 4: return x % Expr((int64_t)(rng() % 4) + 1);
@@ -112,7 +112,8 @@ TEST_CASE("the prover chain never proves a false statement (brute force, with se
                             REQUIRE(in.eval_int(e) >= 0);
                         }
                 size_t k = 0;
-                while (k < lens.size() && ++lens[k] > 4) lens[k++] = 0;
+                while (k < lens.size() && ++lens[k] > 4)
+                    lens[k++] = 0;
                 if (k == lens.size()) break;
             }
         }
@@ -127,8 +128,10 @@ TEST_CASE("prover answers are deterministic and repeats are cached", "[prover][z
     std::vector<Expr> queries = {s.len(s.b) - s.i - 1, s.len(s.b) - s.i - 2,
                                  s.len(s.b) - select(s.i + 1 < s.len(s.b), s.i + 1, s.i) - 1, ceil_mult(s.i, 8) - s.i};
     ProverChain first(true), second(true);
-    for (const Expr &q : queries) REQUIRE(first.prove_nonneg(q, s.scope) == second.prove_nonneg(q, s.scope));
-    for (const Expr &q : queries) first.prove_nonneg(q, s.scope);
+    for (const Expr &q : queries)
+        REQUIRE(first.prove_nonneg(q, s.scope) == second.prove_nonneg(q, s.scope));
+    for (const Expr &q : queries)
+        first.prove_nonneg(q, s.scope);
     REQUIRE(first.stats().cache_hits == (int)queries.size());
     REQUIRE(first.stats().queries == 2 * (int)queries.size());
 }

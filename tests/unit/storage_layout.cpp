@@ -10,7 +10,7 @@ using namespace cora::ir;
 
 namespace {
 Layout layout_of(const Tensor &t) { return t.node()->storage; }
-}  // namespace
+} // namespace
 
 TEST_CASE("offsets of [batch, seq(b), heads, seq(b)] equal the hand computation", "[storage]") {
     Dim batch("batch"), q("q"), heads("heads"), kv("kv");
@@ -21,7 +21,7 @@ TEST_CASE("offsets of [batch, seq(b), heads, seq(b)] equal the hand computation"
     Layout l = layout_of(S);
     REQUIRE(dim_graph(l) == std::vector<std::pair<int, int>>{{0, 1}, {0, 3}});
     FlatLayout flat = flatten_layout(l);
-    REQUIRE(flat.aux.size() == 1);  // one prefix-sum array over batch
+    REQUIRE(flat.aux.size() == 1); // one prefix-sum array over batch
     REQUIRE(print(flat.offset).find("prefix_batch(batch)") != std::string::npos);
 
     for (const auto &lengths : testing::length_cases(20, 8, 3)) {
@@ -41,7 +41,7 @@ TEST_CASE("offsets of [batch, seq(b), heads, seq(b)] equal the hand computation"
                         in.ints[kv.node()->var.get()] = j;
                         int64_t hand = base + i * H * L + h * L + j;
                         REQUIRE(in.eval_int(flat.offset) == hand);
-                        REQUIRE(hand == rank++);  // packed, lexicographic, no gaps
+                        REQUIRE(hand == rank++); // packed, lexicographic, no gaps
                     }
             base += H * L * L;
         }
@@ -103,7 +103,7 @@ TEST_CASE("kernels that share raggedness share one prelude array", "[storage][pr
     RaggedShape shape;
     shape.set(B, 3).set(len, {4, 0, 9});
     Buffer a = Buffer::alloc(A, shape), o1 = Buffer::alloc(F1, shape), o2 = Buffer::alloc(F2, shape);
-    REQUIRE(shape.aux_array_count() == 1);  // built once, when sizing the first buffer
+    REQUIRE(shape.aux_array_count() == 1); // built once, when sizing the first buffer
     k1.run(shape, {{A, a}, {F1, o1}});
     k2.run(shape, {{A, a}, {F2, o2}});
     REQUIRE(shape.aux_array_count() == 1);
@@ -122,11 +122,12 @@ TEST_CASE("padded <-> packed conversion round-trips", "[storage][buffer]") {
     std::vector<int32_t> lengths{2, 0, 6, 1};
     shape.set(B, 4).set(len, lengths);
     std::vector<float> padded(4 * 6 * 3);
-    for (size_t i = 0; i < padded.size(); i++) padded[i] = (float)i;
+    for (size_t i = 0; i < padded.size(); i++)
+        padded[i] = (float)i;
     Buffer packed = Buffer::from_padded(X, shape, padded, {4, 6, 3});
     REQUIRE(packed.size() == 9 * 3);
     REQUIRE(packed.at(0) == padded[0]);
-    REQUIRE(packed.at(6) == padded[2 * 18]);  // batch 2 starts after 2 rows of batch 0
+    REQUIRE(packed.at(6) == padded[2 * 18]); // batch 2 starts after 2 rows of batch 0
     std::vector<float> back = packed.to_padded(X, shape, {4, 6, 3}, -1.0f);
     for (int64_t b = 0; b < 4; b++)
         for (int64_t s = 0; s < 6; s++)

@@ -16,7 +16,8 @@ int main() {
     RaggedShape shape;
     shape.set(B, 3).set(len, {3, 0, 5});
     Buffer a = Buffer::alloc(A, shape), out = Buffer::alloc(RowSum, shape);
-    for (int64_t i = 0; i < a.size(); i++) a.at(i) = (float)(i + 1);
+    for (int64_t i = 0; i < a.size(); i++)
+        a.at(i) = (float)(i + 1);
     k.run(shape, {{A, a}, {RowSum, out}});
     const float expect[3] = {1 + 2 + 3, 0, 4 + 5 + 6 + 7 + 8};
     for (int b = 0; b < 3; b++) {
