@@ -7,6 +7,7 @@
 #include "analysis/IntMath.h"
 #include "analysis/Interpreter.h"
 #include "analysis/Simplify.h"
+#include "common/brute_force.h"
 #include "cora/cora.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -153,27 +154,7 @@ TEST_CASE("bounds prover never proves a false statement (brute-force check)", "[
         if (!p.prove_nonneg(e, scope)) continue;
         proved++;
         // Every B in [1, 3], every lengths vector in [0, 5]^B, every (b, i, j) in the scope.
-        for (int64_t nb = 1; nb <= 3; nb++) {
-            std::vector<int64_t> lens(nb, 0);
-            while (true) {
-                Interpreter in;
-                in.ints[B.expr().as<VarNode>()] = nb;
-                in.length_value = [&](const UFNode *, int64_t k) { return lens[k]; };
-                for (int64_t vb_ = 0; vb_ < nb; vb_++)
-                    for (int64_t vi_ = 0; vi_ < lens[vb_]; vi_++)
-                        for (int64_t vj_ = 0; vj_ < std::min(vi_ + 1, lens[vb_]); vj_++) {
-                            in.ints[vb] = vb_;
-                            in.ints[vi] = vi_;
-                            in.ints[vj] = vj_;
-                            INFO(print(e) << " at b=" << vb_ << " i=" << vi_ << " j=" << vj_);
-                            REQUIRE(in.eval_int(e) >= 0);
-                        }
-                size_t k = 0;
-                while (k < lens.size() && ++lens[k] > 5)
-                    lens[k++] = 0;
-                if (k == lens.size()) break;
-            }
-        }
+        testing::require_nonneg_everywhere(e, B.expr().as<VarNode>(), vb, vi, vj, 3, 5);
     }
     REQUIRE(proved > 20); // the check exercised a meaningful number of proofs
 }

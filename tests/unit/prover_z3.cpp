@@ -7,6 +7,7 @@
 #include "analysis/Interpreter.h"
 #include "analysis/ProverChain.h"
 #include "analysis/Z3Prover.h"
+#include "common/brute_force.h"
 #include "cora/cora.h"
 #include "ir/IRPrinter.h"
 
@@ -96,27 +97,7 @@ TEST_CASE("the prover chain never proves a false statement (brute force, with se
         Expr e = gen(1 + (int)(rng() % 3));
         if (!chain.prove_nonneg(e, scope)) continue;
         proved++;
-        for (int64_t nb = 1; nb <= 3; nb++) {
-            std::vector<int64_t> lens(nb, 0);
-            while (true) {
-                Interpreter in;
-                in.ints[B.expr().as<VarNode>()] = nb;
-                in.length_value = [&](const UFNode *, int64_t k) { return lens[k]; };
-                for (int64_t b_ = 0; b_ < nb; b_++)
-                    for (int64_t i_ = 0; i_ < lens[b_]; i_++)
-                        for (int64_t j_ = 0; j_ < std::min(i_ + 1, lens[b_]); j_++) {
-                            in.ints[vb] = b_;
-                            in.ints[vi] = i_;
-                            in.ints[vj] = j_;
-                            INFO(print(e) << " at b=" << b_ << " i=" << i_ << " j=" << j_);
-                            REQUIRE(in.eval_int(e) >= 0);
-                        }
-                size_t k = 0;
-                while (k < lens.size() && ++lens[k] > 4)
-                    lens[k++] = 0;
-                if (k == lens.size()) break;
-            }
-        }
+        testing::require_nonneg_everywhere(e, B.expr().as<VarNode>(), vb, vi, vj, 3, 4);
     }
     REQUIRE(proved > 20);
     INFO(chain.stats().str());
