@@ -140,7 +140,7 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
             break;
         }
         case ModuleArg::Kind::AuxArray: {
-            const std::vector<int64_t> &v = shape.aux_array(a.uf.get());
+            const std::vector<int64_t> &v = s.build(a.uf.get()); // counts validated above
             c.type_code = CORA_TYPE_INT64;
             c.data = const_cast<int64_t *>(v.data());
             c.count = (int64_t)v.size();

@@ -137,7 +137,10 @@ void validate_pipeline(LoweringContext &ctx) {
     for (auto &f : ctx.funcs) {
         Checker c(ctx, "Func '" + f->name + "'");
         c.check_layout(f->domain, "'" + f->name + "'");
-        if (f->storage.data() != f->domain.data()) c.check_layout(f->storage, "the storage of '" + f->name + "'");
+        bool own_storage = false; // store_in() gave a layout other than the loop domain
+        for (size_t k = 0; k < f->domain.size(); k++)
+            own_storage |= !equal(f->domain[k].extent, f->storage[k].extent);
+        if (own_storage) c.check_layout(f->storage, "the storage of '" + f->name + "'");
         for (size_t k = 0; k < f->domain.size(); k++) {
             const LayoutDim &d = f->domain[k];
             if (!equal(d.extent, f->storage[k].extent)) {

@@ -66,30 +66,8 @@ TEST_CASE("the prover chain never proves a false statement (brute force, with se
     const VarNode *vb = b.node()->var.get(), *vi = i.node()->var.get(), *vj = j.node()->var.get();
     Scope scope{{vb, Expr(0), B}, {vi, Expr(0), len(b)}, {vj, Expr(0), min(i + 1, len(b))}};
     std::mt19937 rng(4242);
-    std::function<Expr(int)> gen = [&](int depth) -> Expr {
-        if (depth == 0) {
-            switch (rng() % 5) {
-            case 0: return i.var();
-            case 1: return j.var();
-            case 2: return len(b);
-            case 3: return B;
-            default: return Expr((int64_t)(rng() % 9) - 4);
-            }
-        }
-        Expr x = gen(depth - 1), y = gen(depth - 1);
-        switch (rng() % 8) {
-        case 0: return x + y;
-        case 1: return x - y;
-        case 2: return x * Expr((int64_t)(rng() % 5) - 2);
-        case 3: {
-            int64_t d = (int64_t)(rng() % 7) - 3; // negative divisors too; never zero
-            return x / Expr(d == 0 ? 2 : d);
-        }
-        case 4: return x % Expr((int64_t)(rng() % 4) + 1);
-        case 5: return min(x, y);
-        case 6: return max(x, y);
-        default: return select(x < y, x, y + 1);
-        }
+    auto gen = [&](int depth) {
+        return testing::random_fuzz_expr(rng, depth, testing::FuzzOps::Branching, i, j, len(b), B);
     };
     ProverChain chain(/*use_z3=*/true);
     int proved = 0;
