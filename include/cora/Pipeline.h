@@ -23,6 +23,9 @@ struct CompileOptions {
     /** Ask Z3 about bounds the built-in prover cannot show: 1 yes, 0 no, negative: yes unless
      * CORA_Z3=0. Without Z3 some correct programs are rejected; none is ever miscompiled. */
     int use_z3 = -1;
+    /** Drop schedule guards (split, padding, fusion) that the prover shows redundant: 1 yes,
+     * 0 no (every guard stays, results are identical), negative: yes unless CORA_REMOVE_GUARDS=0. */
+    int remove_guards = -1;
 };
 
 /** One argument of a compiled kernel, in ABI order. */

@@ -47,6 +47,17 @@ public:
     template <typename... Args> Expr operator()(const Args &...indices) const { return access({Expr(indices)...}); }
     Expr access(const std::vector<Expr> &indices) const;
 
+    // --- Storage transforms (memory layout only; values and indices never change). ---
+
+    /** Pad the storage extent of `d` up to a multiple of `multiple` (a ragged row of length n
+     * then takes ceil_mult(n, multiple) elements). Loops padded by pad_loop may write there. */
+    Tensor &pad_storage(const Dim &d, int64_t multiple);
+    /** Store the dims `outer` and `inner` (adjacent, inner's extent depending only on outer,
+     * e.g. [batch, seq(b)]) as one packed dim `fused` (e.g. tokens), whose total is padded up to
+     * a multiple of `bulk_pad`: the pad rows at the end receive the extra iterations of a
+     * bulk-padded fused loop. Buffers are sized by the library as usual. */
+    Tensor &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
+
     const std::shared_ptr<ir::TensorNode> &node() const { return node_; }
     bool same_as(const Tensor &o) const { return node_ == o.node_; }
 
@@ -81,6 +92,19 @@ public:
      * factor), d = outer * factor + inner. When E is ragged or not a multiple of the factor, the
      * body is guarded by d < E; the guard is removed when the prover shows it always holds. */
     Func &split(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor);
+    /** Fuse the loop `inner`, directly inside `outer`, with it into one loop `fused` over all
+     * (outer, inner) pairs in order. A ragged inner extent (e.g. seq(b) inside batch) gives a
+     * loop over the total (e.g. all tokens); the prelude builds the maps fused -> (outer, inner). */
+    Func &fuse(const Dim &outer, const Dim &inner, const Dim &fused);
+    /** Round the extent of loop `d` up to a multiple of `multiple`. The extra iterations compute
+     * values nobody reads; they run unguarded when the prover shows that every access stays in
+     * storage (pad the storage of what they touch, e.g. pad_storage / fuse_storage with a bulk
+     * pad), and guarded otherwise. On a fused ragged loop this is bulk padding: the total is
+     * padded, with no dummy items added by the user. Storage of this Func padded less than the
+     * loop is a CompileError. */
+    Func &pad_loop(const Dim &d, int64_t multiple);
+    Func &pad_storage(const Dim &d, int64_t multiple);
+    Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
     /** Reorder loops: the given loops take the positions they occupy, outermost first. A loop
      * whose extent depends on another loop cannot be moved outside it. */
     Func &reorder(const std::vector<Dim> &outermost_first);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "analysis/IntMath.h"
+#include "ir/Tensor.h"
 #include "ir/IRVisitor.h"
 #include "util/Error.h"
 
@@ -69,6 +70,34 @@ Linear linearize(const Expr &e) {
     return l;
 }
 
+/** The inverse law of fusion maps: P(fo(x)) + fi(x) = x, where fo/fi invert the prefix sum P
+ * (both with the same coefficient). Holds for every x in the fused loop, the pad segment
+ * included (see AuxSpec); it is what turns a packed [batch, seq] offset back into the token. */
+void cancel_fusion_maps(Linear &l) {
+    for (size_t i = 0; i < l.terms.size(); i++) {
+        const UFCall *p = l.terms[i].first.as<UFCall>();
+        if (!p || p->args.size() != 1) continue;
+        const UFCall *fo = p->args[0].as<UFCall>();
+        if (!fo || !fo->fn->aux || fo->fn->aux->kind != AuxSpec::Kind::FusedOuter || fo->fn->aux->prefix != p->fn)
+            continue;
+        for (size_t j = 0; j < l.terms.size(); j++) {
+            const UFCall *fi = l.terms[j].first.as<UFCall>();
+            if (!fi || l.terms[j].second != l.terms[i].second || !fi->fn->aux ||
+                fi->fn->aux->kind != AuxSpec::Kind::FusedInner || fi->fn->aux->partner != fo->fn ||
+                !equal(fi->args[0], fo->args[0]))
+                continue;
+            int64_t k = l.terms[i].second;
+            Expr x = fo->args[0];
+            l.terms[i].second = 0;
+            l.terms[j].second = 0;
+            l.prune();
+            l.add(linearize(x), k);
+            cancel_fusion_maps(l);
+            return;
+        }
+    }
+}
+
 Expr rebuild(const Linear &l, Type t) {
     Expr out;
     auto term = [&](const Expr &a, int64_t k) { return k == 1 ? a : Mul::make(a, IntImm::make(k, t)); };
@@ -102,6 +131,7 @@ public:
 protected:
     Expr linear_result(const Expr &e) {
         Linear l = linearize(e);
+        cancel_fusion_maps(l);
         if (l.overflow) return e;
         return rebuild(l, e.type());
     }

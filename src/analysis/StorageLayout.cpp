@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <functional>
 #include <set>
 
 #include "analysis/Simplify.h"
@@ -19,34 +20,117 @@ std::atomic<uint64_t> next_aux_id{1u << 30};
 
 bool depends_on(const Expr &e, const DimNode *d) { return uses_var(e, d->var.get()); }
 
+/** The canonical index variable of aux-layout position k: keys name positions, not dims, so
+ * equal raggedness over different Dim objects is one array (and the fusion inverse law, which
+ * matches prefix arrays by identity, applies across tensors). */
+Expr canonical_var(size_t k) {
+    static std::mutex mu;
+    static std::vector<VarPtr> vars;
+    std::lock_guard<std::mutex> lock(mu);
+    while (vars.size() <= k)
+        vars.push_back(make_var("_" + std::to_string(vars.size()), VarRole::Index));
+    return var_expr(vars[k]);
+}
+
+std::string canonical_key(const Layout &layout, const std::vector<Expr> &exprs) {
+    std::map<const VarNode *, Expr> m;
+    for (size_t k = 0; k < layout.size(); k++)
+        m[layout[k].dim->var.get()] = canonical_var(k);
+    std::string key = "[";
+    for (auto &ld : layout)
+        key += structural_key(substitute(ld.extent, m)) + ",";
+    key += "]";
+    for (const Expr &e : exprs)
+        key += " ; " + (e.defined() ? structural_key(substitute(e, m)) : std::string("-"));
+    return key;
+}
+
 /** One UFNode per structural key, so that equal aux arrays are one symbol process-wide. */
-std::shared_ptr<const UFNode> intern_aux(Layout layout, Expr summand) {
+std::shared_ptr<const UFNode> intern(const std::string &key, const std::function<std::shared_ptr<UFNode>()> &make) {
     static std::mutex mu;
     static std::map<std::string, std::shared_ptr<const UFNode>> table;
-    std::string key = "prefix[";
-    for (auto &ld : layout)
-        key += ld.dim->name + "#" + std::to_string(ld.dim->id) + "<" + structural_key(ld.extent) + ">,";
-    key += "] of " + structural_key(summand);
     std::lock_guard<std::mutex> lock(mu);
     auto it = table.find(key);
     if (it != table.end()) return it->second;
-    auto spec = std::make_shared<AuxSpec>();
-    spec->layout = std::move(layout);
-    spec->summand = std::move(summand);
-    spec->key = key;
-    auto u = std::make_shared<UFNode>();
+    std::shared_ptr<UFNode> u = make();
     u->id = next_aux_id++;
-    u->name = "prefix_" + spec->layout.back().dim->name;
     u->kind = UFKind::Aux;
-    u->arity = (int)spec->layout.size();
-    u->min_value = 0;
-    u->max_value = INT64_MAX;
-    u->aux = spec;
     table[key] = u;
     return u;
 }
 
 } // namespace
+
+std::shared_ptr<const UFNode> prefix_sum_aux(Layout layout, Expr summand) {
+    std::string key = "prefix" + canonical_key(layout, {summand});
+    return intern(key, [&] {
+        auto spec = std::make_shared<AuxSpec>();
+        spec->kind = AuxSpec::Kind::PrefixSum;
+        spec->layout = layout;
+        spec->summand = summand;
+        spec->key = key;
+        auto u = std::make_shared<UFNode>();
+        u->name = "prefix_" + spec->layout.back().dim->name;
+        u->arity = (int)spec->layout.size();
+        u->min_value = 0;
+        u->max_value = INT64_MAX;
+        u->aux = spec;
+        return u;
+    });
+}
+
+FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::shared_ptr<const UFNode> &prefix,
+                       const Expr &outer_extent, int64_t pad) {
+    internal_check(prefix->aux && prefix->aux->kind == AuxSpec::Kind::PrefixSum && prefix->arity == 1,
+                   "fusion maps need a 1-D prefix sum");
+    internal_check(pad >= 1, "fusion pad must be positive");
+    Expr total = UFCall::make(prefix, {outer_extent});
+    Expr padded = pad == 1 ? total : simplify(ceil_mult_expr(total, pad));
+    Layout layout{LayoutDim{fused, padded}};
+    std::string base = prefix->aux->key + " / " + structural_key(outer_extent) + " pad " + std::to_string(pad);
+    FusionMaps maps;
+    maps.outer = intern("fo of " + base, [&] {
+        auto spec = std::make_shared<AuxSpec>();
+        spec->kind = AuxSpec::Kind::FusedOuter;
+        spec->layout = layout;
+        spec->prefix = prefix;
+        spec->outer_extent = outer_extent;
+        spec->pad = pad;
+        spec->key = "fo of " + base;
+        auto u = std::make_shared<UFNode>();
+        u->name = "fo_" + fused->name;
+        u->arity = 1;
+        u->min_value = 0;
+        u->max_value = INT64_MAX;
+        u->aux = spec;
+        return u;
+    });
+    maps.inner = intern("fi of " + base, [&] {
+        auto spec = std::make_shared<AuxSpec>();
+        spec->kind = AuxSpec::Kind::FusedInner;
+        spec->layout = layout;
+        spec->prefix = prefix;
+        spec->partner = maps.outer;
+        spec->outer_extent = outer_extent;
+        spec->pad = pad;
+        spec->key = "fi of " + base;
+        auto u = std::make_shared<UFNode>();
+        u->name = "fi_" + fused->name;
+        u->arity = 1;
+        u->min_value = 0;
+        u->max_value = INT64_MAX;
+        u->aux = spec;
+        return u;
+    });
+    maps.total = total;
+    maps.padded_total = padded;
+    return maps;
+}
+
+Expr ceil_mult_expr(const Expr &e, int64_t m) {
+    if (m == 1) return e;
+    return Mul::make(Div::make(Add::make(e, IntImm::make(m - 1)), IntImm::make(m)), IntImm::make(m));
+}
 
 void validate_layout(const Layout &layout, const std::string &what) {
     std::set<const DimNode *> outer;
@@ -83,6 +167,32 @@ std::vector<std::pair<int, int>> dim_graph(const Layout &layout) {
     return edges;
 }
 
+namespace {
+
+/** slice = factor * ragged, where factor uses no index variable. */
+std::pair<Expr, Expr> split_invariant_factor(const Expr &slice) {
+    std::vector<Expr> factors;
+    std::function<void(const Expr &)> collect = [&](const Expr &e) {
+        if (const Mul *m = e.as<Mul>()) {
+            collect(m->a);
+            collect(m->b);
+        } else {
+            factors.push_back(e);
+        }
+    };
+    collect(slice);
+    Expr inv = IntImm::make(1), var = IntImm::make(1);
+    for (const Expr &f : factors) {
+        if (vars_of(f, VarRole::Index).empty())
+            inv = Mul::make(inv, f);
+        else
+            var = Mul::make(var, f);
+    }
+    return {simplify(inv), simplify(var)};
+}
+
+} // namespace
+
 FlatLayout flatten_layout(const Layout &layout) {
     const int n = (int)layout.size();
     Expr slice = IntImm::make(1);
@@ -114,10 +224,15 @@ FlatLayout flatten_layout(const Layout &layout) {
         }
         aux_layout.push_back(LayoutDim{layout[k].dim, simplify(Add::make(layout[k].extent, IntImm::make(1)))});
         args.push_back(vk);
-        auto aux = intern_aux(aux_layout, slice);
-        offset = Add::make(UFCall::make(aux, args), offset);
+        // Loop-invariant factors of the slice size (inner dense extents, params) stay outside
+        // the prefix sum: P(c * f) = c * P(f). Arrays are then shared between tensors that
+        // differ only in their dense inner dims, and fused-loop offsets simplify by the
+        // inverse law P(fo(t)) + fi(t) = t.
+        auto [factor, ragged] = split_invariant_factor(slice);
+        auto aux = prefix_sum_aux(aux_layout, ragged);
+        offset = Add::make(Mul::make(UFCall::make(aux, args), factor), offset);
         args.back() = layout[k].extent;
-        slice = UFCall::make(aux, args);
+        slice = simplify(Mul::make(UFCall::make(aux, args), factor));
     }
     FlatLayout flat;
     flat.offset = simplify(offset);
@@ -134,6 +249,34 @@ Expr flat_offset(const FlatLayout &flat, const Layout &layout, const std::vector
     return substitute(flat.offset, m);
 }
 
+Layout physical_layout(const TensorNode &t) {
+    if (t.storage_fusions.empty()) return t.storage;
+    internal_check(t.storage_fusions.size() == 1, "at most one storage fusion per tensor");
+    const StorageFusion &f = t.storage_fusions[0];
+    const Layout &l = t.storage;
+    internal_check(f.position + 1 < l.size(), "storage fusion position");
+    const LayoutDim &outer = l[f.position], &inner = l[f.position + 1];
+    auto prefix = prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}},
+                                 inner.extent);
+    Layout out(l.begin(), l.begin() + (long)f.position);
+    out.push_back(LayoutDim{f.fused, simplify(ceil_mult_expr(UFCall::make(prefix, {outer.extent}), f.pad))});
+    out.insert(out.end(), l.begin() + (long)f.position + 2, l.end());
+    return out;
+}
+
+std::vector<Expr> physical_indices(const TensorNode &t, const std::vector<Expr> &logical) {
+    if (t.storage_fusions.empty()) return logical;
+    const StorageFusion &f = t.storage_fusions[0];
+    const Layout &l = t.storage;
+    const LayoutDim &outer = l[f.position], &inner = l[f.position + 1];
+    auto prefix = prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}},
+                                 inner.extent);
+    std::vector<Expr> out(logical.begin(), logical.begin() + (long)f.position);
+    out.push_back(Add::make(UFCall::make(prefix, {logical[f.position]}), logical[f.position + 1]));
+    out.insert(out.end(), logical.begin() + (long)f.position + 2, logical.end());
+    return out;
+}
+
 std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &exprs) {
     std::vector<std::shared_ptr<const UFNode>> order;
     std::set<const UFNode *> seen;
@@ -141,10 +284,14 @@ std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &
     std::function<void(const std::shared_ptr<const UFNode> &)> add = [&](const std::shared_ptr<const UFNode> &u) {
         if (seen.count(u.get())) return;
         seen.insert(u.get());
-        // Dependencies first: the aux layout's own flattening and the summand.
+        // Dependencies first: the arrays a fusion map is checked against, the aux layout's own
+        // flattening and the summand.
+        if (u->aux->prefix) add(u->aux->prefix);
+        if (u->aux->partner) add(u->aux->partner);
         for (auto &ld : u->aux->layout)
             visit_expr(ld.extent);
-        visit_expr(u->aux->summand);
+        if (u->aux->summand.defined()) visit_expr(u->aux->summand);
+        if (u->aux->outer_extent.defined()) visit_expr(u->aux->outer_extent);
         FlatLayout inner = flatten_layout(u->aux->layout);
         for (auto &d : inner.aux)
             add(d);

@@ -34,6 +34,27 @@ std::vector<std::pair<int, int>> dim_graph(const Layout &layout);
 
 FlatLayout flatten_layout(const Layout &layout);
 
+/** The prefix-sum aux array over `layout` (last dim: summed range + 1) of `summand`, interned
+ * by a canonical key (positions, not dim identities). */
+std::shared_ptr<const UFNode> prefix_sum_aux(Layout layout, Expr summand);
+
+/** The fusion maps of a loop over (o < outer_extent, i < E_i(o)) where prefix = P_{E_i}. */
+struct FusionMaps {
+    std::shared_ptr<const UFNode> outer, inner; ///< fo, fi
+    Expr total;                                 ///< P(outer_extent)
+    Expr padded_total;                          ///< ceil_mult(total, pad)
+};
+FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::shared_ptr<const UFNode> &prefix,
+                       const Expr &outer_extent, int64_t pad);
+
+/** ((e + m - 1) / m) * m (floor division; e >= 0). */
+Expr ceil_mult_expr(const Expr &e, int64_t m);
+
+/** A tensor's storage with its storage fusion applied (what is flattened and allocated). */
+Layout physical_layout(const TensorNode &t);
+/** The physical indices of the element at logical storage indices `logical`. */
+std::vector<Expr> physical_indices(const TensorNode &t, const std::vector<Expr> &logical);
+
 /** Offset of an element at `indices` (substituted into the flattened offset). */
 Expr flat_offset(const FlatLayout &flat, const Layout &layout, const std::vector<Expr> &indices);
 

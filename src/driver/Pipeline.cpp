@@ -48,6 +48,12 @@ LowerOptions lower_options(const CompileOptions &o) {
         const char *env = std::getenv("CORA_Z3");
         l.use_z3 = !(env && std::string(env) == "0");
     }
+    if (o.remove_guards >= 0) {
+        l.remove_guards = o.remove_guards != 0;
+    } else {
+        const char *env = std::getenv("CORA_REMOVE_GUARDS");
+        l.remove_guards = !(env && std::string(env) == "0");
+    }
     return l;
 }
 

@@ -2,6 +2,7 @@
  * that needs the whole pipeline (bounds, extents) happens in lower/ValidatePipeline. */
 #include "cora/Tensor.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "analysis/StorageLayout.h"
@@ -84,7 +85,65 @@ Func &Func::store_in(const Shape &storage) {
                                 "' but the loop domain has '", node_->domain[i].dim->name, "' there");
     }
     ir::validate_layout(l, "storage of '" + name() + "'");
+    if (!node_->storage_fusions.empty())
+        throw_compile_error("Func '", name(), "': store_in() after fuse_storage(); call store_in() first");
     node_->storage = l;
+    return *this;
+}
+
+namespace {
+size_t storage_position(const ir::TensorNode &t, const Dim &d, const char *what) {
+    for (size_t k = 0; k < t.storage.size(); k++)
+        if (t.storage[k].dim == d.node()) return k;
+    throw_compile_error(what, " of tensor '", t.name, "': '", d.name(), "' is not a dim of its storage");
+}
+} // namespace
+
+Tensor &Tensor::pad_storage(const Dim &d, int64_t multiple) {
+    if (multiple <= 0)
+        throw_compile_error("pad_storage of '", d.name(), "' in tensor '", name(), "': multiple must be positive, got ",
+                            multiple);
+    size_t k = storage_position(*node_, d, "pad_storage");
+    if (!node_->storage_fusions.empty())
+        throw_compile_error("pad_storage of '", d.name(), "' in tensor '", name(),
+                            "': call it before fuse_storage() (fused storage is padded by fuse_storage)");
+    node_->storage[k].extent = ceil_mult(node_->storage[k].extent, multiple);
+    return *this;
+}
+
+Tensor &Tensor::fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad) {
+    const char *what = "fuse_storage";
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("fuse_storage of '", outer.name(), "' and '", inner.name(), "' in tensor '", name(),
+                            "': ", msg...);
+    };
+    if (bulk_pad <= 0) fail("bulk padding must be positive, got ", bulk_pad);
+    if (!node_->storage_fusions.empty()) fail("the tensor already has a fused storage dim");
+    size_t j = storage_position(*node_, outer, what), k = storage_position(*node_, inner, what);
+    if (k != j + 1) fail("'", inner.name(), "' must be the storage dim directly inside '", outer.name(), "'");
+    const ir::Layout &l = node_->storage;
+    if (!ir::vars_of(l[j].extent, ir::VarRole::Index).empty())
+        fail("the extent of '", outer.name(), "' (", ir::print(l[j].extent), ") depends on an outer dim");
+    for (const ir::VarNode *v : ir::vars_of(l[k].extent, ir::VarRole::Index))
+        if (v != outer.node()->var.get())
+            fail("the extent of '", inner.name(), "' (", ir::print(l[k].extent), ") depends on '", v->name,
+                 "', not only on '", outer.name(), "'");
+    for (size_t m = k + 1; m < l.size(); m++)
+        for (const ir::VarNode *v : ir::vars_of(l[m].extent, ir::VarRole::Index))
+            if (v == outer.node()->var.get() || v == inner.node()->var.get())
+                fail("the extent of the inner dim '", l[m].dim->name, "' depends on a fused dim");
+    for (auto &ld : l)
+        if (ld.dim == fused.node()) fail("dim '", fused.name(), "' is already a dim of the tensor");
+    node_->storage_fusions.push_back(ir::StorageFusion{j, fused.node(), bulk_pad});
+    return *this;
+}
+
+Func &Func::pad_storage(const Dim &d, int64_t multiple) {
+    Tensor::pad_storage(d, multiple);
+    return *this;
+}
+Func &Func::fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad) {
+    Tensor::fuse_storage(outer, inner, fused, bulk_pad);
     return *this;
 }
 
@@ -106,22 +165,34 @@ void Func::arity_error(size_t got) const {
 namespace cora {
 
 namespace {
-/** Dims that currently name a loop of `t` (domain dims not yet split, plus split results). */
-bool is_live_loop(const ir::TensorNode &t, const ir::DimNode *d) {
-    bool live = false;
+/** Dims that currently name a loop of `t` (domain dims, then the results of each transform). */
+std::vector<const ir::DimNode *> live_loops(const ir::TensorNode &t) {
+    std::vector<const ir::DimNode *> live;
     for (auto &ld : t.domain)
-        live = live || ld.dim.get() == d;
-    for (auto &s : t.schedule.splits) {
-        if (s.parent.get() == d) live = false;
-        if (s.outer.get() == d || s.inner.get() == d) live = true;
+        live.push_back(ld.dim.get());
+    for (auto &tr : t.schedule.transforms) {
+        using K = ir::LoopTransform::Kind;
+        if (tr.kind == K::Split) {
+            auto it = std::find(live.begin(), live.end(), tr.parent.get());
+            *it = tr.inner.get();
+            live.insert(it, tr.outer.get());
+        } else if (tr.kind == K::Fuse) {
+            auto it = std::find(live.begin(), live.end(), tr.outer.get());
+            *it = tr.fused.get();
+            live.erase(std::find(live.begin(), live.end(), tr.inner.get()));
+        }
     }
     return live;
+}
+bool is_live_loop(const ir::TensorNode &t, const ir::DimNode *d) {
+    auto live = live_loops(t);
+    return std::find(live.begin(), live.end(), d) != live.end();
 }
 bool is_known_dim(const ir::TensorNode &t, const ir::DimNode *d) {
     for (auto &ld : t.domain)
         if (ld.dim.get() == d) return true;
-    for (auto &s : t.schedule.splits)
-        if (s.outer.get() == d || s.inner.get() == d) return true;
+    for (auto &tr : t.schedule.transforms)
+        if (tr.outer.get() == d || tr.inner.get() == d || tr.fused.get() == d) return true;
     return false;
 }
 } // namespace
@@ -131,7 +202,7 @@ Func &Func::split(const Dim &d, const Dim &outer, const Dim &inner, int64_t fact
         throw_compile_error("split of '", d.name(), "' in Func '", name(), "': factor must be positive, got ", factor);
     if (!is_live_loop(*node_, d.node().get()))
         throw_compile_error("split of '", d.name(), "' in Func '", name(), "': '", d.name(),
-                            "' is not a loop of this Func (already split, or not in its domain)");
+                            "' is not a loop of this Func (already split or fused, or not in its domain)");
     if (outer.same_as(inner))
         throw_compile_error("split of '", d.name(), "' in Func '", name(), "': outer and inner must be different dims");
     for (const Dim *n : {&outer, &inner}) {
@@ -139,7 +210,43 @@ Func &Func::split(const Dim &d, const Dim &outer, const Dim &inner, int64_t fact
             throw_compile_error("split of '", d.name(), "' in Func '", name(), "': dim '", n->name(),
                                 "' already names a loop of this Func");
     }
-    node_->schedule.splits.push_back(ir::ScheduleSplit{d.node(), outer.node(), inner.node(), factor});
+    ir::LoopTransform t{ir::LoopTransform::Kind::Split, d.node(), outer.node(), inner.node(), nullptr, factor};
+    node_->schedule.transforms.push_back(t);
+    return *this;
+}
+
+Func &Func::fuse(const Dim &outer, const Dim &inner, const Dim &fused) {
+    auto live = live_loops(*node_);
+    auto po = std::find(live.begin(), live.end(), outer.node().get());
+    auto pi = std::find(live.begin(), live.end(), inner.node().get());
+    for (const Dim *d : {&outer, &inner})
+        if (!is_live_loop(*node_, d->node().get()))
+            throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': '",
+                                d->name(), "' is not a loop of this Func (already split or fused, or not in its domain)");
+    if (pi != po + 1)
+        throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': '",
+                            inner.name(), "' must be the loop directly inside '", outer.name(),
+                            "' (fuse before reordering)");
+    if (is_known_dim(*node_, fused.node().get()))
+        throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': dim '",
+                            fused.name(), "' already names a loop of this Func");
+    ir::LoopTransform t{ir::LoopTransform::Kind::Fuse, nullptr, outer.node(), inner.node(), fused.node(), 1};
+    node_->schedule.transforms.push_back(t);
+    return *this;
+}
+
+Func &Func::pad_loop(const Dim &d, int64_t multiple) {
+    if (multiple <= 0)
+        throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': multiple must be positive, got ",
+                            multiple);
+    if (!is_live_loop(*node_, d.node().get()))
+        throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': '", d.name(),
+                            "' is not a loop of this Func (already split or fused, or not in its domain)");
+    for (auto &tr : node_->schedule.transforms)
+        if (tr.kind == ir::LoopTransform::Kind::Pad && tr.parent == d.node())
+            throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': the loop is already padded");
+    ir::LoopTransform t{ir::LoopTransform::Kind::Pad, d.node(), nullptr, nullptr, nullptr, multiple};
+    node_->schedule.transforms.push_back(t);
     return *this;
 }
 

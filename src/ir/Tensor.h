@@ -21,20 +21,36 @@ using Layout = std::vector<LayoutDim>;
 
 enum class LoopAnnotation : uint8_t { Serial, Parallel, Vectorize, Unroll };
 
-/** Loop `parent` becomes `outer` (extent ceil(E / factor)) and `inner` (extent factor), with
- * parent = outer * factor + inner. */
-struct ScheduleSplit {
-    std::shared_ptr<const DimNode> parent, outer, inner;
-    int64_t factor;
+/** One step of a loop schedule, applied in the order given.
+ *  - Split: loop `parent` becomes `outer` (extent ceil(E / factor)) and `inner` (extent factor),
+ *    parent = outer * factor + inner.
+ *  - Fuse: adjacent loops `outer`, `inner` become one loop `fused` over every (outer, inner)
+ *    pair; a ragged inner extent uses the prelude's fusion maps fo(fused), fi(fused).
+ *  - Pad: the extent E of loop `parent` becomes ceil_mult(E, factor); the extra iterations
+ *    compute values nobody reads, so they must stay inside storage (else they are guarded). */
+struct LoopTransform {
+    enum class Kind : uint8_t { Split, Fuse, Pad };
+    Kind kind;
+    std::shared_ptr<const DimNode> parent, outer, inner, fused;
+    int64_t factor = 1;
 };
 
 /** How a Func's loop nest is built from its domain, recorded as data and applied by
  * lower/ScheduleLoops. Empty: the default schedule (domain order, outermost loop parallel). */
 struct Schedule {
-    std::vector<ScheduleSplit> splits;                 ///< applied in order
+    std::vector<LoopTransform> transforms;             ///< applied in order
     std::vector<std::shared_ptr<const DimNode>> order; ///< reorder requests, outermost first
     std::vector<std::pair<std::shared_ptr<const DimNode>, LoopAnnotation>> annotations;
-    bool empty() const { return splits.empty() && order.empty() && annotations.empty(); }
+    bool empty() const { return transforms.empty() && order.empty() && annotations.empty(); }
+};
+
+/** Storage fusion: logical storage dims `position` and `position + 1` (an outer dim and an
+ * inner dim whose extent depends on it) are stored as one packed dim, index P(outer) + inner
+ * where P is the prefix sum of the inner extent, total padded up to a multiple of `pad`. */
+struct StorageFusion {
+    size_t position;
+    std::shared_ptr<const DimNode> fused;
+    int64_t pad = 1;
 };
 
 struct TensorNode {
@@ -42,20 +58,32 @@ struct TensorNode {
     uint64_t id;
     Type type;
     bool is_input;
-    Layout domain;  ///< loop domain (Funcs); for inputs equal to storage
-    Layout storage; ///< storage layout; dims in the same order as domain
+    Layout domain;  ///< loop domain (Funcs) or logical shape (inputs): what may be read
+    Layout storage; ///< storage layout; dims in the same order as domain, extents >= domain's
+    std::vector<StorageFusion> storage_fusions; ///< at most one (see StorageFusion)
     Expr value;     ///< definition (Funcs), in terms of domain dim variables
     Schedule schedule;
 };
 using TensorPtr = std::shared_ptr<const TensorNode>;
 
-/** An aux array built by the prelude: for every index of the layout's outer dims (all but the
- * last), A[outer..., x] = sum over x' < x of `summand`(outer..., x'), for x in [0, extent of
- * the last dim]; i.e. the last dim of `layout` has extent E+1 where E is the summed range.
- * `summand` uses the index variables of `layout`'s dims; `summed_var` is the last one. */
+/** An aux array built by the prelude.
+ *  - PrefixSum: for every index of the layout's outer dims (all but the last),
+ *    A[outer..., x] = sum over x' < x of `summand`(outer..., x'), for x in [0, extent of the
+ *    last dim]; i.e. the last dim of `layout` has extent E+1 where E is the summed range.
+ *    `summand` uses the index variables of `layout`'s dims.
+ *  - FusedOuter / FusedInner (fo, fi): one entry per iteration f of a fused loop over
+ *    (o < outer_extent, i < E_i(o)), whose total P(outer_extent) (P = `prefix`, 1-D) is padded
+ *    up to a multiple of `pad`: fo[f] = o and fi[f] = i, so P[fo[f]] + fi[f] = f. The pad
+ *    segment belongs to the last o: fo = outer_extent - 1, fi = f - P[outer_extent - 1]. */
 struct AuxSpec {
+    enum class Kind : uint8_t { PrefixSum, FusedOuter, FusedInner };
+    Kind kind = Kind::PrefixSum;
     Layout layout;
     Expr summand;
+    std::shared_ptr<const UFNode> prefix;  ///< fusion maps: the prefix sum P they invert
+    std::shared_ptr<const UFNode> partner; ///< FusedInner: its fo (checked together)
+    Expr outer_extent;                     ///< fusion maps
+    int64_t pad = 1;                       ///< fusion maps
     std::string key; ///< structural identity: equal keys build equal arrays
 };
 

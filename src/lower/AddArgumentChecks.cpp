@@ -43,6 +43,36 @@ Stmt check_aux_consistency(const ModuleArg &a) {
     return s;
 }
 
+/** fo/fi must be the fusion maps of their prefix sum P (the kernel indexes memory with them):
+ * 0 <= fo[f] < E_o; P[fo[f]] <= f < P[fo[f] + 1] inside the total, fo[f] = E_o - 1 in the pad
+ * segment; fi[f] = f - P[fo[f]]. O(total) per call, cheap next to the work per entry. */
+Stmt check_fusion_map(const ModuleArg &a) {
+    const AuxSpec &spec = *a.uf->aux;
+    VarPtr f = make_var("f", VarRole::Index);
+    Expr fv = var_expr(f);
+    auto P = [&](const Expr &x) { return UFCall::make(spec.prefix, {x}); };
+    Expr eo = spec.outer_extent;
+    Expr self = UFCall::make(a.uf, {fv});
+    std::vector<Stmt> body;
+    if (spec.kind == AuxSpec::Kind::FusedOuter) {
+        body.push_back(Assert::make(And::make(GE::make(self, IntImm::make(0)), LT::make(self, eo)),
+                                    {"fusion map '" + a.name + "': entry ", " is ", ", expected a value in [0, ", ")"},
+                                    {fv, self, eo}));
+        Expr inside = And::make(LE::make(P(self), fv), LT::make(fv, P(Add::make(self, IntImm::make(1)))));
+        Expr ok = Select::make(LT::make(fv, P(eo)), inside, EQ::make(self, Sub::make(eo, IntImm::make(1))));
+        body.push_back(Assert::make(ok,
+                                    {"fusion map '" + a.name + "': entry ", " is ",
+                                     ", which is not the outer index of that fused iteration"},
+                                    {fv, self}));
+    } else {
+        Expr want = Sub::make(fv, P(UFCall::make(spec.partner, {fv})));
+        body.push_back(Assert::make(EQ::make(self, want),
+                                    {"fusion map '" + a.name + "': entry ", " is ", ", expected ", ""},
+                                    {fv, self, want}));
+    }
+    return For::make(f, IntImm::make(0), spec.layout[0].extent, ForKind::Serial, Block::make(body));
+}
+
 } // namespace
 
 Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
@@ -77,7 +107,8 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
             checks.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
                                           {"aux array '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
-            checks.push_back(check_aux_consistency(a));
+            checks.push_back(a.uf->aux->kind == AuxSpec::Kind::PrefixSum ? check_aux_consistency(a)
+                                                                          : check_fusion_map(a));
             break;
         case ModuleArg::Kind::Input:
         case ModuleArg::Kind::Output:

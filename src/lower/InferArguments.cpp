@@ -38,7 +38,8 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
     for (auto &a : aux) {
         for (auto &ld : a->aux->layout)
             roots.push_back(ld.extent);
-        roots.push_back(a->aux->summand);
+        if (a->aux->summand.defined()) roots.push_back(a->aux->summand);
+        if (a->aux->outer_extent.defined()) roots.push_back(a->aux->outer_extent);
     }
     for (auto &t : ctx.inputs)
         for (auto &ld : t->storage)

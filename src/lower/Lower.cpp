@@ -1,11 +1,12 @@
 /** \file The pass order, top to bottom. Reading lower() tells the whole story:
  *
  *   1. collect funcs (producers first) and validate them: dims, extents, access bounds, storage cover
- *   2. schedule_loops: one loop nest per op from its schedule (split with guards the prover may
- *      remove, reorder, parallel/vectorize/unroll; default: outermost loop parallel); vloop
- *      extents are UF calls
+ *   2. schedule_loops: one loop nest per op from its schedule (split, fuse with prelude-built
+ *      fusion maps, pad_loop incl. bulk padding, with guards the prover may remove; reorder,
+ *      parallel/vectorize/unroll; default: outermost loop parallel); vloop extents are UF calls
  *   3. lower_reductions: reductions become accumulator loops
- *   4. storage_lowering: dimension graph -> flat offsets through prefix-sum aux arrays
+ *   4. storage_lowering: storage fusion, dimension graph -> flat offsets through prefix-sum aux
+ *      arrays, simplified (fusion maps cancel against prefix sums)
  *   5. allocate_intermediates: sizes computed by the library
  *   6. infer_arguments, then add_argument_checks
  *   7. materialize_ufs: UF calls become loads of argument arrays
@@ -34,6 +35,7 @@ void dump(const LoweringContext &ctx, const char *pass, const Stmt &s) {
 LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &name, const LowerOptions &opts) {
     LoweringContext ctx;
     ctx.debug = opts.debug;
+    ctx.remove_guards = opts.remove_guards;
     ctx.prover = std::make_unique<ProverChain>(opts.use_z3);
     if (outputs.empty()) throw_compile_error("pipeline '", name, "' has no outputs");
     for (auto &o : outputs) {

@@ -35,11 +35,13 @@ struct LoweredModule {
 /** Per-tensor storage facts decided by StorageLowering. */
 struct TensorStorage {
     VarPtr buffer;
+    Layout layout; ///< physical layout (storage fusion applied)
     FlatLayout flat;
 };
 
 struct LoweringContext {
     int debug = 0;
+    bool remove_guards = true; ///< false: every schedule guard stays (the prover still validates)
     std::unique_ptr<ProverChain> prover;
     std::vector<TensorPtr> funcs;   ///< computed tensors, producers first
     std::vector<TensorPtr> inputs;  ///< input tensors, in first-use order

@@ -1,22 +1,34 @@
 /** \file Pass: build each Func's loop nest from its schedule (or the default schedule).
  *
- * Does: starting from the domain dims, applies splits in order (parent = outer * f + inner,
- * outer extent ceil(E / f)), then reorder requests, then loop annotations. Every loop extent is
- * rewritten in terms of the final loop variables; a loop whose extent uses a loop inside it is
- * rejected. Each split adds the guard parent < E at the innermost loop it needs; the guard is
- * dropped when the prover shows it always holds (e.g. a constant extent divisible by f), and
- * kept otherwise (ragged extents), so results never depend on the prover. Split dims get their
- * value through a let just around the Provide, so definitions are used unchanged.
- * Default schedule (no splits/reorders/annotations): domain order, outermost loop parallel.
+ * Does: starting from the domain dims, applies the loop transforms in order, then reorder
+ * requests, then loop annotations. Every loop extent is rewritten in terms of the final loop
+ * variables; a loop whose extent uses a loop inside it is rejected.
+ *  - split: parent = outer * f + inner, outer extent ceil(E / f); adds the guard parent < E at
+ *    the innermost loop it needs.
+ *  - fuse(o, i -> f): o's extent must be loop-invariant and i's may use only o. A dense inner
+ *    extent E_i gives o = f / E_i, i = f % E_i; a ragged one gives o = fo(f), i = fi(f) over
+ *    f < P(E_o), where P is the prefix sum of E_i and fo/fi are prelude arrays (AuxSpec).
+ *  - pad_loop(d, m): d's extent E becomes ceil_mult(E, m), with the guard d < E. On a fused
+ *    ragged loop the fusion maps get the pad segment (bulk padding).
+ * Guards: a split guard is dropped when the prover shows it always holds. Pad guards are
+ * dropped when the prover shows that every access of the op (its store and all reads,
+ * reductions included) stays inside the physical storage over the padded iteration space;
+ * a store that may leave its own storage is a CompileError (storage padded less than the loop).
+ * With LowerOptions::remove_guards off, every guard stays; results never depend on the prover.
+ * Domain dims get their value through a let around the Provide, except those given by fusion
+ * maps, which are substituted so that storage lowering can cancel P(fo(f)) + fi(f) = f.
+ * Default schedule (no transforms/reorders/annotations): domain order, outermost loop parallel.
  * Requires: a validated pipeline. Ensures: one loop nest per Func, producers first, each
  * ending in a Provide. Errors: CompileError naming the Func and loop (reorder across a
- * dependence, vectorize/unroll of a non-constant extent).
- * Tests: tests/correctness/schedules.cpp, tests/error/schedule_errors.cpp. */
+ * dependence, illegal fuse, vectorize/unroll of a non-constant extent, store outside storage).
+ * Tests: tests/correctness/schedules.cpp, tests/correctness/fusion_padding.cpp,
+ * tests/error/schedule_errors.cpp. */
 #include <algorithm>
 #include <iostream>
 #include <map>
 
 #include "analysis/Simplify.h"
+#include "analysis/StorageLayout.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
@@ -29,8 +41,77 @@ namespace {
 using DimPtr = std::shared_ptr<const DimNode>;
 
 struct Guard {
-    Expr value, extent; ///< keep the body when value < extent (both in final loop variables)
+    Expr value, extent; ///< keep the body when value < extent (both in root variables)
     std::string dim;
+    bool pad; ///< from pad_loop: removable when the padded iterations are safe
+};
+
+bool uses_fusion_map(const Expr &e) {
+    bool found = false;
+    visit_exprs(e, [&](const Expr &x) {
+        if (const UFCall *u = x.as<UFCall>())
+            found = found || (u->fn->aux && u->fn->aux->kind != AuxSpec::Kind::PrefixSum);
+    });
+    return found;
+}
+
+/** Proves that every access of one op stays inside its tensor's physical storage, over a scope
+ * of loops (and the op's reductions); reports the first access that could not be shown. */
+class StorageBoundsCheck {
+public:
+    StorageBoundsCheck(LoweringContext &ctx, Scope scope) : ctx_(ctx), scope_(std::move(scope)) {}
+
+    /** Empty when in bounds, else a description of the failed obligation. */
+    std::string access(const TensorNode &t, const std::vector<Expr> &logical) {
+        Layout phys = physical_layout(t);
+        std::vector<Expr> idx = physical_indices(t, logical);
+        std::map<const VarNode *, Expr> m;
+        for (size_t k = 0; k < phys.size(); k++) {
+            Expr i = simplify(idx[k]);
+            Expr extent = simplify(substitute(phys[k].extent, m));
+            std::string where = "'" + t.name + "' at " + print(i) + " in storage dim '" + phys[k].dim->name + "'";
+            if (!ctx_.prover->prove_nonneg(i, scope_)) return where + " may be negative (" + failure() + ")";
+            if (!ctx_.prover->prove_nonneg(Sub::make(Sub::make(extent, i), IntImm::make(1)), scope_))
+                return where + " may reach its extent " + print(extent) + " (" + failure() + ")";
+            m[phys[k].dim->var.get()] = i;
+        }
+        return "";
+    }
+
+    std::string reads(const Expr &e) {
+        if (!e.defined()) return "";
+        if (const Reduce *r = e.as<Reduce>()) {
+            scope_.push_back(ScopeEntry{r->var.get(), IntImm::make(0), r->extent});
+            std::string out = reads(r->body);
+            scope_.pop_back();
+            return out;
+        }
+        std::string out;
+        if (const Access *a = e.as<Access>()) out = access(*a->tensor, a->indices);
+        struct Children : IRVisitor {
+            StorageBoundsCheck *c;
+            std::string *out;
+            bool top = true;
+            void visit(const Expr &x) override {
+                if (top) {
+                    top = false;
+                    IRVisitor::visit(x);
+                } else if (out->empty()) {
+                    *out = c->reads(x);
+                }
+            }
+            using IRVisitor::visit;
+        } ch;
+        ch.c = this;
+        ch.out = &out;
+        if (out.empty()) ch.visit(e);
+        return out;
+    }
+
+private:
+    std::string failure() const { return ctx_.prover->last_failure(); }
+    LoweringContext &ctx_;
+    Scope scope_;
 };
 
 Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
@@ -43,20 +124,69 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     }
     // value[d]: the value of dim d (domain or intermediate) in terms of the current loop vars.
     std::map<const VarNode *, Expr> value;
+    auto now = [&](const Expr &e) { return simplify(substitute(e, value)); };
+    auto rebind = [&](const VarNode *v, const Expr &e) {
+        for (auto &[w, x] : value)
+            x = substitute(x, v, e);
+        value[v] = e;
+    };
     std::vector<Guard> guards;
-    for (const ScheduleSplit &s : sch.splits) {
-        auto it = std::find(loops.begin(), loops.end(), s.parent);
-        internal_check(it != loops.end(), "split parent is not a loop");
-        Expr ep = extent.at(s.parent.get());
-        Expr rebuilt = Add::make(Mul::make(var_expr(s.outer->var), IntImm::make(s.factor)), var_expr(s.inner->var));
-        for (auto &[v, e] : value)
-            e = substitute(e, s.parent->var.get(), rebuilt);
-        value[s.parent->var.get()] = rebuilt;
-        guards.push_back(Guard{var_expr(s.parent->var), ep, s.parent->name});
-        extent[s.outer.get()] = simplify(Div::make(Add::make(ep, IntImm::make(s.factor - 1)), IntImm::make(s.factor)));
-        extent[s.inner.get()] = IntImm::make(s.factor);
-        *it = s.inner;
-        loops.insert(it, s.outer);
+    using Kind = LoopTransform::Kind;
+    for (size_t n = 0; n < sch.transforms.size(); n++) {
+        const LoopTransform &s = sch.transforms[n];
+        if (s.kind == Kind::Split) {
+            auto it = std::find(loops.begin(), loops.end(), s.parent);
+            internal_check(it != loops.end(), "split parent is not a loop");
+            Expr ep = extent.at(s.parent.get());
+            guards.push_back(Guard{now(var_expr(s.parent->var)), now(ep), s.parent->name, false});
+            rebind(s.parent->var.get(),
+                   Add::make(Mul::make(var_expr(s.outer->var), IntImm::make(s.factor)), var_expr(s.inner->var)));
+            extent[s.outer.get()] =
+                simplify(Div::make(Add::make(ep, IntImm::make(s.factor - 1)), IntImm::make(s.factor)));
+            extent[s.inner.get()] = IntImm::make(s.factor);
+            *it = s.inner;
+            loops.insert(it, s.outer);
+        } else if (s.kind == Kind::Pad) {
+            auto it = std::find(loops.begin(), loops.end(), s.parent);
+            internal_check(it != loops.end(), "padded dim is not a loop");
+            Expr ep = extent.at(s.parent.get());
+            guards.push_back(Guard{now(var_expr(s.parent->var)), now(ep), s.parent->name, true});
+            extent[s.parent.get()] = simplify(ceil_mult_expr(ep, s.factor));
+        } else {
+            auto po = std::find(loops.begin(), loops.end(), s.outer);
+            internal_check(po != loops.end() && po + 1 != loops.end() && po[1] == s.inner, "fused loops");
+            Expr eo = now(extent.at(s.outer.get())), ei = now(extent.at(s.inner.get()));
+            auto fuse_error = [&](auto &&...msg) {
+                throw_compile_error("fuse of '", s.outer->name, "' and '", s.inner->name, "' in Func '", f->name,
+                                    "': ", msg...);
+            };
+            for (const VarNode *v : vars_of(eo, VarRole::Index))
+                fuse_error("the extent of '", s.outer->name, "' (", print(eo), ") depends on loop '", v->name,
+                           "'; only a loop with a loop-invariant extent can be the outer one");
+            for (const VarNode *v : vars_of(ei, VarRole::Index))
+                if (v != s.outer->var.get())
+                    fuse_error("the extent of '", s.inner->name, "' (", print(ei), ") depends on loop '", v->name,
+                               "', not only on '", s.outer->name, "'");
+            Expr fv = var_expr(s.fused->var);
+            if (vars_of(ei, VarRole::Index).empty()) {
+                rebind(s.outer->var.get(), Div::make(fv, ei));
+                rebind(s.inner->var.get(), Mod::make(fv, ei));
+                extent[s.fused.get()] = simplify(Mul::make(eo, ei));
+            } else {
+                int64_t bulk_pad = 1; // a later pad_loop of the fused loop pads the maps themselves
+                for (size_t k = n + 1; k < sch.transforms.size(); k++)
+                    if (sch.transforms[k].kind == Kind::Pad && sch.transforms[k].parent == s.fused)
+                        bulk_pad = sch.transforms[k].factor;
+                auto prefix =
+                    prefix_sum_aux({LayoutDim{s.outer, simplify(Add::make(eo, IntImm::make(1)))}}, ei);
+                FusionMaps maps = fusion_maps(s.fused, prefix, eo, bulk_pad);
+                rebind(s.outer->var.get(), UFCall::make(maps.outer, {fv}));
+                rebind(s.inner->var.get(), UFCall::make(maps.inner, {fv}));
+                extent[s.fused.get()] = maps.total;
+            }
+            *po = s.fused;
+            loops.erase(po + 1);
+        }
     }
     // Reorder: the named loops take the positions they occupy, in the order given.
     if (!sch.order.empty()) {
@@ -73,7 +203,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
             loops[positions[i]] = sch.order[i];
     }
     // Everything in terms of the final loop variables.
-    auto to_loops = [&](const Expr &e) { return simplify(substitute(e, value)); };
+    auto to_loops = now;
     std::vector<Expr> extents;
     Scope scope;
     for (size_t k = 0; k < loops.size(); k++) {
@@ -90,6 +220,23 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         extents.push_back(e);
         scope.push_back(ScopeEntry{loops[k]->var.get(), IntImm::make(0), e});
     }
+    // Pad guards go when the padded iterations are safe: every access inside storage.
+    std::vector<Expr> idx;
+    for (const LayoutDim &d : f->domain)
+        idx.push_back(var_expr(d.dim->var));
+    bool padded = std::any_of(guards.begin(), guards.end(), [](const Guard &g) { return g.pad; });
+    std::string pad_unsafe;
+    if (padded) {
+        std::vector<Expr> at;
+        for (const Expr &i : idx)
+            at.push_back(to_loops(i));
+        StorageBoundsCheck check(ctx, scope);
+        std::string store = check.access(*f, at);
+        if (!store.empty())
+            throw_compile_error("Func '", f->name, "': the padded loop writes outside its storage: ", store,
+                                "; pad its storage at least as much as the loop (pad_storage / fuse_storage)");
+        pad_unsafe = check.reads(to_loops(f->value));
+    }
     // Guards: attach each to the innermost loop it uses, unless proved redundant.
     std::vector<std::vector<Expr>> guards_at(loops.size() + 1);
     for (const Guard &g : guards) {
@@ -99,24 +246,41 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
             if (uses_var(v, loops[k]->var.get()) || uses_var(e, loops[k]->var.get())) depth = k + 1;
         }
         Scope visible(scope.begin(), scope.begin() + (long)depth);
-        if (ctx.prover->prove_nonneg(Sub::make(Sub::make(e, v), IntImm::make(1)), visible)) {
+        std::string reason;
+        if (!ctx.remove_guards)
+            reason = "guard removal is off";
+        else if (g.pad)
+            reason = pad_unsafe.empty() ? "" : "a padded iteration may read outside storage: " + pad_unsafe;
+        else if (!ctx.prover->prove_nonneg(Sub::make(Sub::make(e, v), IntImm::make(1)), visible))
+            reason = ctx.prover->last_failure();
+        if (reason.empty()) {
             ctx.guards_removed++;
             continue;
         }
         ctx.guards_kept++;
         if (ctx.debug >= 1)
             std::cerr << "-- cora: guard kept in '" << f->name << "': " << print(v) << " < " << print(e) << " ("
-                      << ctx.prover->last_failure() << ")\n";
+                      << reason << ")\n";
         guards_at[depth].push_back(LT::make(v, e));
     }
 
-    std::vector<Expr> idx;
-    for (const LayoutDim &d : f->domain)
-        idx.push_back(var_expr(d.dim->var));
-    Stmt body = Provide::make(f, idx, f->value);
-    for (const LayoutDim &d : f->domain) {
-        auto it = value.find(d.dim->var.get());
-        if (it != value.end()) body = LetStmt::make(d.dim->var, simplify(it->second), body);
+    Stmt body;
+    {
+        // Fusion-map values are substituted (storage lowering cancels them); others are lets.
+        std::map<const VarNode *, Expr> direct;
+        for (const LayoutDim &d : f->domain) {
+            auto it = value.find(d.dim->var.get());
+            if (it != value.end() && uses_fusion_map(it->second)) direct[d.dim->var.get()] = simplify(it->second);
+        }
+        std::vector<Expr> at;
+        for (const Expr &i : idx)
+            at.push_back(substitute(i, direct));
+        body = Provide::make(f, at, substitute(f->value, direct));
+        for (const LayoutDim &d : f->domain) {
+            auto it = value.find(d.dim->var.get());
+            if (it != value.end() && !direct.count(d.dim->var.get()))
+                body = LetStmt::make(d.dim->var, simplify(it->second), body);
+        }
     }
     auto wrap_guards = [&](Stmt s, size_t depth) {
         for (const Expr &c : guards_at[depth])

@@ -70,9 +70,9 @@ public:
         if (const Access *a = e.as<Access>()) {
             for (const Expr &i : a->indices)
                 check(i);
-            // A Func is read within its loop domain (what was computed), not its storage,
-            // which may be larger and hold uncomputed elements.
-            const Layout &bounds = a->tensor->is_input ? a->tensor->storage : a->tensor->domain;
+            // A tensor is read within its domain (what was computed, or the input's logical
+            // shape), not its storage, which may be padded and hold uncomputed elements.
+            const Layout &bounds = a->tensor->domain;
             std::map<const VarNode *, Expr> m;
             for (size_t k = 0; k < a->indices.size(); k++) {
                 const LayoutDim &ld = bounds[k];
@@ -129,30 +129,41 @@ private:
 
 } // namespace
 
+namespace {
+
+/** The storage layout (possibly padded) must cover the domain in every dim. */
+void check_storage_covers(LoweringContext &ctx, const TensorPtr &t, Checker &c) {
+    bool own_storage = false; // store_in()/pad_storage() gave a layout other than the domain
+    for (size_t k = 0; k < t->domain.size(); k++)
+        own_storage |= !equal(t->domain[k].extent, t->storage[k].extent);
+    if (own_storage) c.check_layout(t->storage, "the storage of '" + t->name + "'");
+    for (size_t k = 0; k < t->domain.size(); k++) {
+        const LayoutDim &d = t->domain[k];
+        if (!equal(d.extent, t->storage[k].extent)) {
+            Expr cover = Sub::make(t->storage[k].extent, d.extent);
+            if (!ctx.prover->prove_nonneg(cover, c.scope))
+                throw_compile_error(t->is_input ? "input '" : "Func '", t->name,
+                                    "': storage layout too small for the loop range: dim '", d.dim->name,
+                                    "' is stored with extent ", print(t->storage[k].extent), " but the ",
+                                    t->is_input ? "shape has " : "loop runs over ", print(d.extent), " (",
+                                    ctx.prover->last_failure(), ")");
+        }
+        c.scope.push_back(ScopeEntry{d.dim->var.get(), IntImm::make(0), d.extent});
+    }
+}
+
+} // namespace
+
 void validate_pipeline(LoweringContext &ctx) {
     for (auto &t : ctx.inputs) {
         Checker c(ctx, "input '" + t->name + "'");
-        c.check_layout(t->storage, "'" + t->name + "'");
+        c.check_layout(t->domain, "'" + t->name + "'");
+        check_storage_covers(ctx, t, c);
     }
     for (auto &f : ctx.funcs) {
         Checker c(ctx, "Func '" + f->name + "'");
         c.check_layout(f->domain, "'" + f->name + "'");
-        bool own_storage = false; // store_in() gave a layout other than the loop domain
-        for (size_t k = 0; k < f->domain.size(); k++)
-            own_storage |= !equal(f->domain[k].extent, f->storage[k].extent);
-        if (own_storage) c.check_layout(f->storage, "the storage of '" + f->name + "'");
-        for (size_t k = 0; k < f->domain.size(); k++) {
-            const LayoutDim &d = f->domain[k];
-            if (!equal(d.extent, f->storage[k].extent)) {
-                Expr cover = Sub::make(f->storage[k].extent, d.extent);
-                if (!ctx.prover->prove_nonneg(cover, c.scope))
-                    throw_compile_error("Func '", f->name, "': storage layout too small for the loop range: dim '",
-                                        d.dim->name, "' is stored with extent ", print(f->storage[k].extent),
-                                        " but the loop runs over ", print(d.extent), " (", ctx.prover->last_failure(),
-                                        ")");
-            }
-            c.scope.push_back(ScopeEntry{d.dim->var.get(), IntImm::make(0), d.extent});
-        }
+        check_storage_covers(ctx, f, c);
         Checker body(ctx, "definition of '" + f->name + "'");
         body.scope = c.scope;
         body.check(f->value);

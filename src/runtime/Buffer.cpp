@@ -1,6 +1,6 @@
-/** \file Packed buffers. Packing/unpacking walks the storage layout in lexicographic order:
- * the storage layout is packed without gaps in that order, so the running count is the flat
- * offset, with no offset arithmetic to get wrong twice. */
+/** \file Packed buffers. Packing/unpacking walks the logical elements and places each at its
+ * flat storage offset (the same flattening the compiler uses); storage padding is left as is
+ * (zero in a fresh buffer, `fill` in padded output). */
 #include <cstring>
 
 #include "analysis/Interpreter.h"
@@ -23,38 +23,37 @@ std::vector<int64_t> strides_of(const std::vector<int64_t> &dims) {
     return s;
 }
 
-/** Calls f(packed offset, padded offset) for every stored element. */
+/** Calls f(storage offset, padded offset) for every logical element. */
 void walk(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> &padded_dims,
           const std::function<void(int64_t, int64_t)> &f) {
-    const Layout &l = t.node()->storage;
+    const Layout &l = t.node()->domain;
     if (padded_dims.size() != l.size())
         throw_runtime_error("tensor '", t.name(), "' has ", l.size(), " dims, padded shape has ", padded_dims.size());
-    shape.impl()->validate_counts();
-    Interpreter in = shape.impl()->interpreter();
     std::vector<int64_t> strides = strides_of(padded_dims);
-    int64_t packed = 0;
-    std::vector<int64_t> idx(l.size());
-    std::function<void(size_t)> rec = [&](size_t k) {
-        if (k == l.size()) {
-            int64_t p = 0;
-            for (size_t j = 0; j < idx.size(); j++)
-                p += idx[j] * strides[j];
-            f(packed++, p);
-            return;
-        }
+    // Check extents first (per row), so nothing is written when the padded shape is too small.
+    Interpreter in = shape.impl()->interpreter();
+    shape.impl()->validate_counts();
+    std::function<void(size_t)> check = [&](size_t k) {
+        if (k == l.size()) return;
         int64_t n = in.eval_int(l[k].extent);
         if (n > padded_dims[k])
             throw_runtime_error("tensor '", t.name(), "': dim '", l[k].dim->name, "' has extent ", n,
                                 " at this index, more than the padded size ", padded_dims[k]);
+        if (k + 1 == l.size()) return;
         const VarNode *v = l[k].dim->var.get();
         for (int64_t i = 0; i < n; i++) {
-            idx[k] = i;
             in.ints[v] = i;
-            rec(k + 1);
+            check(k + 1);
         }
         in.ints.erase(v);
     };
-    rec(0);
+    check(0);
+    shape.impl()->for_each_element(*t.node(), [&](const std::vector<int64_t> &idx, int64_t offset) {
+        int64_t p = 0;
+        for (size_t j = 0; j < idx.size(); j++)
+            p += idx[j] * strides[j];
+        f(offset, p);
+    });
 }
 
 int64_t product(const std::vector<int64_t> &d) {

@@ -56,10 +56,15 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
         auto it = aux.find(spec.key);
         if (it != aux.end()) return it->second;
     }
+    std::vector<int64_t> out;
+    if (spec.kind != AuxSpec::Kind::PrefixSum) {
+        out = build_fusion_map(fn);
+        std::lock_guard<std::mutex> lock(mu);
+        return aux.emplace(spec.key, std::move(out)).first->second;
+    }
     // Dependencies (the aux layout's own offsets) are built by the recursive calls that the
     // interpreter makes through aux_value. Entries are written in packed (lexicographic) order.
     Interpreter in = interpreter();
-    std::vector<int64_t> out;
     Layout outer(spec.layout.begin(), spec.layout.end() - 1);
     const LayoutDim &last = spec.layout.back();
     const VarNode *x = last.dim->var.get();
@@ -79,6 +84,26 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
     });
     std::lock_guard<std::mutex> lock(mu);
     return aux.emplace(spec.key, std::move(out)).first->second;
+}
+
+std::vector<int64_t> RaggedShape::Impl::build_fusion_map(const UFNode *fn) const {
+    // fo/fi invert the 1-D prefix sum P over the outer extent: entry f of the fused loop is
+    // (o, f - P[o]) with P[o] <= f < P[o + 1]; the pad segment (bulk padding) extends the last o.
+    const AuxSpec &spec = *fn->aux;
+    const std::vector<int64_t> &prefix = build(spec.prefix.get());
+    Interpreter in = interpreter();
+    int64_t outer = in.eval_int(spec.outer_extent);
+    int64_t n = in.eval_int(spec.layout[0].extent);
+    internal_check(outer >= 0 && (int64_t)prefix.size() == outer + 1, "fusion map: prefix size");
+    std::vector<int64_t> out((size_t)n);
+    bool want_outer = spec.kind == AuxSpec::Kind::FusedOuter;
+    int64_t o = 0;
+    for (int64_t f = 0; f < n; f++) {
+        while (o + 1 < outer && prefix[(size_t)o + 1] <= f)
+            o++;
+        out[(size_t)f] = want_outer ? o : f - prefix[(size_t)o];
+    }
+    return out;
 }
 
 RaggedShape::RaggedShape() : impl_(std::make_shared<Impl>()) {}
@@ -169,7 +194,51 @@ int64_t RaggedShape::eval(const Expr &e) const {
     return in.eval_int(e);
 }
 
-int64_t RaggedShape::size_of(const Tensor &t) const { return eval(flatten_layout(t.node()->storage).size); }
+int64_t RaggedShape::Impl::storage_size(const TensorNode &t) const {
+    validate_counts();
+    Interpreter in = interpreter();
+    return in.eval_int(flatten_layout(physical_layout(t)).size);
+}
+
+int64_t RaggedShape::size_of(const Tensor &t) const { return impl_->storage_size(*t.node()); }
+
+void RaggedShape::Impl::for_each_element(const TensorNode &t,
+                                         const std::function<void(const std::vector<int64_t> &, int64_t)> &f) const {
+    validate_counts();
+    Interpreter in = interpreter();
+    std::vector<Expr> logical;
+    for (auto &ld : t.storage)
+        logical.push_back(var_expr(ld.dim->var));
+    Layout phys = physical_layout(t);
+    Expr offset = flat_offset(flatten_layout(phys), phys, physical_indices(t, logical));
+    const Layout &dom = t.domain;
+    if (dom.empty()) {
+        f({}, in.eval_int(offset));
+        return;
+    }
+    // The innermost dim has unit stride in every layout, so one offset evaluation per row.
+    std::vector<int64_t> idx(dom.size());
+    std::function<void(size_t)> rec = [&](size_t k) {
+        const VarNode *v = dom[k].dim->var.get();
+        int64_t n = in.eval_int(dom[k].extent);
+        if (k + 1 == dom.size()) {
+            in.ints[v] = 0;
+            int64_t base = in.eval_int(offset);
+            for (int64_t i = 0; i < n; i++) {
+                idx[k] = i;
+                f(idx, base + i);
+            }
+        } else {
+            for (int64_t i = 0; i < n; i++) {
+                idx[k] = i;
+                in.ints[v] = i;
+                rec(k + 1);
+            }
+        }
+        in.ints.erase(v);
+    };
+    rec(0);
+}
 
 const std::vector<int64_t> &RaggedShape::aux_array(const UFNode *fn) const {
     internal_check(fn->kind == UFKind::Aux, "aux_array of a non-aux function ", fn->name);

@@ -1,6 +1,7 @@
 /** \file Private: the state behind RaggedShape, shared with Buffer and the reference. */
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -27,6 +28,13 @@ struct RaggedShape::Impl {
     /** RuntimeError unless each length array's size matches its count expression. */
     void validate_counts() const;
     const std::vector<int64_t> &build(const UFNode *fn) const;
+    std::vector<int64_t> build_fusion_map(const UFNode *fn) const;
+    /** Flat storage size of a tensor (with storage padding and fusion). */
+    int64_t storage_size(const ir::TensorNode &t) const;
+    /** Calls f(index, flat storage offset) for every element of t's domain (its logical
+     * elements), in lexicographic order. Storage padding is skipped. */
+    void for_each_element(const ir::TensorNode &t,
+                          const std::function<void(const std::vector<int64_t> &, int64_t)> &f) const;
     int64_t aux_at(const UFNode *fn, const std::vector<int64_t> &idx) const;
 };
 

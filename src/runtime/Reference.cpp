@@ -1,6 +1,6 @@
 /** \file Reference evaluation. Each tensor is held in a dense box (padded to the largest
  * index seen in each dim) with a presence mask; a read outside a tensor's domain is an error.
- * Inputs are unpacked by walking their layout in order, not through flattened offsets. */
+ * Inputs are read at the flat storage offset of each logical element. */
 #include <map>
 
 #include "analysis/PipelineOrder.h"
@@ -75,15 +75,16 @@ std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const Rag
             if (tensor.node() == t) buf = b;
         if (!buf) throw_runtime_error("reference_evaluate: no buffer bound for input '", t->name, "'");
         Box &box = boxes[t.get()];
-        auto all = enumerate(in, t->storage, box);
-        if ((int64_t)all.size() != buf->size())
+        enumerate(in, t->domain, box);
+        int64_t want = shape.impl()->storage_size(*t);
+        if (want != buf->size())
             throw_runtime_error("reference_evaluate: buffer for '", t->name, "' has ", buf->size(),
-                                " elements, expected ", all.size());
-        for (size_t i = 0; i < all.size(); i++) {
-            int64_t at = box.index(all[i]);
-            box.values[at] = read_buffer(*buf, (int64_t)i);
+                                " elements, expected ", want);
+        shape.impl()->for_each_element(*t, [&](const std::vector<int64_t> &idx, int64_t offset) {
+            int64_t at = box.index(idx);
+            box.values[at] = read_buffer(*buf, offset);
             box.present[at] = 1;
-        }
+        });
     }
     in.tensor_value = [&](const TensorNode *t, const std::vector<int64_t> &idx) {
         const Box &box = boxes.at(t);
