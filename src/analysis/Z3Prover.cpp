@@ -9,6 +9,7 @@
 
 #include "analysis/IntMath.h"
 #include "ir/IRPrinter.h"
+#include "ir/Tensor.h"
 #include "ir/IRVisitor.h"
 #include "util/Error.h"
 
@@ -121,6 +122,21 @@ private:
         // The declared range, instantiated at this ground term only.
         axioms.push_back(app >= c_.int_val((int64_t)u->fn->min_value));
         axioms.push_back(app <= c_.int_val((int64_t)u->fn->max_value));
+        // Fusion maps (AuxSpec): 0 <= fo(x) < E_o everywhere (pad segment included), and the
+        // inverse law P(fo(x)) + fi(x) = x, both checked on the arrays at run time.
+        if (const AuxSpec *spec = u->fn->aux.get()) {
+            if (spec->kind == AuxSpec::Kind::FusedOuter)
+                axioms.push_back(app <= encode(spec->outer_extent) - 1);
+            if (spec->kind == AuxSpec::Kind::FusedInner) {
+                Expr fo = UFCall::make(spec->partner, {u->args[0]});
+                axioms.push_back(app == args[0] - encode(UFCall::make(spec->prefix, {fo})));
+                // Inside the total (not in the pad segment): fi(x) < E_i(fo(x)).
+                const AuxSpec &p = *spec->prefix->aux;
+                Expr inner_extent = substitute(p.summand, p.layout[0].dim->var.get(), fo);
+                Expr total = UFCall::make(spec->prefix, {spec->outer_extent});
+                axioms.push_back(z3::implies(args[0] < encode(total), app < encode(inner_extent)));
+            }
+        }
         return app;
     }
 

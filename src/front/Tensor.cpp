@@ -107,6 +107,11 @@ Tensor &Tensor::pad_storage(const Dim &d, int64_t multiple) {
     if (!node_->storage_fusions.empty())
         throw_compile_error("pad_storage of '", d.name(), "' in tensor '", name(),
                             "': call it before fuse_storage() (fused storage is padded by fuse_storage)");
+    for (size_t m = k + 1; m < node_->storage.size(); m++)
+        if (ir::uses_var(node_->storage[m].extent, d.node()->var.get()))
+            throw_compile_error("pad_storage of '", d.name(), "' in tensor '", name(), "': the extent of '",
+                                node_->storage[m].dim->name, "' depends on it, so padded rows would have no extent; ",
+                                "pad the inner dim, or fuse the loops and bulk-pad the fused loop");
     node_->storage[k].extent = ceil_mult(node_->storage[k].extent, multiple);
     return *this;
 }

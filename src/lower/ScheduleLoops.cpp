@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "analysis/Simplify.h"
 #include "analysis/StorageLayout.h"
@@ -78,16 +79,27 @@ public:
         return "";
     }
 
+    /** Reads of tensors and length arrays in `e` (reduction extents included). */
     std::string reads(const Expr &e) {
         if (!e.defined()) return "";
         if (const Reduce *r = e.as<Reduce>()) {
+            std::string out = reads(r->extent);
+            if (!out.empty()) return out;
             scope_.push_back(ScopeEntry{r->var.get(), IntImm::make(0), r->extent});
-            std::string out = reads(r->body);
+            out = reads(r->body);
             scope_.pop_back();
             return out;
         }
         std::string out;
         if (const Access *a = e.as<Access>()) out = access(*a->tensor, a->indices);
+        if (const UFCall *u = e.as<UFCall>(); u && u->fn->kind == UFKind::LengthArray) {
+            Expr i = simplify(u->args[0]);
+            std::string where = "length array '" + u->fn->name + "' at " + print(i);
+            if (!ctx_.prover->prove_nonneg(i, scope_))
+                out = where + " may be negative (" + failure() + ")";
+            else if (!ctx_.prover->prove_nonneg(Sub::make(Sub::make(u->fn->count, i), IntImm::make(1)), scope_))
+                out = where + " may reach its count " + print(u->fn->count) + " (" + failure() + ")";
+        }
         struct Children : IRVisitor {
             StorageBoundsCheck *c;
             std::string *out;
@@ -114,26 +126,42 @@ private:
     Scope scope_;
 };
 
-Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
-    const Schedule &sch = f->schedule;
+/** The loops of one Func after its transforms, before reordering. */
+struct LoopPlan {
     std::vector<DimPtr> loops;
-    std::map<const DimNode *, Expr> extent; // in terms of domain (root) variables
+    std::map<const DimNode *, Expr> extent; ///< in terms of domain (root) variables
+    /** value[d]: the value of dim d (domain or intermediate) in terms of the loop variables. */
+    std::map<const VarNode *, Expr> value;
+    std::vector<Guard> guards;
+};
+
+/** Applies the transforms in order. With `skip_splits`, splits are left out: the result runs
+ * the same (guarded) iterations in a simpler nest, which is where padded iterations are
+ * checked; nullopt when a later transform uses a loop a split made. */
+std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
+    const Schedule &sch = f->schedule;
+    LoopPlan plan;
+    auto &loops = plan.loops;
+    auto &extent = plan.extent;
+    auto &value = plan.value;
+    auto &guards = plan.guards;
     for (const LayoutDim &d : f->domain) {
         loops.push_back(d.dim);
         extent[d.dim.get()] = d.extent;
     }
-    // value[d]: the value of dim d (domain or intermediate) in terms of the current loop vars.
-    std::map<const VarNode *, Expr> value;
     auto now = [&](const Expr &e) { return simplify(substitute(e, value)); };
     auto rebind = [&](const VarNode *v, const Expr &e) {
         for (auto &[w, x] : value)
             x = substitute(x, v, e);
         value[v] = e;
     };
-    std::vector<Guard> guards;
     using Kind = LoopTransform::Kind;
+    auto is_loop = [&](const DimPtr &d) { return std::find(loops.begin(), loops.end(), d) != loops.end(); };
     for (size_t n = 0; n < sch.transforms.size(); n++) {
         const LoopTransform &s = sch.transforms[n];
+        if (skip_splits && s.kind == Kind::Split) continue;
+        if (skip_splits && !(s.kind == Kind::Pad ? is_loop(s.parent) : is_loop(s.outer) && is_loop(s.inner)))
+            return std::nullopt;
         if (s.kind == Kind::Split) {
             auto it = std::find(loops.begin(), loops.end(), s.parent);
             internal_check(it != loops.end(), "split parent is not a loop");
@@ -173,6 +201,10 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
                 rebind(s.inner->var.get(), Mod::make(fv, ei));
                 extent[s.fused.get()] = simplify(Mul::make(eo, ei));
             } else {
+                for (const Guard &g : guards)
+                    if (g.pad && g.dim == s.outer->name && uses_var(g.value, s.outer->var.get()))
+                        fuse_error("'", s.outer->name, "' is padded, so the prelude would evaluate the extent of '",
+                                   s.inner->name, "' past its range; pad the fused loop instead (bulk padding)");
                 int64_t bulk_pad = 1; // a later pad_loop of the fused loop pads the maps themselves
                 for (size_t k = n + 1; k < sch.transforms.size(); k++)
                     if (sch.transforms[k].kind == Kind::Pad && sch.transforms[k].parent == s.fused)
@@ -188,6 +220,16 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
             loops.erase(po + 1);
         }
     }
+    return plan;
+}
+
+Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
+    const Schedule &sch = f->schedule;
+    LoopPlan plan = *plan_loops(f, false);
+    auto &loops = plan.loops;
+    auto &extent = plan.extent;
+    auto &guards = plan.guards;
+    auto now = [&](const Expr &e) { return simplify(substitute(e, plan.value)); };
     // Reorder: the named loops take the positions they occupy, in the order given.
     if (!sch.order.empty()) {
         std::vector<size_t> positions;
@@ -227,15 +269,30 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     bool padded = std::any_of(guards.begin(), guards.end(), [](const Guard &g) { return g.pad; });
     std::string pad_unsafe;
     if (padded) {
+        // Check in the split-free nest when there is one: split guards are then implicit.
+        std::optional<LoopPlan> simple = plan_loops(f, true);
+        const LoopPlan &p = simple ? *simple : plan;
+        auto in_p = [&](const Expr &e) { return simplify(substitute(e, p.value)); };
+        Scope pad_scope;
+        std::vector<Expr> pad_extents;
+        for (const DimPtr &d : p.loops) {
+            pad_extents.push_back(in_p(p.extent.at(d.get())));
+            pad_scope.push_back(ScopeEntry{d->var.get(), IntImm::make(0), pad_extents.back()});
+        }
         std::vector<Expr> at;
         for (const Expr &i : idx)
-            at.push_back(to_loops(i));
-        StorageBoundsCheck check(ctx, scope);
+            at.push_back(in_p(i));
+        StorageBoundsCheck check(ctx, pad_scope);
         std::string store = check.access(*f, at);
         if (!store.empty())
             throw_compile_error("Func '", f->name, "': the padded loop writes outside its storage: ", store,
                                 "; pad its storage at least as much as the loop (pad_storage / fuse_storage)");
-        pad_unsafe = check.reads(to_loops(f->value));
+        pad_unsafe = check.reads(in_p(f->value));
+        // Inner loop extents are evaluated in padded iterations too (e.g. len(b) for b >= B).
+        for (size_t k = 0; k < p.loops.size() && pad_unsafe.empty(); k++)
+            pad_unsafe =
+                StorageBoundsCheck(ctx, Scope(pad_scope.begin(), pad_scope.begin() + (long)k)).reads(pad_extents[k]);
+        // (The split nest's extents derive from these at the same, guarded, root values.)
     }
     // Guards: attach each to the innermost loop it uses, unless proved redundant.
     std::vector<std::vector<Expr>> guards_at(loops.size() + 1);
@@ -269,16 +326,17 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         // Fusion-map values are substituted (storage lowering cancels them); others are lets.
         std::map<const VarNode *, Expr> direct;
         for (const LayoutDim &d : f->domain) {
-            auto it = value.find(d.dim->var.get());
-            if (it != value.end() && uses_fusion_map(it->second)) direct[d.dim->var.get()] = simplify(it->second);
+            auto it = plan.value.find(d.dim->var.get());
+            if (it != plan.value.end() && uses_fusion_map(it->second))
+                direct[d.dim->var.get()] = simplify(it->second);
         }
         std::vector<Expr> at;
         for (const Expr &i : idx)
             at.push_back(substitute(i, direct));
         body = Provide::make(f, at, substitute(f->value, direct));
         for (const LayoutDim &d : f->domain) {
-            auto it = value.find(d.dim->var.get());
-            if (it != value.end() && !direct.count(d.dim->var.get()))
+            auto it = plan.value.find(d.dim->var.get());
+            if (it != plan.value.end() && !direct.count(d.dim->var.get()))
                 body = LetStmt::make(d.dim->var, simplify(it->second), body);
         }
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cora/cora.h"
+#include "runtime/RaggedShapeImpl.h"
 
 namespace cora::testing {
 
@@ -61,6 +62,31 @@ inline void require_close(const Buffer &out, const std::vector<double> &ref, dou
     if (bad >= 0) {
         INFO("first mismatch at packed element " << bad << ": got " << out.data<float>()[bad] << ", expected "
                                                  << ref[(size_t)bad]);
+        CHECK(bad < 0);
+    }
+}
+
+/** The logical elements of a tensor's buffer in domain order (storage padding skipped). */
+inline std::vector<double> logical_values(const Buffer &b, const Tensor &t, const RaggedShape &shape) {
+    std::vector<double> v;
+    shape.impl()->for_each_element(*t.node(), [&](const std::vector<int64_t> &, int64_t offset) {
+        v.push_back(b.data<float>()[offset]);
+    });
+    return v;
+}
+
+/** Every logical element of `t` in `out` equals the reference within a relative tolerance. */
+inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape &shape,
+                          const std::vector<double> &ref, double tol = 1e-4) {
+    REQUIRE(out.size() == shape.size_of(t));
+    std::vector<double> got = logical_values(out, t, shape);
+    REQUIRE(got.size() == ref.size());
+    int64_t bad = -1;
+    for (size_t i = 0; i < got.size() && bad < 0; i++)
+        if (!(std::fabs(got[i] - ref[i]) <= tol * std::max(1.0, std::fabs(ref[i])))) bad = (int64_t)i;
+    if (bad >= 0) {
+        INFO("first mismatch at logical element " << bad << ": got " << got[(size_t)bad] << ", expected "
+                                                  << ref[(size_t)bad]);
         CHECK(bad < 0);
     }
 }

@@ -1,5 +1,7 @@
-/** \file Random schedules for differential tests: splits (sometimes nested), reorders (which
- * may be illegal), parallel, vectorize and unroll on loops whose extent is a constant. */
+/** \file Random schedules for differential tests: a fuse of the two outermost loops (illegal
+ * when their extents do not allow it), loop padding with matching storage padding, splits
+ * (sometimes nested), reorders (which may be illegal), parallel, vectorize and unroll on loops
+ * whose extent is a constant. */
 #pragma once
 
 #include <algorithm>
@@ -23,6 +25,28 @@ inline std::string random_schedule(Func &f, std::mt19937 &rng) {
         loops.push_back({d.dim, false});
     std::string desc = f.name() + ":";
     static const int64_t factors[] = {1, 2, 3, 4, 8, 16};
+    bool outer_padded = false;
+    if (rng() % 4 == 0) {
+        // Pad one loop and the storage with it (same or larger multiple); padded iterations
+        // read unpadded inputs, so they keep a guard unless the prover shows them safe.
+        size_t at = rng() % loops.size();
+        int64_t m = factors[1 + rng() % 5];
+        try {
+            f.pad_storage(loops[at].dim, m * (1 + (int64_t)(rng() % 2)));
+            f.pad_loop(loops[at].dim, m);
+            desc += " pad(" + loops[at].dim.name() + ", " + std::to_string(m) + ")";
+            outer_padded = at == 0;
+        } catch (const CompileError &) {
+            // A dim other extents depend on has no padded storage; leave it unpadded.
+        }
+    }
+    if (loops.size() >= 2 && !outer_padded && rng() % 3 == 0) {
+        Dim fused(loops[0].dim.name() + loops[1].dim.name());
+        f.fuse(loops[0].dim, loops[1].dim, fused);
+        desc += " fuse(" + loops[0].dim.name() + ", " + loops[1].dim.name() + ")";
+        loops.erase(loops.begin());
+        loops[0] = {fused, false};
+    }
     int splits = (int)(rng() % 3);
     for (int s = 0; s < splits; s++) {
         size_t at = rng() % loops.size();
