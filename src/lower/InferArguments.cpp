@@ -83,8 +83,8 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
         int n = ++aux_names[u->name]; // several prefix arrays over one dim: number them
         a.name = n == 1 ? u->name : u->name + std::to_string(n);
         a.uf = u;
-        a.var = make_var(u->name, VarRole::Buffer, Int64);
-        a.count_var = make_var(u->name + "_count", VarRole::Local, Int64);
+        a.var = make_var(a.name, VarRole::Buffer, Int64);
+        a.count_var = make_var(a.name + "_count", VarRole::Local, Int64);
         a.expected_count = flatten_layout(u->aux->layout).size;
         ctx.args.push_back(a);
     }

@@ -56,3 +56,81 @@ TEST_CASE("illegal schedules are rejected with clear messages", "[error][schedul
         REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("'seq' is marked but is not a loop any more"));
     }
 }
+
+TEST_CASE("illegal fusions, paddings and storage transforms are rejected with clear messages",
+          "[error][schedule][fuse][pad]") {
+    Dim batch("batch"), seq("seq"), h("h"), kv("kv"), tok("tok"), t2("t2"), so("so"), si("si"), other("other");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 30);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}, {h, 2}});
+    auto fresh = [&] {
+        Func F("F", {{batch, B}, {seq, len(batch)}, {h, 2}});
+        F.compute([&](Expr b, Expr s, Expr hh) { return A(b, s, hh) + 1; });
+        return F;
+    };
+    {
+        Func F = fresh();
+        REQUIRE_THROWS_WITH(F.fuse(batch, h, tok), Contains("'h' must be the loop directly inside 'batch'"));
+        REQUIRE_THROWS_WITH(F.fuse(batch, other, tok), Contains("'other' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.fuse(batch, seq, h), Contains("dim 'h' already names a loop"));
+        F.fuse(batch, seq, tok);
+        REQUIRE_THROWS_WITH(F.split(seq, so, si, 2), Contains("'seq' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.pad_loop(batch, 2), Contains("'batch' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.pad_loop(tok, 0), Contains("multiple must be positive, got 0"));
+        F.pad_loop(tok, 4);
+        REQUIRE_THROWS_WITH(F.pad_loop(tok, 8), Contains("the loop is already padded"));
+    }
+    {
+        // The outer loop's extent must be loop-invariant.
+        Func F = fresh();
+        F.fuse(seq, h, tok);
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("fuse of 'seq' and 'h' in Func 'F'") &&
+                                                         Contains("only a loop with a loop-invariant extent"));
+    }
+    {
+        // The inner extent may use only the outer loop.
+        Tensor S("S", {{batch, B}, {h, 2}, {kv, len(batch)}});
+        Func F("F", {{batch, B}, {h, 2}, {kv, len(batch)}});
+        F.compute([&](Expr b, Expr hh, Expr k) { return S(b, hh, k); });
+        F.fuse(h, kv, tok);
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("depends on loop 'batch', not only on 'h'"));
+    }
+    {
+        // A padded outer loop cannot be ragged-fused: pad the fused loop instead.
+        Tensor S("S", {{batch, B}, {seq, len(batch)}});
+        Func G("G", {{batch, B}, {seq, len(batch)}});
+        G.compute([&](Expr b, Expr s) { return S(b, s); });
+        G.pad_loop(batch, 4).fuse(batch, seq, tok);
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(), Contains("'batch' is padded") && Contains("bulk padding"));
+    }
+    {
+        // Storage padded less than the loop: the padded iterations would write outside it.
+        Func F = fresh();
+        F.pad_storage(seq, 4).pad_loop(seq, 8);
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("Func 'F': the padded loop writes outside its storage") &&
+                                                         Contains("'F' at seq in storage dim 'seq'") &&
+                                                         Contains("pad its storage at least as much as the loop"));
+        Func G = fresh();
+        G.fuse(batch, seq, tok).pad_loop(tok, 8).fuse_storage(batch, seq, t2, 4);
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(), Contains("the padded loop writes outside its storage") &&
+                                                         Contains("storage dim 't2'"));
+        Func U = fresh();
+        U.fuse(batch, seq, tok).pad_loop(tok, 8); // no bulk-padded storage at all
+        REQUIRE_THROWS_WITH(Pipeline({U}).compile(), Contains("the padded loop writes outside its storage"));
+    }
+    {
+        Func F = fresh();
+        REQUIRE_THROWS_WITH(F.pad_storage(batch, 4), Contains("the extent of 'seq' depends on it"));
+        REQUIRE_THROWS_WITH(F.pad_storage(seq, -1), Contains("multiple must be positive, got -1"));
+        REQUIRE_THROWS_WITH(F.pad_storage(other, 4), Contains("'other' is not a dim of its storage"));
+        REQUIRE_THROWS_WITH(F.fuse_storage(batch, h, tok), Contains("'h' must be the storage dim directly inside"));
+        REQUIRE_THROWS_WITH(F.fuse_storage(seq, h, tok), Contains("the extent of 'seq' (len(batch)) depends on"));
+        REQUIRE_THROWS_WITH(F.fuse_storage(batch, seq, tok, 0), Contains("bulk padding must be positive"));
+        REQUIRE_THROWS_WITH(F.fuse_storage(batch, seq, h), Contains("dim 'h' is already a dim of the tensor"));
+        Tensor S("S", {{batch, B}, {seq, len(batch)}, {kv, len(batch)}});
+        REQUIRE_THROWS_WITH(S.fuse_storage(batch, seq, tok), Contains("the extent of the inner dim 'kv' depends on"));
+        F.fuse_storage(batch, seq, tok, 8);
+        REQUIRE_THROWS_WITH(F.fuse_storage(batch, seq, t2), Contains("already has a fused storage dim"));
+        REQUIRE_THROWS_WITH(F.pad_storage(h, 2), Contains("call it before fuse_storage()"));
+    }
+}
