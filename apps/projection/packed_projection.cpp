@@ -65,7 +65,9 @@ int main(int argc, char **argv) {
         {"split(tok, to, ti, 16): 16-token tiles, no guard (the padded total is a multiple of 16)",
          [&](Func &f, Tensor &) { f.split(tok, to, ti, 16); }},
         {"split(o, oo, oi, 16), reorder, vectorize(oi): dense 16x16 output tiles",
-         [&](Func &f, Tensor &) { f.split(o, oo, oi, 16).reorder({to, oo, ti, oi}).vectorize(oi); }},
+         [&](Func &f, Tensor &) {
+             f.split(o, oo, oi, 16).reorder({to, oo, ti, oi}).vectorize(oi);
+         }},
     };
 
     std::vector<Kernel> kernels;
@@ -138,8 +140,8 @@ int main(int argc, char **argv) {
     double gflop = 2.0 * (double)tokens * (double)K * (double)O * 1e-9;
     std::printf("batch %d, %lld tokens, %lldx%lld projection: default %.2f ms (%.1f GFLOP/s), "
                 "scheduled %.2f ms (%.1f GFLOP/s), %.2fx\n",
-                batch, (long long)tokens, (long long)K, (long long)O, secs[0] * 1e3, gflop / secs[0],
-                secs[1] * 1e3, gflop / secs[1], secs[0] / secs[1]);
+                batch, (long long)tokens, (long long)K, (long long)O, secs[0] * 1e3, gflop / secs[0], secs[1] * 1e3,
+                gflop / secs[1], secs[0] / secs[1]);
     std::printf("%s\n", all_ok ? "ALL CHECKS PASSED" : "SOME CHECKS FAILED");
     return all_ok ? 0 : 1;
 }

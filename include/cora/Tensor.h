@@ -103,6 +103,14 @@ public:
      * padded, with no dummy items added by the user. Storage of this Func padded less than the
      * loop is a CompileError. */
     Func &pad_loop(const Dim &d, int64_t multiple);
+    /** Run loop `d` in a permuted order: a loop `rank` over the same extent, with
+     * d = permutation[rank]. The extent must be loop-invariant. The kernel checks on every
+     * call that the array is a permutation of [0, extent) (a RuntimeError otherwise). */
+    Func &remap(const Dim &d, const Dim &rank, const LengthArray &permutation);
+    /** Load balancing: run loop `d` in decreasing order of `cost` (an integer expression of d,
+     * e.g. the row length), ties by index, so the longest iterations start first. The
+     * RaggedShape builds the order once per shape; the kernel checks it like remap(). */
+    Func &remap_longest_first(const Dim &d, const Dim &rank, const Expr &cost);
     Func &pad_storage(const Dim &d, int64_t multiple);
     Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
     /** Reorder loops: the given loops take the positions they occupy, outermost first. A loop

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "analysis/IntMath.h"
-#include "ir/Tensor.h"
 #include "ir/IRVisitor.h"
+#include "ir/Tensor.h"
 #include "util/Error.h"
 
 namespace cora::ir {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
-#include <functional>
 #include <set>
 
 #include "analysis/Simplify.h"
@@ -27,8 +27,11 @@ Expr canonical_var(size_t k) {
     static std::mutex mu;
     static std::vector<VarPtr> vars;
     std::lock_guard<std::mutex> lock(mu);
-    while (vars.size() <= k)
-        vars.push_back(make_var("_" + std::to_string(vars.size()), VarRole::Index));
+    while (vars.size() <= k) {
+        std::string name(1, '_'); // (appended, not "_" + ...: GCC 12 warns falsely on the latter)
+        name.append(std::to_string(vars.size()));
+        vars.push_back(make_var(name, VarRole::Index));
+    }
     return var_expr(vars[k]);
 }
 
@@ -125,6 +128,27 @@ FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::s
     maps.total = total;
     maps.padded_total = padded;
     return maps;
+}
+
+std::shared_ptr<const UFNode> longest_first_aux(const std::shared_ptr<const DimNode> &d, const Expr &extent,
+                                                const Expr &cost) {
+    Layout layout{LayoutDim{d, extent}};
+    std::string key = "longest-first" + canonical_key(layout, {cost});
+    return intern(key, [&] {
+        auto spec = std::make_shared<AuxSpec>();
+        spec->kind = AuxSpec::Kind::LongestFirst;
+        spec->layout = layout;
+        spec->summand = cost;
+        spec->outer_extent = extent;
+        spec->key = key;
+        auto u = std::make_shared<UFNode>();
+        u->name = "order_" + d->name;
+        u->arity = 1;
+        u->min_value = 0;
+        u->max_value = INT64_MAX;
+        u->aux = spec;
+        return u;
+    });
 }
 
 Expr ceil_mult_expr(const Expr &e, int64_t m) {
@@ -256,8 +280,8 @@ Layout physical_layout(const TensorNode &t) {
     const Layout &l = t.storage;
     internal_check(f.position + 1 < l.size(), "storage fusion position");
     const LayoutDim &outer = l[f.position], &inner = l[f.position + 1];
-    auto prefix = prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}},
-                                 inner.extent);
+    auto prefix =
+        prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}}, inner.extent);
     Layout out(l.begin(), l.begin() + (long)f.position);
     out.push_back(LayoutDim{f.fused, simplify(ceil_mult_expr(UFCall::make(prefix, {outer.extent}), f.pad))});
     out.insert(out.end(), l.begin() + (long)f.position + 2, l.end());
@@ -269,8 +293,8 @@ std::vector<Expr> physical_indices(const TensorNode &t, const std::vector<Expr> 
     const StorageFusion &f = t.storage_fusions[0];
     const Layout &l = t.storage;
     const LayoutDim &outer = l[f.position], &inner = l[f.position + 1];
-    auto prefix = prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}},
-                                 inner.extent);
+    auto prefix =
+        prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}}, inner.extent);
     std::vector<Expr> out(logical.begin(), logical.begin() + (long)f.position);
     out.push_back(Add::make(UFCall::make(prefix, {logical[f.position]}), logical[f.position + 1]));
     out.insert(out.end(), logical.begin() + (long)f.position + 2, logical.end());

@@ -47,6 +47,10 @@ struct FusionMaps {
 FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::shared_ptr<const UFNode> &prefix,
                        const Expr &outer_extent, int64_t pad);
 
+/** The prelude's longest-first permutation of loop `d` (extent E, loop-invariant) by `cost`. */
+std::shared_ptr<const UFNode> longest_first_aux(const std::shared_ptr<const DimNode> &d, const Expr &extent,
+                                                const Expr &cost);
+
 /** ((e + m - 1) / m) * m (floor division; e >= 0). */
 Expr ceil_mult_expr(const Expr &e, int64_t m);
 

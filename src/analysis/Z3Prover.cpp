@@ -9,8 +9,8 @@
 
 #include "analysis/IntMath.h"
 #include "ir/IRPrinter.h"
-#include "ir/Tensor.h"
 #include "ir/IRVisitor.h"
+#include "ir/Tensor.h"
 #include "util/Error.h"
 
 namespace cora::ir {
@@ -125,7 +125,7 @@ private:
         // Fusion maps (AuxSpec): 0 <= fo(x) < E_o everywhere (pad segment included), and the
         // inverse law P(fo(x)) + fi(x) = x, both checked on the arrays at run time.
         if (const AuxSpec *spec = u->fn->aux.get()) {
-            if (spec->kind == AuxSpec::Kind::FusedOuter)
+            if (spec->kind == AuxSpec::Kind::FusedOuter || spec->kind == AuxSpec::Kind::LongestFirst)
                 axioms.push_back(app <= encode(spec->outer_extent) - 1);
             if (spec->kind == AuxSpec::Kind::FusedInner) {
                 Expr fo = UFCall::make(spec->partner, {u->args[0]});

@@ -299,8 +299,11 @@ protected:
             }
         }
         fmt += c_escape(op->text.back(), true);
+        std::string release; // checks inside an allocation (e.g. the permutation check's scratch)
+        for (const std::string &live : live_allocations_)
+            release += " std::free(" + live + ");";
         line("if (!(" + expr(op->cond) + ")) {");
-        line("    std::snprintf(error, error_size, \"" + fmt + "\"" + args + ");");
+        line("    std::snprintf(error, error_size, \"" + fmt + "\"" + args + ");" + release);
         line("    return 1;");
         line("}");
     }

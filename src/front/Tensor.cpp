@@ -181,6 +181,8 @@ std::vector<const ir::DimNode *> live_loops(const ir::TensorNode &t) {
             auto it = std::find(live.begin(), live.end(), tr.parent.get());
             *it = tr.inner.get();
             live.insert(it, tr.outer.get());
+        } else if (tr.kind == K::Remap) {
+            *std::find(live.begin(), live.end(), tr.parent.get()) = tr.outer.get();
         } else if (tr.kind == K::Fuse) {
             auto it = std::find(live.begin(), live.end(), tr.outer.get());
             *it = tr.fused.get();
@@ -215,7 +217,8 @@ Func &Func::split(const Dim &d, const Dim &outer, const Dim &inner, int64_t fact
             throw_compile_error("split of '", d.name(), "' in Func '", name(), "': dim '", n->name(),
                                 "' already names a loop of this Func");
     }
-    ir::LoopTransform t{ir::LoopTransform::Kind::Split, d.node(), outer.node(), inner.node(), nullptr, factor};
+    ir::LoopTransform t{
+        ir::LoopTransform::Kind::Split, d.node(), outer.node(), inner.node(), nullptr, factor, nullptr, Expr()};
     node_->schedule.transforms.push_back(t);
     return *this;
 }
@@ -227,7 +230,8 @@ Func &Func::fuse(const Dim &outer, const Dim &inner, const Dim &fused) {
     for (const Dim *d : {&outer, &inner})
         if (!is_live_loop(*node_, d->node().get()))
             throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': '",
-                                d->name(), "' is not a loop of this Func (already split or fused, or not in its domain)");
+                                d->name(),
+                                "' is not a loop of this Func (already split or fused, or not in its domain)");
     if (pi != po + 1)
         throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': '",
                             inner.name(), "' must be the loop directly inside '", outer.name(),
@@ -235,9 +239,33 @@ Func &Func::fuse(const Dim &outer, const Dim &inner, const Dim &fused) {
     if (is_known_dim(*node_, fused.node().get()))
         throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': dim '",
                             fused.name(), "' already names a loop of this Func");
-    ir::LoopTransform t{ir::LoopTransform::Kind::Fuse, nullptr, outer.node(), inner.node(), fused.node(), 1};
+    ir::LoopTransform t{
+        ir::LoopTransform::Kind::Fuse, nullptr, outer.node(), inner.node(), fused.node(), 1, nullptr, Expr()};
     node_->schedule.transforms.push_back(t);
     return *this;
+}
+
+static Func &add_remap(Func &f, const std::shared_ptr<ir::TensorNode> &node, const Dim &d, const Dim &rank,
+                       std::shared_ptr<const ir::UFNode> perm, const Expr &cost) {
+    if (!is_live_loop(*node, d.node().get()))
+        throw_compile_error("remap of '", d.name(), "' in Func '", node->name, "': '", d.name(),
+                            "' is not a loop of this Func (already split or fused, or not in its domain)");
+    if (is_known_dim(*node, rank.node().get()))
+        throw_compile_error("remap of '", d.name(), "' in Func '", node->name, "': dim '", rank.name(),
+                            "' already names a loop of this Func");
+    ir::LoopTransform t{ir::LoopTransform::Kind::Remap, d.node(), rank.node(), nullptr, nullptr, 1, perm, cost};
+    node->schedule.transforms.push_back(t);
+    return f;
+}
+
+Func &Func::remap(const Dim &d, const Dim &rank, const LengthArray &permutation) {
+    return add_remap(*this, node_, d, rank, permutation.node(), Expr());
+}
+
+Func &Func::remap_longest_first(const Dim &d, const Dim &rank, const Expr &cost) {
+    if (!cost.defined() || !cost.type().is_int())
+        throw_compile_error("remap of '", d.name(), "' in Func '", name(), "': the cost must be an integer expression");
+    return add_remap(*this, node_, d, rank, nullptr, cost);
 }
 
 Func &Func::pad_loop(const Dim &d, int64_t multiple) {
@@ -250,7 +278,7 @@ Func &Func::pad_loop(const Dim &d, int64_t multiple) {
     for (auto &tr : node_->schedule.transforms)
         if (tr.kind == ir::LoopTransform::Kind::Pad && tr.parent == d.node())
             throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': the loop is already padded");
-    ir::LoopTransform t{ir::LoopTransform::Kind::Pad, d.node(), nullptr, nullptr, nullptr, multiple};
+    ir::LoopTransform t{ir::LoopTransform::Kind::Pad, d.node(), nullptr, nullptr, nullptr, multiple, nullptr, Expr()};
     node_->schedule.transforms.push_back(t);
     return *this;
 }

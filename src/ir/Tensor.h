@@ -29,10 +29,15 @@ enum class LoopAnnotation : uint8_t { Serial, Parallel, Vectorize, Unroll };
  *  - Pad: the extent E of loop `parent` becomes ceil_mult(E, factor); the extra iterations
  *    compute values nobody reads, so they must stay inside storage (else they are guarded). */
 struct LoopTransform {
-    enum class Kind : uint8_t { Split, Fuse, Pad };
+    enum class Kind : uint8_t { Split, Fuse, Pad, Remap };
     Kind kind;
     std::shared_ptr<const DimNode> parent, outer, inner, fused;
     int64_t factor = 1;
+    /** Remap: loop `parent` becomes loop `outer` (its rank) with parent = perm(rank), where perm
+     * is `permutation` (a user LengthArray) or, when that is null, the prelude's ordering of
+     * the parent's indices by decreasing `cost` (longest first; ties by index). */
+    std::shared_ptr<const UFNode> permutation;
+    Expr cost;
 };
 
 /** How a Func's loop nest is built from its domain, recorded as data and applied by
@@ -61,7 +66,7 @@ struct TensorNode {
     Layout domain;  ///< loop domain (Funcs) or logical shape (inputs): what may be read
     Layout storage; ///< storage layout; dims in the same order as domain, extents >= domain's
     std::vector<StorageFusion> storage_fusions; ///< at most one (see StorageFusion)
-    Expr value;     ///< definition (Funcs), in terms of domain dim variables
+    Expr value;                                 ///< definition (Funcs), in terms of domain dim variables
     Schedule schedule;
 };
 using TensorPtr = std::shared_ptr<const TensorNode>;
@@ -74,17 +79,19 @@ using TensorPtr = std::shared_ptr<const TensorNode>;
  *  - FusedOuter / FusedInner (fo, fi): one entry per iteration f of a fused loop over
  *    (o < outer_extent, i < E_i(o)), whose total P(outer_extent) (P = `prefix`, 1-D) is padded
  *    up to a multiple of `pad`: fo[f] = o and fi[f] = i, so P[fo[f]] + fi[f] = f. The pad
- *    segment belongs to the last o: fo = outer_extent - 1, fi = f - P[outer_extent - 1]. */
+ *    segment belongs to the last o: fo = outer_extent - 1, fi = f - P[outer_extent - 1].
+ *  - LongestFirst: layout [d: E]; entry p is the index of d with the p-th largest `summand`
+ *    (the cost, in terms of d's variable), ties by index: a permutation of [0, E). */
 struct AuxSpec {
-    enum class Kind : uint8_t { PrefixSum, FusedOuter, FusedInner };
+    enum class Kind : uint8_t { PrefixSum, FusedOuter, FusedInner, LongestFirst };
     Kind kind = Kind::PrefixSum;
     Layout layout;
     Expr summand;
     std::shared_ptr<const UFNode> prefix;  ///< fusion maps: the prefix sum P they invert
     std::shared_ptr<const UFNode> partner; ///< FusedInner: its fo (checked together)
-    Expr outer_extent;                     ///< fusion maps
+    Expr outer_extent;                     ///< fusion maps; LongestFirst: the permuted extent
     int64_t pad = 1;                       ///< fusion maps
-    std::string key; ///< structural identity: equal keys build equal arrays
+    std::string key;                       ///< structural identity: equal keys build equal arrays
 };
 
 /** A printable identity of an expression that distinguishes dims/UFs/vars by id. */

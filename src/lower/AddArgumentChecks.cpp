@@ -3,11 +3,13 @@
  * In order: params within their declared ranges; each length array has the expected element
  * count and every value within its range; each aux array has the expected size and is
  * consistent with the lengths (first entry 0, consecutive differences equal to the slice
- * sizes), dependencies first; each tensor buffer has exactly its layout's size. A failed
+ * sizes), dependencies first; fusion maps invert their prefix sums; each tensor buffer has
+ * exactly its layout's size; every remap array is a permutation. A failed
  * check stops the kernel with a message naming the argument, expected and actual values.
  * (Argument count and element types are checked by the generated entry before this.)
  * Tests: tests/error/runtime_errors.cpp. */
 #include <map>
+#include <set>
 
 #include "ir/IRPrinter.h"
 #include "lower/Passes.h"
@@ -60,10 +62,10 @@ Stmt check_fusion_map(const ModuleArg &a) {
                                     {fv, self, eo}));
         Expr inside = And::make(LE::make(P(self), fv), LT::make(fv, P(Add::make(self, IntImm::make(1)))));
         Expr ok = Select::make(LT::make(fv, P(eo)), inside, EQ::make(self, Sub::make(eo, IntImm::make(1))));
-        body.push_back(Assert::make(ok,
-                                    {"fusion map '" + a.name + "': entry ", " is ",
-                                     ", which is not the outer index of that fused iteration"},
-                                    {fv, self}));
+        body.push_back(Assert::make(
+            ok,
+            {"fusion map '" + a.name + "': entry ", " is ", ", which is not the outer index of that fused iteration"},
+            {fv, self}));
     } else {
         Expr want = Sub::make(fv, P(UFCall::make(spec.partner, {fv})));
         body.push_back(Assert::make(EQ::make(self, want),
@@ -71,6 +73,26 @@ Stmt check_fusion_map(const ModuleArg &a) {
                                     {fv, self, want}));
     }
     return For::make(f, IntImm::make(0), spec.layout[0].extent, ForKind::Serial, Block::make(body));
+}
+
+/** perm(p) for p < E is a permutation of [0, E): in range, and no value twice (a scratch
+ * array of E flags). CoRA's unchecked remap skipped a block row at M >= 4096; this cannot. */
+Stmt check_permutation(const Permutation &perm) {
+    VarPtr seen = make_var("seen_" + perm.loop, VarRole::Buffer, Int32);
+    VarPtr i = make_var("i", VarRole::Index), p = make_var("p", VarRole::Index);
+    Expr v = UFCall::make(perm.fn, {var_expr(p)});
+    const std::string what = "remap of loop '" + perm.loop + "' ('" + perm.fn->name + "')";
+    Stmt clear = For::make(i, IntImm::make(0), perm.extent, ForKind::Serial,
+                           Store::make(seen, var_expr(i), IntImm::make(0, Int32)));
+    Stmt body = Block::make({
+        Assert::make(And::make(GE::make(v, IntImm::make(0)), LT::make(v, perm.extent)),
+                     {what + ": entry ", " is ", ", expected a value in [0, ", ")"}, {var_expr(p), v, perm.extent}),
+        Assert::make(EQ::make(Load::make(seen, v), IntImm::make(0, Int32)),
+                     {what + " is not a permutation: value ", " appears again at entry ", ""}, {v, var_expr(p)}),
+        Store::make(seen, v, IntImm::make(1, Int32)),
+    });
+    Stmt scan = For::make(p, IntImm::make(0), perm.extent, ForKind::Serial, body);
+    return Allocate::make(seen, perm.extent, Block::make({clear, scan}));
 }
 
 } // namespace
@@ -107,8 +129,10 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
             checks.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
                                           {"aux array '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
-            checks.push_back(a.uf->aux->kind == AuxSpec::Kind::PrefixSum ? check_aux_consistency(a)
-                                                                          : check_fusion_map(a));
+            if (a.uf->aux->kind == AuxSpec::Kind::PrefixSum)
+                checks.push_back(check_aux_consistency(a));
+            else if (a.uf->aux->kind != AuxSpec::Kind::LongestFirst) // permutations: below
+                checks.push_back(check_fusion_map(a));
             break;
         case ModuleArg::Kind::Input:
         case ModuleArg::Kind::Output:
@@ -118,6 +142,9 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
             break;
         }
     }
+    std::set<const UFNode *> checked;
+    for (const Permutation &p : ctx.permutations)
+        if (checked.insert(p.fn.get()).second) checks.push_back(check_permutation(p));
     checks.push_back(s);
     return Block::make(checks);
 }

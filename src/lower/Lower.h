@@ -6,7 +6,7 @@
 namespace cora::ir {
 
 struct LowerOptions {
-    int debug = 0;      ///< >= 1: print the IR after each pass and the prover statistics
+    int debug = 0;             ///< >= 1: print the IR after each pass and the prover statistics
     bool use_z3 = true;        ///< try Z3 on obligations the built-in prover does not prove
     bool remove_guards = true; ///< drop schedule guards the prover shows redundant
 };

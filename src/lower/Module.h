@@ -39,6 +39,13 @@ struct TensorStorage {
     FlatLayout flat;
 };
 
+/** A loop remap whose array must be a permutation of [0, extent) (checked at run time). */
+struct Permutation {
+    std::shared_ptr<const UFNode> fn;
+    Expr extent;
+    std::string loop;
+};
+
 struct LoweringContext {
     int debug = 0;
     bool remove_guards = true; ///< false: every schedule guard stays (the prover still validates)
@@ -48,6 +55,7 @@ struct LoweringContext {
     std::vector<TensorPtr> outputs; ///< the pipeline's outputs
     std::map<const TensorNode *, TensorStorage> storage;
     std::vector<ModuleArg> args;
+    std::vector<Permutation> permutations;
     int guards_removed = 0, guards_kept = 0; ///< schedule guards proved redundant / kept
     bool is_output(const TensorNode *t) const {
         for (auto &o : outputs)

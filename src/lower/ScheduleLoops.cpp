@@ -10,6 +10,9 @@
  *    f < P(E_o), where P is the prefix sum of E_i and fo/fi are prelude arrays (AuxSpec).
  *  - pad_loop(d, m): d's extent E becomes ceil_mult(E, m), with the guard d < E. On a fused
  *    ragged loop the fusion maps get the pad segment (bulk padding).
+ *  - remap(d -> rank): d = perm(rank) over the same (loop-invariant) extent; perm is a user
+ *    length array or the prelude's longest-first order. Each is recorded in ctx.permutations
+ *    and checked to be a permutation at run time (add_argument_checks).
  * Guards: a split guard is dropped when the prover shows it always holds. Pad guards are
  * dropped when the prover shows that every access of the op (its store and all reads,
  * reductions included) stays inside the physical storage over the padded iteration space;
@@ -51,7 +54,8 @@ bool uses_fusion_map(const Expr &e) {
     bool found = false;
     visit_exprs(e, [&](const Expr &x) {
         if (const UFCall *u = x.as<UFCall>())
-            found = found || (u->fn->aux && u->fn->aux->kind != AuxSpec::Kind::PrefixSum);
+            found = found || (u->fn->aux && (u->fn->aux->kind == AuxSpec::Kind::FusedOuter ||
+                                             u->fn->aux->kind == AuxSpec::Kind::FusedInner));
     });
     return found;
 }
@@ -133,6 +137,7 @@ struct LoopPlan {
     /** value[d]: the value of dim d (domain or intermediate) in terms of the loop variables. */
     std::map<const VarNode *, Expr> value;
     std::vector<Guard> guards;
+    std::vector<Permutation> permutations; ///< remaps, checked at run time
 };
 
 /** Applies the transforms in order. With `skip_splits`, splits are left out: the result runs
@@ -160,8 +165,9 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
     for (size_t n = 0; n < sch.transforms.size(); n++) {
         const LoopTransform &s = sch.transforms[n];
         if (skip_splits && s.kind == Kind::Split) continue;
-        if (skip_splits && !(s.kind == Kind::Pad ? is_loop(s.parent) : is_loop(s.outer) && is_loop(s.inner)))
-            return std::nullopt;
+        bool on_loops =
+            s.kind == Kind::Pad || s.kind == Kind::Remap ? is_loop(s.parent) : is_loop(s.outer) && is_loop(s.inner);
+        if (skip_splits && !on_loops) return std::nullopt;
         if (s.kind == Kind::Split) {
             auto it = std::find(loops.begin(), loops.end(), s.parent);
             internal_check(it != loops.end(), "split parent is not a loop");
@@ -174,6 +180,32 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
             extent[s.inner.get()] = IntImm::make(s.factor);
             *it = s.inner;
             loops.insert(it, s.outer);
+        } else if (s.kind == Kind::Remap) {
+            auto it = std::find(loops.begin(), loops.end(), s.parent);
+            internal_check(it != loops.end(), "remapped dim is not a loop");
+            Expr e = now(extent.at(s.parent.get()));
+            auto remap_error = [&](auto &&...msg) {
+                throw_compile_error("remap of '", s.parent->name, "' in Func '", f->name, "': ", msg...);
+            };
+            for (const VarNode *v : vars_of(e, VarRole::Index))
+                remap_error("its extent (", print(e), ") depends on loop '", v->name,
+                            "'; only a loop with a loop-invariant extent can be remapped");
+            std::shared_ptr<const UFNode> perm = s.permutation;
+            for (const Guard &g : guards)
+                if (g.pad && uses_var(g.value, s.parent->var.get()))
+                    remap_error("'", s.parent->name, "' is padded; remap it before padding");
+            if (!perm) {
+                Expr cost = now(s.cost);
+                for (const VarNode *v : vars_of(cost, VarRole::Index))
+                    if (v != s.parent->var.get())
+                        remap_error("the cost ", print(cost), " uses '", v->name, "'; it may use only '",
+                                    s.parent->name, "'");
+                perm = longest_first_aux(s.parent, e, cost);
+            }
+            plan.permutations.push_back(Permutation{perm, e, s.parent->name});
+            rebind(s.parent->var.get(), UFCall::make(perm, {var_expr(s.outer->var)}));
+            extent[s.outer.get()] = extent.at(s.parent.get());
+            *it = s.outer;
         } else if (s.kind == Kind::Pad) {
             auto it = std::find(loops.begin(), loops.end(), s.parent);
             internal_check(it != loops.end(), "padded dim is not a loop");
@@ -209,8 +241,7 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
                 for (size_t k = n + 1; k < sch.transforms.size(); k++)
                     if (sch.transforms[k].kind == Kind::Pad && sch.transforms[k].parent == s.fused)
                         bulk_pad = sch.transforms[k].factor;
-                auto prefix =
-                    prefix_sum_aux({LayoutDim{s.outer, simplify(Add::make(eo, IntImm::make(1)))}}, ei);
+                auto prefix = prefix_sum_aux({LayoutDim{s.outer, simplify(Add::make(eo, IntImm::make(1)))}}, ei);
                 FusionMaps maps = fusion_maps(s.fused, prefix, eo, bulk_pad);
                 rebind(s.outer->var.get(), UFCall::make(maps.outer, {fv}));
                 rebind(s.inner->var.get(), UFCall::make(maps.inner, {fv}));
@@ -230,6 +261,12 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     auto &extent = plan.extent;
     auto &guards = plan.guards;
     auto now = [&](const Expr &e) { return simplify(substitute(e, plan.value)); };
+    for (const Permutation &p : plan.permutations) {
+        if (p.fn->kind == UFKind::LengthArray && !ctx.prover->prove_nonneg(Sub::make(p.fn->count, p.extent), {}))
+            throw_compile_error("remap of '", p.loop, "' in Func '", f->name, "': length array '", p.fn->name, "' has ",
+                                print(p.fn->count), " elements, fewer than the loop's ", print(p.extent));
+        ctx.permutations.push_back(p);
+    }
     // Reorder: the named loops take the positions they occupy, in the order given.
     if (!sch.order.empty()) {
         std::vector<size_t> positions;
@@ -327,8 +364,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         std::map<const VarNode *, Expr> direct;
         for (const LayoutDim &d : f->domain) {
             auto it = plan.value.find(d.dim->var.get());
-            if (it != plan.value.end() && uses_fusion_map(it->second))
-                direct[d.dim->var.get()] = simplify(it->second);
+            if (it != plan.value.end() && uses_fusion_map(it->second)) direct[d.dim->var.get()] = simplify(it->second);
         }
         std::vector<Expr> at;
         for (const Expr &i : idx)

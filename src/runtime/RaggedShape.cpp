@@ -2,6 +2,7 @@
  * spec (prefix sums of a slice size over an aux layout): the slice-size expression is
  * evaluated once per element, never per tensor element, and the result is cached by the
  * array's structural key, so every kernel using the same raggedness shares it. */
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -58,7 +59,7 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
     }
     std::vector<int64_t> out;
     if (spec.kind != AuxSpec::Kind::PrefixSum) {
-        out = build_fusion_map(fn);
+        out = spec.kind == AuxSpec::Kind::LongestFirst ? build_longest_first(fn) : build_fusion_map(fn);
         std::lock_guard<std::mutex> lock(mu);
         return aux.emplace(spec.key, std::move(out)).first->second;
     }
@@ -104,6 +105,22 @@ std::vector<int64_t> RaggedShape::Impl::build_fusion_map(const UFNode *fn) const
         out[(size_t)f] = want_outer ? o : f - prefix[(size_t)o];
     }
     return out;
+}
+
+std::vector<int64_t> RaggedShape::Impl::build_longest_first(const UFNode *fn) const {
+    const AuxSpec &spec = *fn->aux;
+    Interpreter in = interpreter();
+    int64_t n = in.eval_int(spec.outer_extent);
+    std::vector<int64_t> cost((size_t)n), order((size_t)n);
+    const VarNode *v = spec.layout[0].dim->var.get();
+    for (int64_t i = 0; i < n; i++) {
+        in.ints[v] = i;
+        cost[(size_t)i] = in.eval_int(spec.summand);
+        order[(size_t)i] = i;
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return cost[(size_t)a] > cost[(size_t)b]; });
+    return order;
 }
 
 RaggedShape::RaggedShape() : impl_(std::make_shared<Impl>()) {}

@@ -29,6 +29,7 @@ struct RaggedShape::Impl {
     void validate_counts() const;
     const std::vector<int64_t> &build(const UFNode *fn) const;
     std::vector<int64_t> build_fusion_map(const UFNode *fn) const;
+    std::vector<int64_t> build_longest_first(const UFNode *fn) const;
     /** Flat storage size of a tensor (with storage padding and fusion). */
     int64_t storage_size(const ir::TensorNode &t) const;
     /** Calls f(index, flat storage offset) for every element of t's domain (its logical

@@ -69,15 +69,14 @@ inline void require_close(const Buffer &out, const std::vector<double> &ref, dou
 /** The logical elements of a tensor's buffer in domain order (storage padding skipped). */
 inline std::vector<double> logical_values(const Buffer &b, const Tensor &t, const RaggedShape &shape) {
     std::vector<double> v;
-    shape.impl()->for_each_element(*t.node(), [&](const std::vector<int64_t> &, int64_t offset) {
-        v.push_back(b.data<float>()[offset]);
-    });
+    shape.impl()->for_each_element(
+        *t.node(), [&](const std::vector<int64_t> &, int64_t offset) { v.push_back(b.data<float>()[offset]); });
     return v;
 }
 
 /** Every logical element of `t` in `out` equals the reference within a relative tolerance. */
-inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape &shape,
-                          const std::vector<double> &ref, double tol = 1e-4) {
+inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape &shape, const std::vector<double> &ref,
+                          double tol = 1e-4) {
     REQUIRE(out.size() == shape.size_of(t));
     std::vector<double> got = logical_values(out, t, shape);
     REQUIRE(got.size() == ref.size());

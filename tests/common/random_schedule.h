@@ -40,6 +40,15 @@ inline std::string random_schedule(Func &f, std::mt19937 &rng) {
             // A dim other extents depend on has no padded storage; leave it unpadded.
         }
     }
+    if (!outer_padded && rng() % 4 == 0) {
+        // Longest-first over the outermost loop, by the extent of the next dim (or 1).
+        Dim rank(loops[0].dim.name() + "r");
+        std::vector<DimExtent> dom = f.domain();
+        Expr cost = dom.size() >= 2 ? dom[1].extent : Expr(1);
+        f.remap_longest_first(loops[0].dim, rank, cost);
+        desc += " remap_longest_first(" + loops[0].dim.name() + ")";
+        loops[0] = {rank, false};
+    }
     if (loops.size() >= 2 && !outer_padded && rng() % 3 == 0) {
         Dim fused(loops[0].dim.name() + loops[1].dim.name());
         f.fuse(loops[0].dim, loops[1].dim, fused);

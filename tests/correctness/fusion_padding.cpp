@@ -13,10 +13,10 @@ using Catch::Matchers::Contains;
 namespace {
 
 /** Runs `k` and the reference for every length case; returns the outputs of the last case. */
-std::vector<std::vector<float>> check_against_reference(const Pipeline &p, const Kernel &k,
-                                                        const std::vector<Tensor> &inputs,
-                                                        const std::function<void(RaggedShape &, const std::vector<int32_t> &)> &bind,
-                                                        int32_t max_len, int32_t pad, uint32_t seed) {
+std::vector<std::vector<float>>
+check_against_reference(const Pipeline &p, const Kernel &k, const std::vector<Tensor> &inputs,
+                        const std::function<void(RaggedShape &, const std::vector<int32_t> &)> &bind, int32_t max_len,
+                        int32_t pad, uint32_t seed) {
     std::vector<std::vector<float>> last;
     for (const auto &lengths : testing::length_cases(max_len, pad, seed)) {
         INFO(testing::describe(lengths));

@@ -112,8 +112,8 @@ TEST_CASE("illegal fusions, paddings and storage transforms are rejected with cl
                                                          Contains("pad its storage at least as much as the loop"));
         Func G = fresh();
         G.fuse(batch, seq, tok).pad_loop(tok, 8).fuse_storage(batch, seq, t2, 4);
-        REQUIRE_THROWS_WITH(Pipeline({G}).compile(), Contains("the padded loop writes outside its storage") &&
-                                                         Contains("storage dim 't2'"));
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(),
+                            Contains("the padded loop writes outside its storage") && Contains("storage dim 't2'"));
         Func U = fresh();
         U.fuse(batch, seq, tok).pad_loop(tok, 8); // no bulk-padded storage at all
         REQUIRE_THROWS_WITH(Pipeline({U}).compile(), Contains("the padded loop writes outside its storage"));
@@ -132,5 +132,40 @@ TEST_CASE("illegal fusions, paddings and storage transforms are rejected with cl
         F.fuse_storage(batch, seq, tok, 8);
         REQUIRE_THROWS_WITH(F.fuse_storage(batch, seq, t2), Contains("already has a fused storage dim"));
         REQUIRE_THROWS_WITH(F.pad_storage(h, 2), Contains("call it before fuse_storage()"));
+    }
+}
+
+TEST_CASE("illegal remaps are rejected with clear messages", "[error][schedule][remap]") {
+    Dim batch("batch"), seq("seq"), rank("rank"), other("other");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 30), perm("perm", B, 0, 7), short_perm("short_perm", 3, 0, 7);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    auto fresh = [&] {
+        Func F("F", {{batch, B}, {seq, len(batch)}});
+        F.compute([&](Expr b, Expr s) { return A(b, s) + 1; });
+        return F;
+    };
+    {
+        Func F = fresh();
+        F.remap_longest_first(seq, rank, seq);
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("remap of 'seq' in Func 'F': its extent (len(batch))") &&
+                                                         Contains("only a loop with a loop-invariant extent"));
+    }
+    {
+        Func F = fresh();
+        F.remap_longest_first(batch, rank, seq);
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("the cost seq uses 'seq'; it may use only 'batch'"));
+    }
+    {
+        Func F = fresh();
+        F.remap(batch, rank, short_perm);
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(),
+                            Contains("length array 'short_perm' has 3 elements, fewer than the loop's B"));
+    }
+    {
+        Func F = fresh();
+        REQUIRE_THROWS_WITH(F.remap(other, rank, perm), Contains("'other' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.remap(batch, seq, perm), Contains("dim 'seq' already names a loop"));
+        REQUIRE_THROWS_WITH(F.remap_longest_first(batch, rank, Expr(1.5f)), Contains("the cost must be an integer"));
     }
 }
