@@ -111,6 +111,11 @@ public:
      * e.g. the row length), ties by index, so the longest iterations start first. The
      * RaggedShape builds the order once per shape; the kernel checks it like remap(). */
     Func &remap_longest_first(const Dim &d, const Dim &rank, const Expr &cost);
+    /** Horizontal fusion: run the outermost loop of this Func and of each of `others` as one
+     * loop (one parallel region / launch): the first E_0 iterations run this Func's body, the
+     * next E_1 the first other's, and so on. The Funcs must not read each other, and no Func
+     * computed between them may read them (CompileError otherwise). */
+    Func &hfuse(const std::vector<Func> &others);
     Func &pad_storage(const Dim &d, int64_t multiple);
     Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
     /** Reorder loops: the given loops take the positions they occupy, outermost first. A loop

@@ -268,6 +268,26 @@ Func &Func::remap_longest_first(const Dim &d, const Dim &rank, const Expr &cost)
     return add_remap(*this, node_, d, rank, nullptr, cost);
 }
 
+Func &Func::hfuse(const std::vector<Func> &others) {
+    auto fail = [&](auto &&...msg) { throw_compile_error("hfuse of Func '", name(), "': ", msg...); };
+    if (others.empty()) fail("no other Func given");
+    if (node_->schedule.hfuse_member) fail("it is already fused into another Func's group");
+    if (!node_->schedule.hfuse.empty()) fail("it already leads a group; list all members in one call");
+    for (size_t i = 0; i < others.size(); i++) {
+        const Func &o = others[i];
+        if (o.node_ == node_) fail("it cannot be fused with itself");
+        if (o.node_->schedule.hfuse_member || !o.node_->schedule.hfuse.empty())
+            fail("'", o.name(), "' is already in a horizontal fusion group");
+        for (size_t j = 0; j < i; j++)
+            if (others[j].node_ == o.node_) fail("'", o.name(), "' is listed twice");
+    }
+    for (const Func &o : others) {
+        o.node_->schedule.hfuse_member = true;
+        node_->schedule.hfuse.push_back(o.node_);
+    }
+    return *this;
+}
+
 Func &Func::pad_loop(const Dim &d, int64_t multiple) {
     if (multiple <= 0)
         throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': multiple must be positive, got ",

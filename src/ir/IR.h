@@ -23,8 +23,9 @@ namespace cora::ir {
 #define CORA_EXPR_NODES(X)                                                                                             \
     X(IntImm)                                                                                                          \
     X(FloatImm)                                                                                                        \
-    X(Var) X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not)    \
-        X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
+    X(Var)                                                                                                             \
+    X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) \
+        X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For) X(Provide) X(Store) X(Block) X(IfThenElse) X(LetStmt) X(LocalVar) X(Assign) X(Allocate) X(Assert)

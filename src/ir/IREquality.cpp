@@ -25,11 +25,11 @@ bool equal(const Expr &a, const Expr &b) {
     case NodeKind::N: return equal(a.as<N>()->a, b.as<N>()->a) && equal(a.as<N>()->b, b.as<N>()->b);
         CORA_EQ_BIN(Add)
         CORA_EQ_BIN(Sub)
-        CORA_EQ_BIN(Mul) CORA_EQ_BIN(Div) CORA_EQ_BIN(Mod) CORA_EQ_BIN(Min) CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ)
-            CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And)
-                CORA_EQ_BIN(Or)
+        CORA_EQ_BIN(Mul)
+        CORA_EQ_BIN(Div) CORA_EQ_BIN(Mod) CORA_EQ_BIN(Min) CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE)
+            CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
 #undef CORA_EQ_BIN
-                    case NodeKind::Not : return equal(a.as<Not>()->a, b.as<Not>()->a);
+                case NodeKind::Not : return equal(a.as<Not>()->a, b.as<Not>()->a);
     case NodeKind::Select: {
         auto x = a.as<Select>(), y = b.as<Select>();
         return equal(x->cond, y->cond) && equal(x->t, y->t) && equal(x->f, y->f);

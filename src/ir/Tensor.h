@@ -46,6 +46,9 @@ struct Schedule {
     std::vector<LoopTransform> transforms;             ///< applied in order
     std::vector<std::shared_ptr<const DimNode>> order; ///< reorder requests, outermost first
     std::vector<std::pair<std::shared_ptr<const DimNode>, LoopAnnotation>> annotations;
+    /** Horizontal fusion: this Func's outermost loop and those of `hfuse` run as one loop. */
+    std::vector<std::shared_ptr<const TensorNode>> hfuse;
+    bool hfuse_member = false; ///< listed in another Func's hfuse group
     bool empty() const { return transforms.empty() && order.empty() && annotations.empty(); }
 };
 

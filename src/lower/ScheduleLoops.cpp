@@ -410,12 +410,70 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     return body;
 }
 
+bool reads(const TensorPtr &consumer, const TensorNode *producer) {
+    bool found = false;
+    visit_exprs(consumer->value, [&](const Expr &e) {
+        if (const Access *a = e.as<Access>()) found = found || a->tensor.get() == producer;
+    });
+    return found;
+}
+
+/** Horizontal fusion of the nests of `group` (leader first) into one loop, placed where the
+ * last member's nest was; the others' places become empty. */
+void hfuse_group(const std::vector<TensorPtr> &group, std::vector<Stmt> &nests, LoweringContext &ctx) {
+    const std::string &leader = group[0]->name;
+    auto fail = [&](auto &&...msg) { throw_compile_error("hfuse of Func '", leader, "': ", msg...); };
+    std::vector<size_t> pos;
+    for (const TensorPtr &m : group) {
+        auto it = std::find(ctx.funcs.begin(), ctx.funcs.end(), m);
+        if (it == ctx.funcs.end()) fail("'", m->name, "' is not computed by this pipeline");
+        pos.push_back((size_t)(it - ctx.funcs.begin()));
+    }
+    size_t first = *std::min_element(pos.begin(), pos.end()), last = *std::max_element(pos.begin(), pos.end());
+    for (const TensorPtr &a : group)
+        for (const TensorPtr &b : group)
+            if (a != b && reads(a, b.get()))
+                fail("'", a->name, "' reads '", b->name, "'; fused ops must be independent");
+    for (size_t k = first + 1; k < last; k++) {
+        bool member = std::find(pos.begin(), pos.end(), k) != pos.end();
+        for (const TensorPtr &m : group)
+            if (!member && reads(ctx.funcs[k], m.get()))
+                fail("'", ctx.funcs[k]->name, "', computed between the fused ops, reads '", m->name, "'");
+    }
+    VarPtr x = make_var("hfused_" + leader, VarRole::Index);
+    Expr offset = IntImm::make(0);
+    std::vector<std::pair<Expr, Stmt>> cases; // (end of range, body)
+    std::optional<ForKind> kind;
+    for (size_t i = 0; i < group.size(); i++) {
+        const For *loop = nests[pos[i]].as<For>();
+        if (!loop) fail("the outermost statement of '", group[i]->name, "' is not a loop (a guard sits outside it)");
+        if (kind && *kind != loop->for_kind)
+            fail("the outermost loops differ in kind (parallel, serial, vectorized, unrolled)");
+        kind = loop->for_kind;
+        Expr end = simplify(Add::make(offset, loop->extent));
+        cases.emplace_back(end, LetStmt::make(loop->var, simplify(Sub::make(var_expr(x), offset)), loop->body));
+        offset = end;
+    }
+    Stmt body = cases.back().second;
+    for (int i = (int)cases.size() - 2; i >= 0; i--)
+        body = IfThenElse::make(LT::make(var_expr(x), cases[(size_t)i].first), cases[(size_t)i].second, body);
+    for (size_t p : pos)
+        nests[p] = Block::make({});
+    nests[last] = For::make(x, IntImm::make(0), offset, *kind, body);
+}
+
 } // namespace
 
 Stmt schedule_loops(LoweringContext &ctx) {
     std::vector<Stmt> nests;
     for (const TensorPtr &f : ctx.funcs)
         nests.push_back(schedule_func(f, ctx));
+    for (const TensorPtr &f : ctx.funcs) {
+        if (f->schedule.hfuse.empty()) continue;
+        std::vector<TensorPtr> group{f};
+        group.insert(group.end(), f->schedule.hfuse.begin(), f->schedule.hfuse.end());
+        hfuse_group(group, nests, ctx);
+    }
     return Block::make(nests);
 }
 

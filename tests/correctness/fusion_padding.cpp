@@ -235,3 +235,27 @@ TEST_CASE("the kernel rejects fusion maps that do not invert the prefix sum", "[
     std::string error;
     REQUIRE(k.run_raw(args, &error) == CORA_OK);
 }
+
+TEST_CASE("horizontal fusion runs independent ops in one parallel loop", "[hfuse]") {
+    Dim batch("batch"), seq("seq"), tok("tok"), j("j"), r("r");
+    Param B("B", 1, 16), M("M", 1, 32);
+    LengthArray len("len", B, 0, 20);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}}), V("V", {{j, M}});
+    Func Ew("Ew", {{batch, B}, {seq, len(batch)}}), Rs("Rs", {{batch, B}}), Vs("Vs", {{j, M}});
+    Ew.compute([&](Expr b, Expr s) { return A(b, s) * 2; });
+    Rs.compute([&](Expr b) { return sum(r, len(b), A(b, r)); });
+    Vs.compute([&](Expr jj) { return V(jj) + 1; });
+    Ew.fuse(batch, seq, tok); // a token loop, a batch loop and a dense loop in one launch
+    Ew.hfuse({Rs, Vs});
+    Pipeline p({Ew, Rs, Vs}, "hfused");
+    Kernel k = p.compile();
+    std::string body = k.lowered().substr(k.lowered().find("parallel for"));
+    REQUIRE(count(body, "parallel for") == 1);
+    REQUIRE_THAT(body, Contains("parallel for hfused_Ew in [0, 0 + ((prefix_batch[B] + B) + M))"));
+    check_against_reference(
+        p, k, {A, V},
+        [&](RaggedShape &s, const std::vector<int32_t> &l) {
+            s.set(B, (int64_t)l.size()).set(len, l).set(M, 1 + (int64_t)l.size());
+        },
+        20, 4, 31);
+}

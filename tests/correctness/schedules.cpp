@@ -16,6 +16,7 @@ struct Workload {
     std::function<std::vector<Func>(std::vector<Func> &all)> build; // returns outputs; fills all Funcs
     std::function<void(RaggedShape &, const std::vector<int32_t> &)> shape;
     std::vector<Tensor> inputs;
+    bool hfuse_all = false; ///< the Funcs are independent: sometimes fuse them horizontally
 };
 
 void run_differential(Workload &w, int trials, uint32_t seed) {
@@ -30,6 +31,10 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
         std::string desc;
         for (Func &f : all)
             desc += testing::random_schedule(f, rng) + "  ";
+        if (w.hfuse_all && all.size() >= 2 && rng() % 2) {
+            all[0].hfuse(std::vector<Func>(all.begin() + 1, all.end()));
+            desc += " hfuse(all)";
+        }
         INFO(w.name << " schedule: " << desc);
         Pipeline pipe(outs, w.name);
         std::optional<Kernel> k;
@@ -40,6 +45,8 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
             // (invariant, depends on the outer only), may be rejected.
             std::string msg = e.what();
             bool expected = msg.find("must stay outside it") != std::string::npos ||
+                            msg.find("the outermost loops differ in kind") != std::string::npos ||
+                            msg.find("is not a loop (a guard sits outside it)") != std::string::npos ||
                             msg.find("only a loop with a loop-invariant extent") != std::string::npos ||
                             msg.find("not only on") != std::string::npos;
             INFO(msg);
@@ -81,7 +88,7 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
 
 } // namespace
 
-TEST_CASE("random schedules of ragged elementwise, softmax, vgemm, trmm and attention QK^T",
+TEST_CASE("random schedules of ragged elementwise, independent ops, softmax, vgemm, trmm and attention QK^T",
           "[schedule][differential]") {
     Dim batch("batch"), seq("seq"), q("q"), heads("heads"), kv("kv"), r("r"), m("m"), n("n"), d("d");
     Param B("B", 1, 16), M("M", 1, 40);
@@ -159,7 +166,25 @@ TEST_CASE("random schedules of ragged elementwise, softmax, vgemm, trmm and atte
                  lengths_shape,
                  {Q, K}};
 
+    Tensor V("V", {{m, M}, {n, 12}});
+    Workload independent{
+        "independent ops",
+        [&](std::vector<Func> &all) {
+            Func Ew("Ew", {{batch, B}, {seq, len(batch)}}), Rs("Rs", {{batch, B}}), Cs("Cs", {{n, 12}});
+            Ew.compute([&](Expr b, Expr s_) { return 2 * A(b, s_) + 1; });
+            Rs.compute([&](Expr b) { return sum(r, len(b), A(b, r)); });
+            Cs.compute([&](Expr j) { return maximum(r, M, V(r, j)); });
+            all = {Ew, Rs, Cs};
+            return all;
+        },
+        [&](RaggedShape &s, const std::vector<int32_t> &l) {
+            s.set(B, (int64_t)l.size()).set(len, l).set(M, 1 + l.back());
+        },
+        {A, V},
+        true};
+
     SECTION("elementwise") { run_differential(elementwise, 40, 1); }
+    SECTION("independent ops, horizontally fused") { run_differential(independent, 30, 6); }
     SECTION("softmax") { run_differential(softmax, 30, 2); }
     SECTION("vgemm") { run_differential(vgemm, 40, 3); }
     SECTION("trmm") { run_differential(trmm, 40, 4); }

@@ -169,3 +169,49 @@ TEST_CASE("illegal remaps are rejected with clear messages", "[error][schedule][
         REQUIRE_THROWS_WITH(F.remap_longest_first(batch, rank, Expr(1.5f)), Contains("the cost must be an integer"));
     }
 }
+
+TEST_CASE("illegal horizontal fusions are rejected with clear messages", "[error][schedule][hfuse]") {
+    Dim batch("batch"), seq("seq");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 30);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    {
+        Func F("F", {{batch, B}, {seq, len(batch)}}), G("G", {{batch, B}, {seq, len(batch)}});
+        F.compute([&](Expr b, Expr s) { return A(b, s) + 1; });
+        G.compute([&](Expr b, Expr s) { return F(b, s) * 2; });
+        F.hfuse({G});
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(),
+                            Contains("hfuse of Func 'F': 'G' reads 'F'; fused ops must be independent"));
+    }
+    {
+        Func F("F", {{batch, B}, {seq, len(batch)}}), M("M", {{batch, B}, {seq, len(batch)}}),
+            G("G", {{batch, B}, {seq, len(batch)}});
+        F.compute([&](Expr b, Expr s) { return A(b, s) + 1; });
+        M.compute([&](Expr b, Expr s) { return F(b, s) * 2; });
+        G.compute([&](Expr b, Expr s) { return M(b, s) + A(b, s); });
+        F.hfuse({G});
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(), Contains("'M', computed between the fused ops, reads 'F'"));
+    }
+    {
+        Func F("F", {{batch, B}}), G("G", {{batch, B}}), H("H", {{batch, B}});
+        F.compute([&](Expr b) { return cast(Float32, b); });
+        G.compute([&](Expr b) { return cast(Float32, b) * 2; });
+        H.compute([&](Expr b) { return cast(Float32, b) * 3; });
+        REQUIRE_THROWS_WITH(F.hfuse({}), Contains("no other Func given"));
+        REQUIRE_THROWS_WITH(F.hfuse({F}), Contains("cannot be fused with itself"));
+        REQUIRE_THROWS_WITH(F.hfuse({G, G}), Contains("'G' is listed twice"));
+        F.hfuse({G});
+        REQUIRE_THROWS_WITH(H.hfuse({G}), Contains("'G' is already in a horizontal fusion group"));
+        REQUIRE_THROWS_WITH(G.hfuse({H}), Contains("already fused into another Func's group"));
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("'G' is not computed by this pipeline"));
+    }
+    {
+        Func F("F", {{batch, B}}), G("G", {{batch, B}, {seq, len(batch)}});
+        Dim so("so"), si("si");
+        F.compute([&](Expr b) { return cast(Float32, b); });
+        G.compute([&](Expr b, Expr s) { return A(b, s); });
+        G.reorder({batch, seq}).parallel(seq); // G's outermost loop becomes serial
+        F.hfuse({G});
+        REQUIRE_THROWS_WITH(Pipeline({F, G}).compile(), Contains("the outermost loops differ in kind"));
+    }
+}
