@@ -2,8 +2,9 @@
  *
  *   1. collect funcs (producers first) and validate them: dims, extents, access bounds, storage cover
  *   2. schedule_loops: one loop nest per op from its schedule (split, fuse with prelude-built
- *      fusion maps, pad_loop incl. bulk padding, with guards the prover may remove; reorder,
- *      parallel/vectorize/unroll; default: outermost loop parallel); vloop extents are UF calls
+ *      fusion maps, pad_loop incl. bulk padding, remap, with guards the prover may remove;
+ *      reorder, parallel/vectorize/unroll; default: outermost loop parallel; then hfuse);
+ *      vloop extents are UF calls
  *   3. lower_reductions: reductions become accumulator loops
  *   4. storage_lowering: storage fusion, dimension graph -> flat offsets through prefix-sum aux
  *      arrays, simplified (fusion maps cancel against prefix sums)

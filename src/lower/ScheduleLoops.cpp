@@ -13,6 +13,8 @@
  *  - remap(d -> rank): d = perm(rank) over the same (loop-invariant) extent; perm is a user
  *    length array or the prelude's longest-first order. Each is recorded in ctx.permutations
  *    and checked to be a permutation at run time (add_argument_checks).
+ * Horizontal fusion (Func::hfuse) then joins the outermost loops of independent ops into one
+ * loop with an if-chain over cumulative extents, placed where the last member's nest was.
  * Guards: a split guard is dropped when the prover shows it always holds. Pad guards are
  * dropped when the prover shows that every access of the op (its store and all reads,
  * reductions included) stays inside the physical storage over the padded iteration space;
