@@ -70,20 +70,19 @@ int main(int argc, char **argv) {
          }},
     };
 
-    std::vector<Kernel> kernels;
-    std::vector<std::function<std::pair<Func, Tensor>()>> builders;
+    // A fresh pipeline with steps 0..n applied (schedules mutate their Funcs).
+    auto build = [&](size_t n) {
+        Tensor X("X", {{b, B}, {s, len(b)}, {k, K}});
+        Tensor W("W", {{k, K}, {o, O}});
+        Func Out("Out", {{b, B}, {s, len(b)}, {o, O}});
+        Out.compute([&](Expr bb, Expr ss, Expr oo_) { return sum(r, K, X(bb, ss, r) * W(r, oo_)); });
+        for (size_t m = 0; m <= n; m++)
+            steps[m].apply(Out, X);
+        return std::make_tuple(Out, X, W);
+    };
     bool all_ok = true;
     for (size_t n = 0; n < steps.size(); n++) {
-        auto build = [&, n]() {
-            Tensor X("X", {{b, B}, {s, len(b)}, {k, K}});
-            Tensor W("W", {{k, K}, {o, O}});
-            Func Out("Out", {{b, B}, {s, len(b)}, {o, O}});
-            Out.compute([&](Expr bb, Expr ss, Expr oo_) { return sum(r, K, X(bb, ss, r) * W(r, oo_)); });
-            for (size_t m = 0; m <= n; m++)
-                steps[m].apply(Out, X);
-            return std::make_tuple(Out, X, W);
-        };
-        auto [Out, X, W] = build();
+        auto [Out, X, W] = build(n);
         Pipeline p({Out}, "projection_step" + std::to_string(n));
         Kernel kern = p.compile();
         std::printf("== step %zu: %s\n%s", n, steps[n].title, loop_nest(kern.lowered()).c_str());
@@ -111,7 +110,6 @@ int main(int argc, char **argv) {
         bool ok = err <= 1e-3;
         all_ok = all_ok && ok;
         std::printf("   check vs reference: %s (max abs error %.2g)\n\n", ok ? "PASS" : "FAIL", err);
-        kernels.push_back(kern);
     }
 
     // Time the first and last schedules on a ragged batch (lengths 1..128, one shape).
@@ -125,12 +123,7 @@ int main(int argc, char **argv) {
     double secs[2];
     for (int which = 0; which < 2; which++) {
         size_t n = which == 0 ? 0 : steps.size() - 1;
-        Tensor X("X", {{b, B}, {s, len(b)}, {k, K}});
-        Tensor W("W", {{k, K}, {o, O}});
-        Func Out("Out", {{b, B}, {s, len(b)}, {o, O}});
-        Out.compute([&](Expr bb, Expr ss, Expr oo_) { return sum(r, K, X(bb, ss, r) * W(r, oo_)); });
-        for (size_t m = 0; m <= n; m++)
-            steps[m].apply(Out, X);
+        auto [Out, X, W] = build(n);
         Kernel kern = Pipeline({Out}, "projection_step" + std::to_string(n)).compile();
         RaggedShape shape;
         shape.set(B, batch).set(len, lengths);
