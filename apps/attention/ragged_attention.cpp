@@ -2,6 +2,8 @@
 // padded batch, with a correctness check against a plain masked C++ loop.
 #include <cora/cora.h>
 
+#include "common/timing.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <vector>
 
 using namespace cora;
+using cora::apps::best_seconds;
 
 namespace {
 
@@ -40,16 +43,6 @@ bool read_lengths(const std::string &path, int batch, std::vector<int32_t> &out)
     while ((int)out.size() < batch && f >> v)
         out.push_back(v);
     return (int)out.size() == batch;
-}
-
-template <typename F> double best_seconds(int runs, F &&f) {
-    double best = 1e30;
-    for (int r = 0; r < runs; r++) {
-        auto t0 = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
 }
 
 } // namespace

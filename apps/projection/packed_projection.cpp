@@ -4,6 +4,8 @@
 // then times the default and the final schedule on a ragged batch.
 #include <cora/cora.h>
 
+#include "common/timing.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <vector>
 
 using namespace cora;
+using cora::apps::best_seconds;
 
 namespace {
 
@@ -26,16 +29,6 @@ struct Step {
 std::string loop_nest(const std::string &lowered) {
     size_t at = lowered.find("parallel for");
     return at == std::string::npos ? lowered : lowered.substr(at);
-}
-
-template <typename F> double best_seconds(int runs, F &&f) {
-    double best = 1e30;
-    for (int r = 0; r < runs; r++) {
-        auto t0 = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
 }
 
 } // namespace
