@@ -39,8 +39,9 @@ void IRVisitor::visit_node(const Var *) {}
 CORA_VISIT_BIN(Add)
 CORA_VISIT_BIN(Sub)
 CORA_VISIT_BIN(Mul)
-CORA_VISIT_BIN(Div) CORA_VISIT_BIN(Mod) CORA_VISIT_BIN(Min) CORA_VISIT_BIN(Max) CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE)
-    CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
+CORA_VISIT_BIN(Div)
+CORA_VISIT_BIN(Mod) CORA_VISIT_BIN(Min) CORA_VISIT_BIN(Max) CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT)
+    CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
 #undef CORA_VISIT_BIN
         void IRVisitor::visit_node(const Not *op) {
     visit(op->a);
@@ -155,9 +156,10 @@ Expr IRMutator::mutate_node(const Var *, const Expr &self) { return self; }
 CORA_MUTATE_BIN(Add)
 CORA_MUTATE_BIN(Sub)
 CORA_MUTATE_BIN(Mul)
-CORA_MUTATE_BIN(Div) CORA_MUTATE_BIN(Mod) CORA_MUTATE_BIN(Min) CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ)
-    CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE)
-        CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
+CORA_MUTATE_BIN(Div)
+CORA_MUTATE_BIN(Mod) CORA_MUTATE_BIN(Min) CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE)
+    CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And)
+        CORA_MUTATE_BIN(Or)
 #undef CORA_MUTATE_BIN
             Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
     Expr a = mutate(op->a);
@@ -298,6 +300,21 @@ void visit_exprs(const Expr &e, const std::function<void(const Expr &)> &f) {
 void visit_exprs(const Stmt &s, const std::function<void(const Expr &)> &f) {
     ExprWalker w(f);
     w.visit(s);
+}
+
+void for_each_child(const Expr &e, const std::function<void(const Expr &)> &f) {
+    struct Children : IRVisitor {
+        const std::function<void(const Expr &)> *f;
+        bool top = true;
+        void visit(const Expr &x) override {
+            if (!top) return (*f)(x);
+            top = false;
+            IRVisitor::visit(x);
+        }
+        using IRVisitor::visit;
+    } ch;
+    ch.f = &f;
+    ch.visit(e);
 }
 
 Expr substitute(const Expr &e, const std::map<const VarNode *, Expr> &m) {

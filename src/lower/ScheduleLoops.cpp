@@ -106,23 +106,10 @@ public:
             else if (!ctx_.prover->prove_nonneg(Sub::make(Sub::make(u->fn->count, i), IntImm::make(1)), scope_))
                 out = where + " may reach its count " + print(u->fn->count) + " (" + failure() + ")";
         }
-        struct Children : IRVisitor {
-            StorageBoundsCheck *c;
-            std::string *out;
-            bool top = true;
-            void visit(const Expr &x) override {
-                if (top) {
-                    top = false;
-                    IRVisitor::visit(x);
-                } else if (out->empty()) {
-                    *out = c->reads(x);
-                }
-            }
-            using IRVisitor::visit;
-        } ch;
-        ch.c = this;
-        ch.out = &out;
-        if (out.empty()) ch.visit(e);
+        if (out.empty())
+            for_each_child(e, [&](const Expr &x) {
+                if (out.empty()) out = reads(x);
+            });
         return out;
     }
 
@@ -284,11 +271,10 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
             loops[positions[i]] = sch.order[i];
     }
     // Everything in terms of the final loop variables.
-    auto to_loops = now;
     std::vector<Expr> extents;
     Scope scope;
     for (size_t k = 0; k < loops.size(); k++) {
-        Expr e = to_loops(extent.at(loops[k].get()));
+        Expr e = now(extent.at(loops[k].get()));
         for (const VarNode *v : vars_of(e, VarRole::Index)) {
             bool outside = false;
             for (size_t j = 0; j < k; j++)
@@ -336,7 +322,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     // Guards: attach each to the innermost loop it uses, unless proved redundant.
     std::vector<std::vector<Expr>> guards_at(loops.size() + 1);
     for (const Guard &g : guards) {
-        Expr v = to_loops(g.value), e = to_loops(g.extent);
+        Expr v = now(g.value), e = now(g.extent);
         size_t depth = 0;
         for (size_t k = 0; k < loops.size(); k++) {
             if (uses_var(v, loops[k]->var.get()) || uses_var(e, loops[k]->var.get())) depth = k + 1;

@@ -106,21 +106,7 @@ public:
 
 private:
     void visit_children(const Expr &e) {
-        struct Children : IRVisitor {
-            Checker *c;
-            bool top = true;
-            void visit(const Expr &x) override {
-                if (top) {
-                    top = false;
-                    IRVisitor::visit(x);
-                } else {
-                    c->check(x);
-                }
-            }
-            using IRVisitor::visit;
-        } ch;
-        ch.c = this;
-        ch.visit(e);
+        for_each_child(e, [&](const Expr &x) { check(x); });
     }
 
     LoweringContext &ctx_;

@@ -4,16 +4,21 @@
 using namespace cora;
 using Catch::Matchers::Contains;
 
+namespace {
+/** F[b, s] = A[b, s] + 1 over [batch, len(batch)], fresh each time (schedules mutate Funcs). */
+Func plus_one(const Tensor &A, const Dim &batch, const Dim &seq, const Param &B, const LengthArray &len) {
+    Func F("F", {{batch, B}, {seq, len(batch)}});
+    F.compute([&](Expr b, Expr s) { return A(b, s) + 1; });
+    return F;
+}
+} // namespace
+
 TEST_CASE("illegal schedules are rejected with clear messages", "[error][schedule]") {
     Dim batch("batch"), seq("seq"), so("so"), si("si"), bo("bo"), bi("bi"), other("other");
     Param B("B", 1, 8);
     LengthArray len("len", B, 0, 30);
     Tensor A("A", {{batch, B}, {seq, len(batch)}});
-    auto fresh = [&] {
-        Func F("F", {{batch, B}, {seq, len(batch)}});
-        F.compute([&](Expr b, Expr s) { return A(b, s) + 1; });
-        return F;
-    };
+    auto fresh = [&] { return plus_one(A, batch, seq, B, len); };
     {
         Func F = fresh();
         F.reorder({seq, batch}); // seq's extent len(batch) needs batch outside
@@ -140,11 +145,7 @@ TEST_CASE("illegal remaps are rejected with clear messages", "[error][schedule][
     Param B("B", 1, 8);
     LengthArray len("len", B, 0, 30), perm("perm", B, 0, 7), short_perm("short_perm", 3, 0, 7);
     Tensor A("A", {{batch, B}, {seq, len(batch)}});
-    auto fresh = [&] {
-        Func F("F", {{batch, B}, {seq, len(batch)}});
-        F.compute([&](Expr b, Expr s) { return A(b, s) + 1; });
-        return F;
-    };
+    auto fresh = [&] { return plus_one(A, batch, seq, B, len); };
     {
         Func F = fresh();
         F.remap_longest_first(seq, rank, seq);
