@@ -116,6 +116,17 @@ public:
      * next E_1 the first other's, and so on. The Funcs must not read each other, and no Func
      * computed between them may read them (CompileError otherwise). */
     Func &hfuse(const std::vector<Func> &others);
+    /** Operation splitting: from now on this Func's loops cover [0, point) of its domain dim
+     * `d`, and the returned Func, its tail (named "<name>_tail"), covers [point, E) with the
+     * same definition; each is scheduled on its own, e.g. the head in check-free tiles with
+     * point = floor_mult(len(b), 16) and the tail with a guard, and hfuse runs both in one
+     * loop. In the tail, `d` counts from the point: its loop runs over [0, E - point).
+     * `point` may use the dims outside `d`, params and length arrays; 0 <= point <= E must be
+     * provable (a CompileError otherwise; clamp it with min()). A loop of either part that
+     * covers `d` cannot be padded (its extra iterations would write the other part). The tail
+     * writes this Func's storage: it is not a tensor of its own, so it cannot be read, be an
+     * output or change storage. */
+    Func split_op(const Dim &d, const Expr &point);
     Func &pad_storage(const Dim &d, int64_t multiple);
     Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
     /** Reorder loops: the given loops take the positions they occupy, outermost first. A loop
@@ -129,6 +140,7 @@ public:
     Func &unroll(const Dim &d);
 
 private:
+    explicit Func(std::shared_ptr<ir::TensorNode> node) { node_ = std::move(node); }
     std::vector<Expr> dim_vars() const;
     [[noreturn]] void arity_error(size_t got) const;
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 
 #include "analysis/StorageLayout.h"
 #include "ir/IRPrinter.h"
@@ -15,6 +16,13 @@ namespace cora {
 
 namespace {
 std::atomic<uint64_t> next_tensor_id{1};
+
+/** Storage transforms belong to the tensor that owns the storage, not to an op-split tail. */
+void require_storage_owner(const ir::TensorNode &t, const char *what) {
+    if (t.stores_into)
+        throw_compile_error(what, " of '", t.name, "': it is the tail of an op split and writes the storage of '",
+                            t.stores_into->name, "'; change the storage of '", t.stores_into->name, "' instead");
+}
 
 ir::Layout to_layout(const Shape &shape) {
     ir::Layout l;
@@ -75,6 +83,7 @@ Func &Func::compute(const Expr &value) {
 }
 
 Func &Func::store_in(const Shape &storage) {
+    require_storage_owner(*node_, "store_in");
     ir::Layout l = to_layout(storage);
     if (l.size() != node_->domain.size())
         throw_compile_error("Func '", name(), "': storage layout has ", l.size(), " dims, the loop domain has ",
@@ -93,6 +102,7 @@ Func &Func::store_in(const Shape &storage) {
 
 namespace {
 size_t storage_position(const ir::TensorNode &t, const Dim &d, const char *what) {
+    require_storage_owner(t, what);
     for (size_t k = 0; k < t.storage.size(); k++)
         if (t.storage[k].dim == d.node()) return k;
     throw_compile_error(what, " of tensor '", t.name, "': '", d.name(), "' is not a dim of its storage");
@@ -286,6 +296,45 @@ Func &Func::hfuse(const std::vector<Func> &others) {
         node_->schedule.hfuse.push_back(o.node_);
     }
     return *this;
+}
+
+Func Func::split_op(const Dim &d, const Expr &point) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("split_op of '", d.name(), "' in Func '", name(), "': ", msg...);
+    };
+    if (!defined()) fail("define it (compute()) before splitting it");
+    if (node_->schedule.op_split.tail) fail("it is already split; split its tail instead");
+    if (!point.defined() || !point.type().is_int()) fail("the split point must be an integer expression");
+    size_t k = 0;
+    while (k < node_->domain.size() && node_->domain[k].dim != d.node())
+        k++;
+    if (k == node_->domain.size()) fail("'", d.name(), "' is not a dim of its domain");
+    for (const ir::VarNode *v : ir::vars_of(point, ir::VarRole::Index)) {
+        bool outside = false;
+        for (size_t j = 0; j < k; j++)
+            outside = outside || node_->domain[j].dim->var.get() == v;
+        if (!outside)
+            fail("the split point ", ir::print(point), " uses '", v->name, "'; it may use only the dims outside '",
+                 d.name(), "'");
+    }
+    auto tail = std::make_shared<ir::TensorNode>();
+    tail->name = name() + "_tail";
+    tail->id = next_tensor_id++;
+    tail->type = node_->type;
+    tail->is_input = false;
+    // The tail's loop over d counts from the point: every use of d becomes d + point.
+    std::map<const ir::VarNode *, Expr> shift{{d.node()->var.get(), ir::var_expr(d.node()->var) + point}};
+    tail->domain = node_->domain;
+    tail->domain[k].extent = node_->domain[k].extent - point;
+    for (size_t j = k + 1; j < tail->domain.size(); j++)
+        tail->domain[j].extent = ir::substitute(tail->domain[j].extent, shift);
+    tail->storage = tail->domain;
+    tail->value = ir::substitute(node_->value, shift);
+    tail->stores_into = node_->stores_into ? node_->stores_into : node_;
+    for (const Expr &i : ir::store_indices(*node_))
+        tail->store_indices.push_back(ir::substitute(i, shift));
+    node_->schedule.op_split = ir::OpSplit{d.node(), point, tail};
+    return Func(tail);
 }
 
 Func &Func::pad_loop(const Dim &d, int64_t multiple) {

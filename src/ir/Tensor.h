@@ -40,6 +40,16 @@ struct LoopTransform {
     Expr cost;
 };
 
+struct TensorNode;
+
+/** Operation splitting: the op's loops cover only [0, point) of its domain dim `dim`; `tail`, a
+ * Func node that writes the same storage, covers [point, E) (its dim runs from 0, shifted). */
+struct OpSplit {
+    std::shared_ptr<const DimNode> dim;
+    Expr point; ///< in terms of the dims outside `dim`, params and length arrays
+    std::shared_ptr<const TensorNode> tail;
+};
+
 /** How a Func's loop nest is built from its domain, recorded as data and applied by
  * lower/ScheduleLoops. Empty: the default schedule (domain order, outermost loop parallel). */
 struct Schedule {
@@ -49,6 +59,7 @@ struct Schedule {
     /** Horizontal fusion: this Func's outermost loop and those of `hfuse` run as one loop. */
     std::vector<std::shared_ptr<const TensorNode>> hfuse;
     bool hfuse_member = false; ///< listed in another Func's hfuse group
+    OpSplit op_split;          ///< tail == nullptr: the op is not split
     bool empty() const { return transforms.empty() && order.empty() && annotations.empty(); }
 };
 
@@ -71,8 +82,19 @@ struct TensorNode {
     std::vector<StorageFusion> storage_fusions; ///< at most one (see StorageFusion)
     Expr value;                                 ///< definition (Funcs), in terms of domain dim variables
     Schedule schedule;
+    /** The tail of an op split writes this Func's storage at `store_indices` (its own domain
+     * vars shifted by the split point); null for every other tensor. */
+    std::shared_ptr<const TensorNode> stores_into;
+    std::vector<Expr> store_indices;
 };
 using TensorPtr = std::shared_ptr<const TensorNode>;
+
+/** The tensor whose storage an op's loops write: itself, or for an op-split tail its Func. */
+inline const TensorNode &store_target(const TensorNode &t) { return t.stores_into ? *t.stores_into : t; }
+/** The indices of store_target(t) that the op writes, in terms of t's domain vars. */
+std::vector<Expr> store_indices(const TensorNode &t);
+/** The ranges the op's loops run over: the domain, with an op-split dim cut at its point. */
+Layout loop_domain(const TensorNode &t);
 
 /** An aux array built by the prelude.
  *  - PrefixSum: for every index of the layout's outer dims (all but the last),

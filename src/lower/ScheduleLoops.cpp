@@ -13,6 +13,10 @@
  *  - remap(d -> rank): d = perm(rank) over the same (loop-invariant) extent; perm is a user
  *    length array or the prelude's longest-first order. Each is recorded in ctx.permutations
  *    and checked to be a permutation at run time (add_argument_checks).
+ * Operation splitting: a Func whose op is split runs its loops over [0, point) of the split
+ * dim (the point is proved to lie in [0, E]); its tail, a separate op right after it, runs
+ * over [point, E) and writes the Func's storage. A padded loop covering the split dim is
+ * rejected (its extra iterations would write the other part).
  * Horizontal fusion (Func::hfuse) then joins the outermost loops of independent ops into one
  * loop with an if-chain over cumulative extents, placed where the last member's nest was.
  * Guards: a split guard is dropped when the prover shows it always holds. Pad guards are
@@ -139,7 +143,7 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
     auto &extent = plan.extent;
     auto &value = plan.value;
     auto &guards = plan.guards;
-    for (const LayoutDim &d : f->domain) {
+    for (const LayoutDim &d : loop_domain(*f)) {
         loops.push_back(d.dim);
         extent[d.dim.get()] = d.extent;
     }
@@ -199,6 +203,11 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
             auto it = std::find(loops.begin(), loops.end(), s.parent);
             internal_check(it != loops.end(), "padded dim is not a loop");
             Expr ep = extent.at(s.parent.get());
+            const OpSplit &split = sch.op_split;
+            if (split.tail && uses_var(now(var_expr(split.dim->var)), s.parent->var.get()))
+                throw_compile_error("pad_loop of '", s.parent->name, "' in Func '", f->name, "': the loop covers '",
+                                    split.dim->name, "', where the op is split, so its padded iterations would ",
+                                    "write the other part; pad a loop of the tail, or split at a multiple instead");
             guards.push_back(Guard{now(var_expr(s.parent->var)), now(ep), s.parent->name, true});
             extent[s.parent.get()] = simplify(ceil_mult_expr(ep, s.factor));
         } else {
@@ -243,8 +252,29 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
     return plan;
 }
 
+/** An op split's point must lie in [0, E] for every index of the dims outside it. */
+void check_split_point(const TensorNode &f, LoweringContext &ctx) {
+    const OpSplit &split = f.schedule.op_split;
+    Scope outside;
+    for (const LayoutDim &d : f.domain) {
+        if (d.dim == split.dim) {
+            Expr point = simplify(split.point), e = simplify(d.extent);
+            const char *bad = !ctx.prover->prove_nonneg(point, outside)                 ? "may be negative"
+                              : !ctx.prover->prove_nonneg(Sub::make(e, point), outside) ? "may exceed the extent"
+                                                                                        : nullptr;
+            if (bad)
+                throw_compile_error("split_op of '", d.dim->name, "' in Func '", f.name, "': the split point ",
+                                    print(point), " ", bad, " ", print(e), " (", ctx.prover->last_failure(),
+                                    "); it must lie in [0, ", print(e), "], e.g. clamp it with min()");
+            return;
+        }
+        outside.push_back(ScopeEntry{d.dim->var.get(), IntImm::make(0), d.extent});
+    }
+}
+
 Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     const Schedule &sch = f->schedule;
+    if (sch.op_split.tail) check_split_point(*f, ctx);
     LoopPlan plan = *plan_loops(f, false);
     auto &loops = plan.loops;
     auto &extent = plan.extent;
@@ -288,9 +318,8 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         scope.push_back(ScopeEntry{loops[k]->var.get(), IntImm::make(0), e});
     }
     // Pad guards go when the padded iterations are safe: every access inside storage.
-    std::vector<Expr> idx;
-    for (const LayoutDim &d : f->domain)
-        idx.push_back(var_expr(d.dim->var));
+    std::vector<Expr> idx = store_indices(*f);
+    TensorPtr target = f->stores_into ? f->stores_into : f;
     bool padded = std::any_of(guards.begin(), guards.end(), [](const Guard &g) { return g.pad; });
     std::string pad_unsafe;
     if (padded) {
@@ -308,7 +337,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         for (const Expr &i : idx)
             at.push_back(in_p(i));
         StorageBoundsCheck check(ctx, pad_scope);
-        std::string store = check.access(*f, at);
+        std::string store = check.access(*target, at);
         if (!store.empty())
             throw_compile_error("Func '", f->name, "': the padded loop writes outside its storage: ", store,
                                 "; pad its storage at least as much as the loop (pad_storage / fuse_storage)");
@@ -357,7 +386,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         std::vector<Expr> at;
         for (const Expr &i : idx)
             at.push_back(substitute(i, direct));
-        body = Provide::make(f, at, substitute(f->value, direct));
+        body = Provide::make(target, at, substitute(f->value, direct));
         for (const LayoutDim &d : f->domain) {
             auto it = plan.value.find(d.dim->var.get());
             if (it != plan.value.end() && !direct.count(d.dim->var.get()))
@@ -398,35 +427,35 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     return body;
 }
 
-bool reads(const TensorPtr &consumer, const TensorNode *producer) {
+/** Whether op `consumer` reads what op `producer` writes. */
+bool reads(const TensorPtr &consumer, const TensorPtr &producer) {
     bool found = false;
     visit_exprs(consumer->value, [&](const Expr &e) {
-        if (const Access *a = e.as<Access>()) found = found || a->tensor.get() == producer;
+        if (const Access *a = e.as<Access>()) found = found || a->tensor.get() == &store_target(*producer);
     });
     return found;
 }
 
 /** Horizontal fusion of the nests of `group` (leader first) into one loop, placed where the
- * last member's nest was; the others' places become empty. */
-void hfuse_group(const std::vector<TensorPtr> &group, std::vector<Stmt> &nests, LoweringContext &ctx) {
+ * last member's nest was; the others' places become empty. `ops` lists the ops in order. */
+void hfuse_group(const std::vector<TensorPtr> &group, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests) {
     const std::string &leader = group[0]->name;
     auto fail = [&](auto &&...msg) { throw_compile_error("hfuse of Func '", leader, "': ", msg...); };
     std::vector<size_t> pos;
     for (const TensorPtr &m : group) {
-        auto it = std::find(ctx.funcs.begin(), ctx.funcs.end(), m);
-        if (it == ctx.funcs.end()) fail("'", m->name, "' is not computed by this pipeline");
-        pos.push_back((size_t)(it - ctx.funcs.begin()));
+        auto it = std::find(ops.begin(), ops.end(), m);
+        if (it == ops.end()) fail("'", m->name, "' is not computed by this pipeline");
+        pos.push_back((size_t)(it - ops.begin()));
     }
     size_t first = *std::min_element(pos.begin(), pos.end()), last = *std::max_element(pos.begin(), pos.end());
     for (const TensorPtr &a : group)
         for (const TensorPtr &b : group)
-            if (a != b && reads(a, b.get()))
-                fail("'", a->name, "' reads '", b->name, "'; fused ops must be independent");
+            if (a != b && reads(a, b)) fail("'", a->name, "' reads '", b->name, "'; fused ops must be independent");
     for (size_t k = first + 1; k < last; k++) {
         bool member = std::find(pos.begin(), pos.end(), k) != pos.end();
         for (const TensorPtr &m : group)
-            if (!member && reads(ctx.funcs[k], m.get()))
-                fail("'", ctx.funcs[k]->name, "', computed between the fused ops, reads '", m->name, "'");
+            if (!member && reads(ops[k], m))
+                fail("'", ops[k]->name, "', computed between the fused ops, reads '", m->name, "'");
     }
     VarPtr x = make_var("hfused_" + leader, VarRole::Index);
     Expr offset = IntImm::make(0);
@@ -453,14 +482,19 @@ void hfuse_group(const std::vector<TensorPtr> &group, std::vector<Stmt> &nests, 
 } // namespace
 
 Stmt schedule_loops(LoweringContext &ctx) {
-    std::vector<Stmt> nests;
+    // The ops: each Func, followed by the tails of its op splits.
+    std::vector<TensorPtr> ops;
     for (const TensorPtr &f : ctx.funcs)
-        nests.push_back(schedule_func(f, ctx));
-    for (const TensorPtr &f : ctx.funcs) {
-        if (f->schedule.hfuse.empty()) continue;
-        std::vector<TensorPtr> group{f};
-        group.insert(group.end(), f->schedule.hfuse.begin(), f->schedule.hfuse.end());
-        hfuse_group(group, nests, ctx);
+        for (TensorPtr op = f; op; op = op->schedule.op_split.tail)
+            ops.push_back(op);
+    std::vector<Stmt> nests;
+    for (const TensorPtr &op : ops)
+        nests.push_back(schedule_func(op, ctx));
+    for (const TensorPtr &op : ops) {
+        if (op->schedule.hfuse.empty()) continue;
+        std::vector<TensorPtr> group{op};
+        group.insert(group.end(), op->schedule.hfuse.begin(), op->schedule.hfuse.end());
+        hfuse_group(group, ops, nests);
     }
     return Block::make(nests);
 }

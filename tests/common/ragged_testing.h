@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -88,6 +89,53 @@ inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape 
                                                   << ref[(size_t)bad]);
         CHECK(bad < 0);
     }
+}
+
+/** Runs `k` and the reference (inputs filled at random) for every length case; returns the
+ * outputs of the last case. */
+inline std::vector<std::vector<float>>
+check_against_reference(const Pipeline &p, const Kernel &k, const std::vector<Tensor> &inputs,
+                        const std::function<void(RaggedShape &, const std::vector<int32_t> &)> &bind, int32_t max_len,
+                        int32_t pad, uint32_t seed) {
+    std::vector<std::vector<float>> last;
+    for (const auto &lengths : testing::length_cases(max_len, pad, seed)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        bind(shape, lengths);
+        std::vector<Buffer> ins;
+        std::vector<Binding> bindings;
+        std::vector<std::pair<Tensor, const Buffer *>> ref_in;
+        for (size_t i = 0; i < inputs.size(); i++) {
+            ins.push_back(Buffer::alloc(inputs[i], shape));
+            testing::fill_random(ins.back(), seed + (uint32_t)i);
+        }
+        for (size_t i = 0; i < inputs.size(); i++) {
+            bindings.emplace_back(inputs[i], ins[i]);
+            ref_in.emplace_back(inputs[i], &ins[i]);
+        }
+        std::vector<Buffer> outs;
+        for (const Func &o : p.outputs())
+            outs.push_back(Buffer::alloc(o, shape));
+        for (size_t i = 0; i < outs.size(); i++)
+            bindings.emplace_back(p.outputs()[i], outs[i]);
+        k.run(shape, bindings);
+        auto ref = reference_evaluate(p, shape, ref_in);
+        last.clear();
+        for (size_t i = 0; i < outs.size(); i++) {
+            testing::require_close(outs[i], p.outputs()[i], shape, ref[i]);
+            auto v = testing::logical_values(outs[i], p.outputs()[i], shape);
+            last.emplace_back(v.begin(), v.end());
+        }
+    }
+    return last;
+}
+
+/** How often `what` occurs in `s` (e.g. guards in lowered IR). */
+inline size_t count_occurrences(const std::string &s, const std::string &what) {
+    size_t n = 0;
+    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
+        n++;
+    return n;
 }
 
 } // namespace cora::testing

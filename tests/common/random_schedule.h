@@ -1,4 +1,6 @@
-/** \file Random schedules for differential tests: a fuse of the two outermost loops (illegal
+/** \file Random schedules for differential tests: an operation split of a random dim (at a
+ * floor multiple or a clamped constant; the tail gets a random schedule of its own and is
+ * sometimes horizontally fused with the head), a fuse of the two outermost loops (illegal
  * when their extents do not allow it), loop padding with matching storage padding, splits
  * (sometimes nested), reorders (which may be illegal), parallel, vectorize and unroll on loops
  * whose extent is a constant. */
@@ -18,18 +20,37 @@ struct ScheduledLoop {
     bool constant;
 };
 
-/** Apply a random schedule to `f`; returns a description for failure messages. */
-inline std::string random_schedule(Func &f, std::mt19937 &rng) {
+/** Apply a random schedule to `f`; returns a description for failure messages. `*grouped` is
+ * set when `f` was put in a horizontal fusion group (with its op-split tail). */
+inline std::string random_schedule(Func &f, std::mt19937 &rng, bool *grouped = nullptr, bool allow_op_split = true) {
     std::vector<ScheduledLoop> loops;
     for (const DimExtent &d : f.domain())
         loops.push_back({d.dim, false});
     std::string desc = f.name() + ":";
     static const int64_t factors[] = {1, 2, 3, 4, 8, 16};
+    size_t split_at = loops.size(); // the op-split dim, which the head may not pad
+    std::string tail_desc;
+    if (allow_op_split && rng() % 3 == 0) {
+        std::vector<DimExtent> dom = f.domain();
+        split_at = rng() % dom.size();
+        Expr e = dom[split_at].extent;
+        int64_t m = factors[1 + rng() % 4];
+        bool at_multiple = rng() % 3 != 0;
+        Func tail = f.split_op(dom[split_at].dim, at_multiple ? floor_mult(e, m) : min(e, Expr((int)m)));
+        desc += " split_op(" + dom[split_at].dim.name() + (at_multiple ? ", floor_mult " : ", min ") +
+                std::to_string(m) + ")";
+        tail_desc = "  " + random_schedule(tail, rng, nullptr, false);
+        if (rng() % 2) {
+            f.hfuse({tail});
+            tail_desc += " hfuse(head, tail)";
+            if (grouped) *grouped = true;
+        }
+    }
     bool outer_padded = false;
-    if (rng() % 4 == 0) {
+    if (size_t at = rng() % loops.size(); rng() % 4 == 0 && at != split_at) {
         // Pad one loop and the storage with it (same or larger multiple); padded iterations
         // read unpadded inputs, so they keep a guard unless the prover shows them safe.
-        size_t at = rng() % loops.size();
+        // (Not the op-split dim: padded head rows would write the tail.)
         int64_t m = factors[1 + rng() % 5];
         try {
             f.pad_storage(loops[at].dim, m * (1 + (int64_t)(rng() % 2)));
@@ -98,7 +119,7 @@ inline std::string random_schedule(Func &f, std::mt19937 &rng) {
             desc += " unroll(" + loops[i].dim.name() + ")";
         }
     }
-    return desc;
+    return desc + tail_desc;
 }
 
 } // namespace cora::testing

@@ -9,55 +9,7 @@
 
 using namespace cora;
 using Catch::Matchers::Contains;
-
-namespace {
-
-/** Runs `k` and the reference for every length case; returns the outputs of the last case. */
-std::vector<std::vector<float>>
-check_against_reference(const Pipeline &p, const Kernel &k, const std::vector<Tensor> &inputs,
-                        const std::function<void(RaggedShape &, const std::vector<int32_t> &)> &bind, int32_t max_len,
-                        int32_t pad, uint32_t seed) {
-    std::vector<std::vector<float>> last;
-    for (const auto &lengths : testing::length_cases(max_len, pad, seed)) {
-        INFO(testing::describe(lengths));
-        RaggedShape shape;
-        bind(shape, lengths);
-        std::vector<Buffer> ins;
-        std::vector<Binding> bindings;
-        std::vector<std::pair<Tensor, const Buffer *>> ref_in;
-        for (size_t i = 0; i < inputs.size(); i++) {
-            ins.push_back(Buffer::alloc(inputs[i], shape));
-            testing::fill_random(ins.back(), seed + (uint32_t)i);
-        }
-        for (size_t i = 0; i < inputs.size(); i++) {
-            bindings.emplace_back(inputs[i], ins[i]);
-            ref_in.emplace_back(inputs[i], &ins[i]);
-        }
-        std::vector<Buffer> outs;
-        for (const Func &o : p.outputs())
-            outs.push_back(Buffer::alloc(o, shape));
-        for (size_t i = 0; i < outs.size(); i++)
-            bindings.emplace_back(p.outputs()[i], outs[i]);
-        k.run(shape, bindings);
-        auto ref = reference_evaluate(p, shape, ref_in);
-        last.clear();
-        for (size_t i = 0; i < outs.size(); i++) {
-            testing::require_close(outs[i], p.outputs()[i], shape, ref[i]);
-            auto v = testing::logical_values(outs[i], p.outputs()[i], shape);
-            last.emplace_back(v.begin(), v.end());
-        }
-    }
-    return last;
-}
-
-size_t count(const std::string &s, const std::string &what) {
-    size_t n = 0;
-    for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1))
-        n++;
-    return n;
-}
-
-} // namespace
+using testing::check_against_reference;
 
 TEST_CASE("fusion maps built by the prelude invert the prefix sum, pad segment included", "[fuse][prelude]") {
     Dim batch("batch"), seq("seq"), tok("tok");
@@ -148,7 +100,7 @@ TEST_CASE("pad_loop with padded storage runs split tiles without guards", "[pad]
     Pipeline p({Out}, "pad_tiles");
     Kernel k = p.compile();
     INFO(k.lowered());
-    REQUIRE(count(k.lowered(), "if (") == 0);
+    REQUIRE(testing::count_occurrences(k.lowered(), "if (") == 0);
     REQUIRE_THAT(k.prover_stats(), Contains("schedule guards: 2 proved away, 0 kept"));
     auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
     check_against_reference(p, k, {A}, bind, 40, 8, 3);
@@ -188,10 +140,10 @@ TEST_CASE("bulk padding: the packed-token projection has no guard in its tiles",
     INFO(kp.lowered());
     // The body loops (after the argument checks) hold no guard; with removal off they do.
     std::string body = kp.lowered().substr(kp.lowered().find("parallel for"));
-    REQUIRE(count(body, "if (") == 0);
+    REQUIRE(testing::count_occurrences(body, "if (") == 0);
     REQUIRE_THAT(kp.prover_stats(), Contains(" proved away, 0 kept"));
     std::string gbody = kg.lowered().substr(kg.lowered().find("parallel for"));
-    REQUIRE(count(gbody, "if (") == 2); // tok < ceil_mult(total, 16) (split), tok < total (pad)
+    REQUIRE(testing::count_occurrences(gbody, "if (") == 2); // tok < ceil_mult(total, 16) (split), tok < total (pad)
     // Token offsets cancel: no fusion-map load is left in the tile body.
     REQUIRE(body.find("fo_tok[") == std::string::npos);
     auto a = check_against_reference(p, kp, {X, W}, bind, 40, 16, 21);
@@ -250,7 +202,7 @@ TEST_CASE("horizontal fusion runs independent ops in one parallel loop", "[hfuse
     Pipeline p({Ew, Rs, Vs}, "hfused");
     Kernel k = p.compile();
     std::string body = k.lowered().substr(k.lowered().find("parallel for"));
-    REQUIRE(count(body, "parallel for") == 1);
+    REQUIRE(testing::count_occurrences(body, "parallel for") == 1);
     REQUIRE_THAT(body, Contains("parallel for hfused_Ew in [0, 0 + ((prefix_batch[B] + B) + M))"));
     check_against_reference(
         p, k, {A, V},

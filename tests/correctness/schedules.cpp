@@ -3,6 +3,7 @@
 #include "common/ragged_testing.h"
 #include "common/random_schedule.h"
 
+#include <iostream>
 #include <optional>
 
 using namespace cora;
@@ -22,16 +23,17 @@ struct Workload {
 void run_differential(Workload &w, int trials, uint32_t seed) {
     std::mt19937 rng(seed);
     auto cases = testing::length_cases(20, 4, seed, 1);
-    int legal = 0, illegal = 0;
+    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0;
     // Random reorders are often illegal (a vloop moved outside the loop its extent uses); count
     // legal schedules, not attempts.
     for (int t = 0; legal < trials && t < 8 * trials; t++) {
         std::vector<Func> all;
         std::vector<Func> outs = w.build(all);
         std::string desc;
+        bool grouped = false; // a head and its tail are fused: no other group for them
         for (Func &f : all)
-            desc += testing::random_schedule(f, rng) + "  ";
-        if (w.hfuse_all && all.size() >= 2 && rng() % 2) {
+            desc += testing::random_schedule(f, rng, &grouped) + "  ";
+        if (w.hfuse_all && !grouped && all.size() >= 2 && rng() % 2) {
             all[0].hfuse(std::vector<Func>(all.begin() + 1, all.end()));
             desc += " hfuse(all)";
         }
@@ -55,6 +57,8 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
             continue;
         }
         legal++;
+        op_splits += desc.find("split_op") != std::string::npos;
+        fused_splits += desc.find("hfuse(head, tail)") != std::string::npos;
         // Two shapes per schedule: a rotating edge case and a random batch.
         for (size_t c : {(size_t)legal % 5, cases.size() - 1}) {
             INFO(testing::describe(cases[c]));
@@ -82,8 +86,12 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
                 testing::require_close(out_bufs[i], outs[i], shape, ref[i], 1e-4);
         }
     }
-    INFO(w.name << ": " << legal << " legal, " << illegal << " rejected");
+    INFO(w.name << ": " << legal << " legal, " << illegal << " rejected, " << op_splits << " with an op split ("
+                << fused_splits << " fused with the tail)");
     REQUIRE(legal == trials);
+    REQUIRE(fused_splits > 0); // op split + hfuse is exercised on every workload
+    std::cout << "differential " << w.name << ": " << legal << " legal schedules (" << illegal << " rejected), "
+              << op_splits << " op splits, " << fused_splits << " fused with their tail\n";
 }
 
 } // namespace

@@ -216,3 +216,64 @@ TEST_CASE("illegal horizontal fusions are rejected with clear messages", "[error
         REQUIRE_THROWS_WITH(Pipeline({F, G}).compile(), Contains("the outermost loops differ in kind"));
     }
 }
+
+TEST_CASE("illegal operation splits are rejected with clear messages", "[error][schedule][opsplit]") {
+    Dim batch("batch"), seq("seq"), so("so"), si("si"), other("other"), tok("tok");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 30);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    auto fresh = [&] { return plus_one(A, batch, seq, B, len); };
+    {
+        Func F = fresh();
+        REQUIRE_THROWS_WITH(F.split_op(other, 4), Contains("split_op of 'other' in Func 'F': 'other' is not a dim"));
+        REQUIRE_THROWS_WITH(F.split_op(seq, seq / 2), Contains("the split point") && Contains("uses 'seq'") &&
+                                                          Contains("only the dims outside 'seq'"));
+        REQUIRE_THROWS_WITH(F.split_op(batch, batch), Contains("uses 'batch'"));
+        REQUIRE_THROWS_WITH(F.split_op(seq, Expr(1.5f)), Contains("must be an integer expression"));
+        F.split_op(seq, floor_mult(len(batch), 4));
+        REQUIRE_THROWS_WITH(F.split_op(seq, 1), Contains("already split; split its tail instead"));
+    }
+    {
+        Func F("F", {{batch, B}, {seq, len(batch)}});
+        REQUIRE_THROWS_WITH(F.split_op(seq, 1), Contains("define it (compute()) before splitting it"));
+    }
+    {
+        Func F = fresh();
+        F.split_op(seq, len(batch) + 1); // past the extent
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("split_op of 'seq' in Func 'F': the split point") &&
+                                                         Contains("may exceed the extent") &&
+                                                         Contains("clamp it with min()"));
+    }
+    {
+        Func F = fresh();
+        F.split_op(seq, len(batch) - 4); // may be negative: len(b) may be 0
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("may be negative"));
+    }
+    {
+        Func F = fresh();
+        F.pad_storage(seq, 8);
+        Func tail = F.split_op(seq, floor_mult(len(batch), 8));
+        F.pad_loop(seq, 8); // padded head rows would write the tail's elements
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(),
+                            Contains("pad_loop of 'seq' in Func 'F': the loop covers 'seq', where the op is split"));
+    }
+    {
+        Func F = fresh();
+        Func tail = F.split_op(seq, floor_mult(len(batch), 8));
+        F.fuse(batch, seq, tok).pad_loop(tok, 8); // bulk padding appends rows of the tail
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("pad_loop of 'tok' in Func 'F': the loop covers 'seq'"));
+    }
+    {
+        Func F = fresh();
+        Func tail = F.split_op(seq, floor_mult(len(batch), 8));
+        REQUIRE_THROWS_WITH(tail.pad_storage(seq, 8), Contains("pad_storage of 'F_tail': it is the tail of an op "
+                                                               "split and writes the storage of 'F'"));
+        REQUIRE_THROWS_WITH(tail.store_in({{batch, B}, {seq, len(batch)}}), Contains("store_in of 'F_tail'"));
+        REQUIRE_THROWS_WITH(tail.compute(A(batch, seq)), Contains("already defined"));
+        REQUIRE_THROWS_WITH(Pipeline({tail}).compile(),
+                            Contains("'F_tail' is the tail of an op split of 'F', not a tensor; read or output 'F'"));
+        Func G("G", {{batch, B}, {seq, len(batch)}});
+        G.compute([&](Expr b, Expr s) { return tail(b, s) * 2; });
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(), Contains("'F_tail' is the tail of an op split of 'F'"));
+    }
+}
