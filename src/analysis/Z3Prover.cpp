@@ -23,6 +23,31 @@ public:
     explicit Encoder(z3::context &c) : c_(c) {}
     std::vector<z3::expr> axioms;
 
+    /** Prefix sums P(o.., x) = sum_{x' < x} S(o.., x'), S >= 0 (extents are checked
+     * non-negative), relate their ground terms pairwise: for equal outer indices o and x1, x2
+     * in the array's range, x1 <= x2 -> P(x1) <= P(x2), x1 < x2 -> P(x2) - P(x1) >= S(x1), and
+     * x2 = x1 + 1 -> P(x2) = P(x1) + S(x1); P(o.., 0) = 0. (The prelude's arrays are checked
+     * against the lengths on every call, so these hold at run time.) Call once per query, after
+     * encoding every expression. */
+    void add_prefix_sum_axioms() {
+        std::vector<PrefixTerm> terms = prefix_terms_; // encoding a summand may add terms
+        for (const PrefixTerm &t : terms)
+            axioms.push_back(z3::implies(t.args.back() == 0, t.app == 0));
+        for (const PrefixTerm &a : terms)
+            for (const PrefixTerm &b : terms) {
+                if (&a == &b || a.call->fn != b.call->fn) continue;
+                z3::expr same_row = c_.bool_val(true);
+                for (size_t k = 0; k + 1 < a.args.size(); k++)
+                    same_row = same_row && a.args[k] == b.args[k];
+                z3::expr x1 = a.args.back(), x2 = b.args.back();
+                z3::expr valid = same_row && x1 >= 0 && x2 <= b.last;
+                z3::expr step = encode(a.summand);
+                axioms.push_back(z3::implies(valid && x1 <= x2, a.app <= b.app));
+                axioms.push_back(z3::implies(valid && x1 < x2, b.app - a.app >= step));
+                axioms.push_back(z3::implies(valid && x2 == x1 + 1, b.app == a.app + step));
+            }
+    }
+
     z3::expr var(const VarNode *v) {
         auto it = vars_.find(v);
         if (it != vars_.end()) return it->second;
@@ -119,6 +144,8 @@ private:
         for (const Expr &a : u->args)
             args.push_back(encode(a));
         z3::expr app = it->second(args);
+        if (const AuxSpec *spec = u->fn->aux.get(); spec && spec->kind == AuxSpec::Kind::PrefixSum)
+            record_prefix_term(u, *spec, app, args);
         // The declared range, instantiated at this ground term only.
         axioms.push_back(app >= c_.int_val((int64_t)u->fn->min_value));
         axioms.push_back(app <= c_.int_val((int64_t)u->fn->max_value));
@@ -140,12 +167,32 @@ private:
         return app;
     }
 
+    struct PrefixTerm {
+        const UFCall *call;
+        z3::expr app;
+        std::vector<z3::expr> args;
+        z3::expr last; ///< the largest valid last index (the summed range's extent)
+        Expr summand;  ///< S at this term's indices
+    };
+
+    void record_prefix_term(const UFCall *u, const AuxSpec &spec, const z3::expr &app, const z3::expr_vector &args) {
+        std::map<const VarNode *, Expr> at;
+        for (size_t k = 0; k < spec.layout.size() && k < u->args.size(); k++)
+            at[spec.layout[k].dim->var.get()] = u->args[k];
+        std::vector<z3::expr> a;
+        for (unsigned k = 0; k < args.size(); k++)
+            a.push_back(args[k]);
+        z3::expr last = encode(substitute(spec.layout.back().extent, at)) - 1;
+        prefix_terms_.push_back(PrefixTerm{u, app, a, last, substitute(spec.summand, at)});
+    }
+
     z3::expr fresh_int() { return c_.int_const(concat("atom", atoms_++).c_str()); }
     z3::expr fresh_bool() { return c_.bool_const(concat("batom", atoms_++).c_str()); }
 
     z3::context &c_;
     std::map<const VarNode *, z3::expr> vars_;
     std::map<const UFNode *, z3::func_decl> fns_;
+    std::vector<PrefixTerm> prefix_terms_;
     int atoms_ = 0;
 };
 
@@ -165,6 +212,7 @@ public:
                 s.add(v >= lo && v < lo + enc.encode(se.extent));
             }
             z3::expr goal = enc.encode(e);
+            enc.add_prefix_sum_axioms();
             for (const z3::expr &a : enc.axioms)
                 s.add(a);
             s.add(goal < 0);

@@ -6,6 +6,7 @@
 
 #include "analysis/Interpreter.h"
 #include "analysis/ProverChain.h"
+#include "analysis/StorageLayout.h"
 #include "analysis/Z3Prover.h"
 #include "common/brute_force.h"
 #include "cora/cora.h"
@@ -93,4 +94,28 @@ TEST_CASE("prover answers are deterministic and repeats are cached", "[prover][z
         first.prove_nonneg(q, s.scope);
     REQUIRE(first.stats().cache_hits == (int)queries.size());
     REQUIRE(first.stats().queries == 2 * (int)queries.size());
+}
+
+TEST_CASE("Z3 knows prefix sums are monotone, start at 0 and step by the summand", "[prover][z3][prefix]") {
+    if (!z3_available()) {
+        WARN("skipped: cora was built without Z3");
+        return;
+    }
+    Setup s;
+    // P(x) = sum_{x' < x} len(x') over x in [0, B]: the packed offsets of [b: B, i: len(b)].
+    Dim pb("pb");
+    auto P = prefix_sum_aux({LayoutDim{pb.node(), Expr(s.B) + 1}}, s.len(pb));
+    auto p = [&](const Expr &x) { return UFCall::make(P, {x}); };
+    auto z3 = make_z3_prover();
+    BoundsProver bounds;
+    Expr last_in_bounds = p(s.B) - (p(s.b) + s.i) - 1; // every packed offset is inside the total
+    REQUIRE_FALSE(bounds.prove_nonneg(last_in_bounds, s.scope));
+    REQUIRE(z3->prove_nonneg(last_in_bounds, s.scope));
+    REQUIRE(z3->prove_nonneg(p(s.b + 1) - p(s.b), s.scope));              // monotone
+    REQUIRE(z3->prove_nonneg(-p(Expr(0)), s.scope));                      // P(0) = 0
+    REQUIRE(z3->prove_nonneg(p(s.b) + s.len(s.b) - p(s.b + 1), s.scope)); // one step is exactly len(b)
+    // False claims stay unproved: the row after the last one is not inside the total, and
+    // P(b) may exceed B (rows longer than 1).
+    REQUIRE_FALSE(z3->prove_nonneg(p(s.B) - (p(s.b) + s.len(s.b)) - 1, s.scope));
+    REQUIRE_FALSE(z3->prove_nonneg(s.B - p(s.b), s.scope));
 }
