@@ -127,6 +127,11 @@ public:
      * writes this Func's storage: it is not a tensor of its own, so it cannot be read, be an
      * output or change storage. */
     Func split_op(const Dim &d, const Expr &point);
+    /** Compute this Func where it is read: every read becomes its definition at the read's
+     * indices, so it is never stored (no intermediate buffer, no loop nest of its own). A
+     * Func read many times is recomputed each time. It cannot be an output or have a loop
+     * schedule, op split, horizontal fusion or storage change (CompileError). */
+    Func &compute_inline();
     Func &pad_storage(const Dim &d, int64_t multiple);
     Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
     /** Reorder loops: the given loops take the positions they occupy, outermost first. A loop

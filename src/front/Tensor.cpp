@@ -337,6 +337,14 @@ Func Func::split_op(const Dim &d, const Expr &point) {
     return Func(tail);
 }
 
+Func &Func::compute_inline() {
+    if (node_->stores_into)
+        throw_compile_error("compute_inline of '", name(), "': it is the tail of an op split of '",
+                            node_->stores_into->name, "'");
+    node_->schedule.inlined = true;
+    return *this;
+}
+
 Func &Func::pad_loop(const Dim &d, int64_t multiple) {
     if (multiple <= 0)
         throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': multiple must be positive, got ",

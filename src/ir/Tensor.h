@@ -60,6 +60,7 @@ struct Schedule {
     std::vector<std::shared_ptr<const TensorNode>> hfuse;
     bool hfuse_member = false; ///< listed in another Func's hfuse group
     OpSplit op_split;          ///< tail == nullptr: the op is not split
+    bool inlined = false;      ///< compute_inline: expanded into its readers, never stored
     bool empty() const { return transforms.empty() && order.empty() && annotations.empty(); }
 };
 

@@ -1,6 +1,7 @@
 /** \file The pass order, top to bottom. Reading lower() tells the whole story:
  *
  *   1. collect funcs (producers first) and validate them: dims, extents, access bounds, storage cover
+ *   1b. select_inlined: compute_inline Funcs leave the list; their reads get expanded
  *   2. schedule_loops: one loop nest per op from its schedule (split, fuse with prelude-built
  *      fusion maps, pad_loop incl. bulk padding, remap, with guards the prover may remove;
  *      reorder, parallel/vectorize/unroll; default: outermost loop parallel; then hfuse);
@@ -11,7 +12,8 @@
  *   5. allocate_intermediates: sizes computed by the library
  *   6. infer_arguments, then add_argument_checks
  *   7. materialize_ufs: UF calls become loads of argument arrays
- *   8. simplify */
+ *   8. simplify
+ *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops */
 #include "lower/Lower.h"
 
 #include <iostream>
@@ -47,6 +49,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     ctx.funcs = pipeline_order(ctx.outputs, &ctx.inputs);
 
     validate_pipeline(ctx);
+    select_inlined(ctx);
     Stmt s = schedule_loops(ctx);
     dump(ctx, "schedule_loops", s);
     s = lower_reductions(s);
@@ -62,6 +65,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     dump(ctx, "materialize_ufs", s);
     s = simplify(s);
     dump(ctx, "simplify", s);
+    s = hoist_loads(s, ctx);
+    dump(ctx, "hoist_loads", s);
 
     LoweredModule m;
     m.prover_stats = ctx.prover->stats();

@@ -51,6 +51,7 @@ struct LoweringContext {
     bool remove_guards = true; ///< false: every schedule guard stays (the prover still validates)
     std::unique_ptr<ProverChain> prover;
     std::vector<TensorPtr> funcs;   ///< computed tensors, producers first
+    std::vector<TensorPtr> inlined; ///< Funcs expanded into their readers (compute_inline)
     std::vector<TensorPtr> inputs;  ///< input tensors, in first-use order
     std::vector<TensorPtr> outputs; ///< the pipeline's outputs
     std::map<const TensorNode *, TensorStorage> storage;

@@ -6,6 +6,9 @@
 namespace cora::ir {
 
 void validate_pipeline(LoweringContext &ctx);
+void select_inlined(LoweringContext &ctx);
+/** `e` with every read of an inlined Func replaced by its definition (InlineFuncs.cpp). */
+Expr inline_reads(const Expr &e, const LoweringContext &ctx);
 Stmt schedule_loops(LoweringContext &ctx);
 Stmt lower_reductions(const Stmt &s);
 Stmt storage_lowering(const Stmt &s, LoweringContext &ctx);
@@ -13,5 +16,6 @@ Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx);
 void infer_arguments(const Stmt &s, LoweringContext &ctx);
 Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx);
 Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx);
+Stmt hoist_loads(const Stmt &s, LoweringContext &ctx);
 
 } // namespace cora::ir

@@ -27,6 +27,7 @@
  * Domain dims get their value through a let around the Provide, except those given by fusion
  * maps, which are substituted so that storage lowering can cancel P(fo(f)) + fi(f) = f.
  * Default schedule (no transforms/reorders/annotations): domain order, outermost loop parallel.
+ * Reads of compute_inline Funcs are expanded into each op's definition (InlineFuncs.cpp).
  * Requires: a validated pipeline. Ensures: one loop nest per Func, producers first, each
  * ending in a Provide. Errors: CompileError naming the Func and loop (reorder across a
  * dependence, illegal fuse, vectorize/unroll of a non-constant extent, store outside storage).
@@ -275,6 +276,7 @@ void check_split_point(const TensorNode &f, LoweringContext &ctx) {
 Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     const Schedule &sch = f->schedule;
     if (sch.op_split.tail) check_split_point(*f, ctx);
+    Expr value = inline_reads(f->value, ctx);
     LoopPlan plan = *plan_loops(f, false);
     auto &loops = plan.loops;
     auto &extent = plan.extent;
@@ -341,7 +343,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         if (!store.empty())
             throw_compile_error("Func '", f->name, "': the padded loop writes outside its storage: ", store,
                                 "; pad its storage at least as much as the loop (pad_storage / fuse_storage)");
-        pad_unsafe = check.reads(in_p(f->value));
+        pad_unsafe = check.reads(in_p(value));
         // Inner loop extents are evaluated in padded iterations too (e.g. len(b) for b >= B).
         for (size_t k = 0; k < p.loops.size() && pad_unsafe.empty(); k++)
             pad_unsafe =
@@ -386,7 +388,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         std::vector<Expr> at;
         for (const Expr &i : idx)
             at.push_back(substitute(i, direct));
-        body = Provide::make(target, at, substitute(f->value, direct));
+        body = Provide::make(target, at, substitute(value, direct));
         for (const LayoutDim &d : f->domain) {
             auto it = plan.value.find(d.dim->var.get());
             if (it != plan.value.end() && !direct.count(d.dim->var.get()))
@@ -428,9 +430,9 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
 }
 
 /** Whether op `consumer` reads what op `producer` writes. */
-bool reads(const TensorPtr &consumer, const TensorPtr &producer) {
+bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringContext &ctx) {
     bool found = false;
-    visit_exprs(consumer->value, [&](const Expr &e) {
+    visit_exprs(inline_reads(consumer->value, ctx), [&](const Expr &e) {
         if (const Access *a = e.as<Access>()) found = found || a->tensor.get() == &store_target(*producer);
     });
     return found;
@@ -438,7 +440,8 @@ bool reads(const TensorPtr &consumer, const TensorPtr &producer) {
 
 /** Horizontal fusion of the nests of `group` (leader first) into one loop, placed where the
  * last member's nest was; the others' places become empty. `ops` lists the ops in order. */
-void hfuse_group(const std::vector<TensorPtr> &group, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests) {
+void hfuse_group(const std::vector<TensorPtr> &group, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
+                 const LoweringContext &ctx) {
     const std::string &leader = group[0]->name;
     auto fail = [&](auto &&...msg) { throw_compile_error("hfuse of Func '", leader, "': ", msg...); };
     std::vector<size_t> pos;
@@ -450,11 +453,12 @@ void hfuse_group(const std::vector<TensorPtr> &group, const std::vector<TensorPt
     size_t first = *std::min_element(pos.begin(), pos.end()), last = *std::max_element(pos.begin(), pos.end());
     for (const TensorPtr &a : group)
         for (const TensorPtr &b : group)
-            if (a != b && reads(a, b)) fail("'", a->name, "' reads '", b->name, "'; fused ops must be independent");
+            if (a != b && reads(a, b, ctx))
+                fail("'", a->name, "' reads '", b->name, "'; fused ops must be independent");
     for (size_t k = first + 1; k < last; k++) {
         bool member = std::find(pos.begin(), pos.end(), k) != pos.end();
         for (const TensorPtr &m : group)
-            if (!member && reads(ops[k], m))
+            if (!member && reads(ops[k], m, ctx))
                 fail("'", ops[k]->name, "', computed between the fused ops, reads '", m->name, "'");
     }
     VarPtr x = make_var("hfused_" + leader, VarRole::Index);
@@ -494,7 +498,7 @@ Stmt schedule_loops(LoweringContext &ctx) {
         if (op->schedule.hfuse.empty()) continue;
         std::vector<TensorPtr> group{op};
         group.insert(group.end(), op->schedule.hfuse.begin(), op->schedule.hfuse.end());
-        hfuse_group(group, ops, nests);
+        hfuse_group(group, ops, nests, ctx);
     }
     return Block::make(nests);
 }

@@ -277,3 +277,40 @@ TEST_CASE("illegal operation splits are rejected with clear messages", "[error][
         REQUIRE_THROWS_WITH(Pipeline({G}).compile(), Contains("'F_tail' is the tail of an op split of 'F'"));
     }
 }
+
+TEST_CASE("illegal inlining is rejected with clear messages", "[error][schedule][inline]") {
+    Dim batch("batch"), seq("seq"), so("so"), si("si");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 30);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    auto consumer = [&](const Func &F) {
+        Func G("G", {{batch, B}, {seq, len(batch)}});
+        G.compute([&](Expr b, Expr s) { return F(b, s) * 2; });
+        return G;
+    };
+    {
+        Func F = plus_one(A, batch, seq, B, len);
+        F.compute_inline();
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(),
+                            Contains("compute_inline of Func 'F': it is an output of the pipeline"));
+    }
+    {
+        Func F = plus_one(A, batch, seq, B, len);
+        F.compute_inline().split(seq, so, si, 4);
+        REQUIRE_THROWS_WITH(Pipeline({consumer(F)}).compile(), Contains("compute_inline of Func 'F': it has a loop "
+                                                                        "schedule"));
+    }
+    {
+        Func F = plus_one(A, batch, seq, B, len);
+        F.compute_inline().pad_storage(seq, 4);
+        REQUIRE_THROWS_WITH(Pipeline({consumer(F)}).compile(), Contains("its storage was changed"));
+    }
+    {
+        Func F = plus_one(A, batch, seq, B, len);
+        Func tail = F.split_op(seq, floor_mult(len(batch), 4));
+        REQUIRE_THROWS_WITH(tail.compute_inline(),
+                            Contains("compute_inline of 'F_tail': it is the tail of an op split"));
+        F.compute_inline();
+        REQUIRE_THROWS_WITH(Pipeline({consumer(F)}).compile(), Contains("its op is split"));
+    }
+}

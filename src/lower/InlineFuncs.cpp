@@ -1,0 +1,77 @@
+/** \file Pass: compute_inline. A Func marked with Func::compute_inline() is not computed or
+ * stored: every read of it becomes its definition at the read's indices.
+ *
+ * Does: moves inlined Funcs from ctx.funcs to ctx.inlined (after validation, so their own
+ * reads were checked), rejecting outputs and Funcs with a loop schedule, an op split, a
+ * horizontal fusion or storage changes (none of which would mean anything); inline_reads()
+ * expands reads, recursively, giving each expanded reduction a fresh variable (a definition
+ * read twice, or inside a reduction of its own dim, must not share the accumulator loop).
+ * Requires: a validated pipeline. Ensures: ctx.funcs holds only computed Funcs.
+ * Errors: CompileError naming the Func. Tests: tests/correctness/compute_inline.cpp,
+ * tests/error/schedule_errors.cpp. */
+#include <algorithm>
+
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+void select_inlined(LoweringContext &ctx) {
+    std::vector<TensorPtr> computed;
+    for (const TensorPtr &f : ctx.funcs) {
+        const Schedule &sch = f->schedule;
+        if (!sch.inlined) {
+            computed.push_back(f);
+            continue;
+        }
+        auto fail = [&](auto &&...msg) { throw_compile_error("compute_inline of Func '", f->name, "': ", msg...); };
+        if (ctx.is_output(f.get())) fail("it is an output of the pipeline, so it must be stored");
+        if (!sch.transforms.empty() || !sch.order.empty() || !sch.annotations.empty())
+            fail("it has a loop schedule, but an inlined Func has no loops of its own");
+        if (sch.op_split.tail) fail("its op is split, but an inlined Func has no loops of its own");
+        if (!sch.hfuse.empty() || sch.hfuse_member) fail("it is horizontally fused, but it has no loops of its own");
+        bool own_storage = !f->storage_fusions.empty();
+        for (size_t k = 0; k < f->domain.size(); k++)
+            own_storage = own_storage || !equal(f->domain[k].extent, f->storage[k].extent);
+        if (own_storage) fail("its storage was changed, but an inlined Func is not stored");
+        ctx.inlined.push_back(f);
+    }
+    ctx.funcs = computed;
+}
+
+namespace {
+
+class Inliner : public IRMutator {
+public:
+    explicit Inliner(const LoweringContext &ctx) : ctx_(ctx) {}
+
+protected:
+    Expr mutate_node(const Access *op, const Expr &self) override {
+        bool changed = false;
+        std::vector<Expr> idx = mutate_all(op->indices, changed);
+        if (std::find(ctx_.inlined.begin(), ctx_.inlined.end(), op->tensor) == ctx_.inlined.end())
+            return changed ? Access::make(op->tensor, idx) : self;
+        std::map<const VarNode *, Expr> at;
+        for (size_t k = 0; k < idx.size(); k++)
+            at[op->tensor->domain[k].dim->var.get()] = idx[k];
+        return mutate(substitute(op->tensor->value, at));
+    }
+    Expr mutate_node(const Reduce *op, const Expr &) override {
+        VarPtr fresh = make_var(op->var->name, op->var->role, op->var->type);
+        Expr body = substitute(op->body, op->var.get(), var_expr(fresh));
+        return Reduce::make(op->op, fresh, mutate(op->extent), mutate(body));
+    }
+
+private:
+    const LoweringContext &ctx_;
+};
+
+} // namespace
+
+Expr inline_reads(const Expr &e, const LoweringContext &ctx) {
+    if (ctx.inlined.empty()) return e;
+    return Inliner(ctx).mutate(e);
+}
+
+} // namespace cora::ir

@@ -1,0 +1,55 @@
+// compute_inline: a Func expanded into its readers is never stored; results equal the
+// reference, including chains of inlined Funcs and reductions that reuse a dim.
+#include "common/ragged_testing.h"
+
+using namespace cora;
+using Catch::Matchers::Contains;
+using testing::check_against_reference;
+using testing::count_occurrences;
+
+TEST_CASE("softmax with its exponentials inlined stores no exponential tensor", "[inline]") {
+    Dim batch("batch"), q("q"), kv("kv"), r("r");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 24);
+    Shape rows{{batch, B}, {q, len(batch)}}, attn{{batch, B}, {q, len(batch)}, {kv, len(batch)}};
+    Tensor S("S", attn);
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    for (bool inline_e : {false, true}) {
+        DYNAMIC_SECTION("inline E: " << inline_e) {
+            Func Mx("Mx", rows), E("E", attn), Sum("Sum", rows), P("P", attn);
+            Mx.compute([&](Expr b, Expr i) { return maximum(r, len(b), S(b, i, r)); });
+            E.compute([&](Expr b, Expr i, Expr j) { return exp(S(b, i, j) - Mx(b, i)); });
+            Sum.compute([&](Expr b, Expr i) { return sum(r, len(b), E(b, i, r)); });
+            P.compute([&](Expr b, Expr i, Expr j) { return E(b, i, j) / Sum(b, i); });
+            if (inline_e) E.compute_inline();
+            Pipeline p({P}, inline_e ? "softmax_inlined" : "softmax_stored");
+            Kernel k = p.compile();
+            INFO(k.lowered());
+            // Without inlining E has a buffer and a loop nest that stores it; inlined, neither.
+            REQUIRE((count_occurrences(k.lowered(), "E[") == 0) == inline_e);
+            REQUIRE(count_occurrences(k.lowered(), "parallel for") == (inline_e ? 3u : 4u));
+            check_against_reference(p, k, {S}, bind, 24, 8, 71);
+        }
+    }
+}
+
+TEST_CASE("inlined reductions read inside a reduction over the same dim, and chains", "[inline]") {
+    Dim i("i"), j("j"), r("r");
+    Param N("N", 1, 32);
+    Tensor A("A", {{i, N}, {j, N}});
+    // RowSum(x) = sum_r A(x, r); Twice(x) = 2 * RowSum(x) (inlined chain);
+    // G(x) = sum_r Twice(r) * A(x, r): the expanded RowSum reduces over r inside G's r loop.
+    Func RowSum("RowSum", {{i, N}}), Twice("Twice", {{i, N}}), G("G", {{i, N}});
+    RowSum.compute([&](Expr x) { return sum(r, N, A(x, r)); });
+    Twice.compute([&](Expr x) { return 2 * RowSum(x); });
+    G.compute([&](Expr x) { return sum(r, N, Twice(r) * A(x, r)) + Twice(x); });
+    RowSum.compute_inline();
+    Twice.compute_inline();
+    Pipeline p({G}, "inline_chain");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    REQUIRE(k.lowered().find("RowSum[") == std::string::npos);
+    REQUIRE(k.lowered().find("Twice[") == std::string::npos);
+    check_against_reference(
+        p, k, {A}, [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(N, 1 + l.back()); }, 31, 8, 72);
+}
