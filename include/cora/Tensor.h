@@ -132,6 +132,14 @@ public:
      * Func read many times is recomputed each time. It cannot be an output or have a loop
      * schedule, op split, horizontal fusion or storage change (CompileError). */
     Func &compute_inline();
+    /** Compute this Func inside `consumer`'s loop over `d`: for each value of the consumer's
+     * loops down to `d`, this Func's elements at those indices are computed right before the
+     * consumer uses them (better locality; e.g. a softmax row's max and sum next to the row).
+     * The consumer's loops down to `d` must be this Func's outermost domain dims, in order,
+     * with equal extents, unsplit in both schedules; the consumer may read this Func only at
+     * its current indices of those dims, and no op computed in between may read it
+     * (CompileError otherwise). Storage is unchanged (the whole Func is stored). */
+    Func &compute_at(const Func &consumer, const Dim &d);
     Func &pad_storage(const Dim &d, int64_t multiple);
     Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
     /** Reorder loops: the given loops take the positions they occupy, outermost first. A loop

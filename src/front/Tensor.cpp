@@ -345,6 +345,22 @@ Func &Func::compute_inline() {
     return *this;
 }
 
+Func &Func::compute_at(const Func &consumer, const Dim &d) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("compute_at of Func '", name(), "' in '", consumer.name(), "': ", msg...);
+    };
+    if (consumer.node_ == node_) fail("a Func cannot be computed inside itself");
+    if (node_->stores_into) fail("it is the tail of an op split; compute the Func itself at the consumer");
+    if (node_->schedule.at_consumer) fail("it already has a compute_at");
+    bool known = false;
+    for (auto &ld : consumer.node_->domain)
+        known = known || ld.dim == d.node();
+    if (!known) fail("'", d.name(), "' is not a dim of '", consumer.name(), "'");
+    node_->schedule.at_consumer = consumer.node_;
+    node_->schedule.at_loop = d.node();
+    return *this;
+}
+
 Func &Func::pad_loop(const Dim &d, int64_t multiple) {
     if (multiple <= 0)
         throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': multiple must be positive, got ",

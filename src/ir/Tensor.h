@@ -61,6 +61,9 @@ struct Schedule {
     bool hfuse_member = false; ///< listed in another Func's hfuse group
     OpSplit op_split;          ///< tail == nullptr: the op is not split
     bool inlined = false;      ///< compute_inline: expanded into its readers, never stored
+    /** compute_at: this Func's loops run inside `at_consumer`'s loop over `at_loop`. */
+    std::shared_ptr<const TensorNode> at_consumer;
+    std::shared_ptr<const DimNode> at_loop;
     bool empty() const { return transforms.empty() && order.empty() && annotations.empty(); }
 };
 

@@ -27,6 +27,10 @@
  * Domain dims get their value through a let around the Provide, except those given by fusion
  * maps, which are substituted so that storage lowering can cancel P(fo(f)) + fi(f) = f.
  * Default schedule (no transforms/reorders/annotations): domain order, outermost loop parallel.
+ * compute_at(consumer, d) moves a producer's nest, minus the outermost loops it shares with
+ * the consumer down to d, to the start of the body of the consumer's loop d (checked: shared
+ * dims in order with equal extents, the consumer reads only the current indices of them, no
+ * op in between reads the producer).
  * Reads of compute_inline Funcs are expanded into each op's definition (InlineFuncs.cpp).
  * Requires: a validated pipeline. Ensures: one loop nest per Func, producers first, each
  * ending in a Provide. Errors: CompileError naming the Func and loop (reorder across a
@@ -34,6 +38,7 @@
  * Tests: tests/correctness/schedules.cpp, tests/correctness/fusion_padding.cpp,
  * tests/error/schedule_errors.cpp. */
 #include <algorithm>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -438,6 +443,98 @@ bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringC
     return found;
 }
 
+/** compute_at bookkeeping: producers' loop bodies waiting to be placed at the start of a
+ * consumer's loop body (per op, per loop variable), in producer order. */
+using PendingInserts = std::vector<std::map<const VarNode *, std::vector<Stmt>>>;
+
+/** Places the pending producer bodies of op `k` into its nest. */
+void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) {
+    for (auto &[var, bodies] : pending[k]) {
+        std::function<Stmt(const Stmt &)> insert = [&](const Stmt &s) {
+            const For *loop = s.as<For>();
+            internal_check(loop != nullptr, "compute_at loop vanished");
+            Stmt body;
+            if (loop->var.get() == var) {
+                std::vector<Stmt> all = bodies;
+                all.push_back(loop->body);
+                body = Block::make(all);
+            } else {
+                body = insert(loop->body);
+            }
+            return For::make(loop->var, loop->min, loop->extent, loop->for_kind, body);
+        };
+        nests[k] = insert(nests[k]);
+    }
+    pending[k].clear();
+}
+
+/** compute_at: takes the nest of `f` (with its own producers placed), strips the outermost
+ * loops it shares with the consumer down to `at_loop`, and queues the rest for the start of
+ * the body of the consumer's loop `at_loop`. */
+void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
+                     PendingInserts &pending, const LoweringContext &ctx) {
+    const TensorPtr &g = f->schedule.at_consumer;
+    const DimPtr &d = f->schedule.at_loop;
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("compute_at of Func '", f->name, "' in '", g->name, "' at '", d->name, "': ", msg...);
+    };
+    if (f->schedule.op_split.tail) fail("its op is split");
+    if (!f->schedule.hfuse.empty() || f->schedule.hfuse_member) fail("it is horizontally fused");
+    size_t fp = (size_t)(std::find(ops.begin(), ops.end(), f) - ops.begin());
+    size_t gp = (size_t)(std::find(ops.begin(), ops.end(), g) - ops.begin());
+    if (gp == ops.size() || gp < fp) fail("'", g->name, "' is not computed after it by this pipeline");
+    // The consumer's outermost loops down to d: directly nested, over f's outermost dims.
+    std::vector<const For *> outer;
+    for (const For *loop = nests[gp].as<For>(); loop; loop = loop->body.as<For>()) {
+        outer.push_back(loop);
+        if (loop->var == d->var) break;
+    }
+    if (outer.empty() || outer.back()->var != d->var)
+        fail("'", d->name,
+             "' is not one of the consumer's outermost loops (split, fused, reordered, or under a guard)");
+    size_t depth = outer.size();
+    if (f->domain.size() < depth) fail("it has fewer dims than the consumer's loops down to '", d->name, "'");
+    for (size_t j = 0; j < depth; j++) {
+        const LayoutDim &fd = f->domain[j];
+        if (outer[j]->var != fd.dim->var)
+            fail("the consumer's loop ", j, " is '", outer[j]->var->name, "' but its dim ", j, " is '", fd.dim->name,
+                 "'; the loops down to '", d->name, "' must be its outermost dims, in order");
+        if (!equal(simplify(outer[j]->extent), simplify(fd.extent)))
+            fail("the consumer's loop '", fd.dim->name, "' runs to ", print(outer[j]->extent), ", not over its extent ",
+                 print(fd.extent));
+    }
+    // An op between f and g that reads f must run after f: computed at g at least as deep.
+    auto depth_at = [&](const TensorNode &r) {
+        for (size_t j = 0; j < g->domain.size(); j++)
+            if (g->domain[j].dim == r.schedule.at_loop) return j + 1;
+        return (size_t)0;
+    };
+    for (size_t k = fp + 1; k < gp; k++)
+        if (reads(ops[k], f, ctx) && !(ops[k]->schedule.at_consumer == g && depth_at(*ops[k]) >= depth))
+            fail("'", ops[k]->name, "', computed before '", g->name, "', reads it");
+    // The consumer reads f only at its current indices of those dims.
+    visit_exprs(inline_reads(g->value, ctx), [&](const Expr &e) {
+        const Access *a = e.as<Access>();
+        if (!a || a->tensor != f) return;
+        for (size_t j = 0; j < depth; j++)
+            if (!equal(a->indices[j], var_expr(f->domain[j].dim->var)))
+                fail("'", g->name, "' reads it at ", print(a->indices[j]), " in dim '", f->domain[j].dim->name,
+                     "', but only the elements at its current '", f->domain[j].dim->name, "' are computed there");
+    });
+    // f's own outermost loops must be the same, unguarded.
+    place_pending(fp, nests, pending);
+    Stmt inner = nests[fp];
+    for (size_t j = 0; j < depth; j++) {
+        const For *loop = inner.as<For>();
+        if (!loop || loop->var != f->domain[j].dim->var)
+            fail("its own loop nest must start with its dims down to '", d->name,
+                 "', unsplit and unguarded (schedule only the loops inside them)");
+        inner = loop->body;
+    }
+    pending[gp][d->var.get()].push_back(inner);
+    nests[fp] = Block::make({});
+}
+
 /** Horizontal fusion of the nests of `group` (leader first) into one loop, placed where the
  * last member's nest was; the others' places become empty. `ops` lists the ops in order. */
 void hfuse_group(const std::vector<TensorPtr> &group, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
@@ -494,6 +591,13 @@ Stmt schedule_loops(LoweringContext &ctx) {
     std::vector<Stmt> nests;
     for (const TensorPtr &op : ops)
         nests.push_back(schedule_func(op, ctx));
+    // compute_at, producers first: a Func computed at a consumer that is itself computed at
+    // another moves along with it (when it sits inside the loops the consumer keeps).
+    PendingInserts pending(ops.size());
+    for (const TensorPtr &op : ops)
+        if (op->schedule.at_consumer) compute_at_nest(op, ops, nests, pending, ctx);
+    for (size_t k = 0; k < ops.size(); k++)
+        place_pending(k, nests, pending);
     for (const TensorPtr &op : ops) {
         if (op->schedule.hfuse.empty()) continue;
         std::vector<TensorPtr> group{op};

@@ -1,0 +1,43 @@
+// compute_at: a producer's loops run inside a consumer's loop over shared outer dims; results
+// equal the reference, the nest count drops, and chains move together.
+#include "common/ragged_testing.h"
+
+using namespace cora;
+using Catch::Matchers::Contains;
+using testing::check_against_reference;
+using testing::count_occurrences;
+
+TEST_CASE("row softmax with max and sum computed at each row of the output", "[compute_at]") {
+    Dim batch("batch"), q("q"), kv("kv"), r("r"), ko("ko"), ki("ki");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 24);
+    Shape rows{{batch, B}, {q, len(batch)}}, attn{{batch, B}, {q, len(batch)}, {kv, len(batch)}};
+    Tensor S("S", attn);
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    for (int variant = 0; variant < 3; variant++) {
+        DYNAMIC_SECTION("variant " << variant) {
+            Func Mx("Mx", rows), E("E", attn), Sum("Sum", rows), P("P", attn);
+            Mx.compute([&](Expr b, Expr i) { return maximum(r, len(b), S(b, i, r)); });
+            E.compute([&](Expr b, Expr i, Expr j) { return exp(S(b, i, j) - Mx(b, i)); });
+            Sum.compute([&](Expr b, Expr i) { return sum(r, len(b), E(b, i, r)); });
+            P.compute([&](Expr b, Expr i, Expr j) { return E(b, i, j) / Sum(b, i); });
+            if (variant == 0) { // everything at P's row loop: one nest
+                Mx.compute_at(P, q);
+                E.compute_at(P, q);
+                Sum.compute_at(P, q);
+            } else if (variant == 1) { // at the batch loop, E's inner loop split
+                E.split(kv, ko, ki, 4).compute_at(P, batch);
+                Mx.compute_at(P, batch);
+                Sum.compute_at(P, batch);
+            } else { // a chain: Mx at E's row, E at P's row; Sum stays a nest of its own
+                Mx.compute_at(E, q);
+                E.compute_at(Sum, q);
+            }
+            Pipeline p({P}, "softmax_at_" + std::to_string(variant));
+            Kernel k = p.compile();
+            INFO(k.lowered());
+            REQUIRE(count_occurrences(k.lowered(), "parallel for") == (variant == 2 ? 2u : 1u));
+            check_against_reference(p, k, {S}, bind, 24, 8, 81 + (uint32_t)variant);
+        }
+    }
+}
