@@ -57,6 +57,15 @@ public:
      * a multiple of `bulk_pad`: the pad rows at the end receive the extra iterations of a
      * bulk-padded fused loop. Buffers are sized by the library as usual. */
     Tensor &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
+    /** Store dim `d` (extent E) as two dims, `outer` (extent ceil(E / factor)) and `inner`
+     * (extent `factor`): element d lives at (d / factor, d % factor), so each row of `d` takes
+     * ceil_mult(E, factor) elements and a later reorder_storage can interleave the blocks
+     * (e.g. tiles of 16 features stored contiguously). */
+    Tensor &split_storage(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor);
+    /** Store the given dims in this order: they take the positions they occupy, outermost
+     * first (dims of the current storage: after earlier split/fuse_storage calls). A dim whose
+     * extent uses another dim must stay inside it (e.g. seq with extent len(batch)). */
+    Tensor &reorder_storage(const std::vector<Dim> &outermost_first);
 
     const std::shared_ptr<ir::TensorNode> &node() const { return node_; }
     bool same_as(const Tensor &o) const { return node_ == o.node_; }
@@ -142,6 +151,8 @@ public:
     Func &compute_at(const Func &consumer, const Dim &d);
     Func &pad_storage(const Dim &d, int64_t multiple);
     Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
+    Func &split_storage(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor);
+    Func &reorder_storage(const std::vector<Dim> &outermost_first);
     /** Reorder loops: the given loops take the positions they occupy, outermost first. A loop
      * whose extent depends on another loop cannot be moved outside it. */
     Func &reorder(const std::vector<Dim> &outermost_first);

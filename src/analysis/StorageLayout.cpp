@@ -262,32 +262,60 @@ Expr flat_offset(const FlatLayout &flat, const Layout &layout, const std::vector
     return substitute(flat.offset, m);
 }
 
-Layout physical_layout(const TensorNode &t) {
-    if (t.storage_fusions.empty()) return t.storage;
-    internal_check(t.storage_fusions.size() == 1, "at most one storage fusion per tensor");
-    const StorageFusion &f = t.storage_fusions[0];
-    const Layout &l = t.storage;
-    internal_check(f.position + 1 < l.size(), "storage fusion position");
-    const LayoutDim &outer = l[f.position], &inner = l[f.position + 1];
-    auto prefix =
-        prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}}, inner.extent);
-    Layout out(l.begin(), l.begin() + (long)f.position);
-    out.push_back(LayoutDim{f.fused, simplify(ceil_mult_expr(UFCall::make(prefix, {outer.extent}), f.pad))});
-    out.insert(out.end(), l.begin() + (long)f.position + 2, l.end());
-    return out;
+namespace {
+
+/** The tensor's storage transforms applied, in order, to its layout and (if given) indices. */
+Layout apply_storage_transforms(const TensorNode &t, std::vector<Expr> *idx) {
+    Layout l = t.storage;
+    using Kind = StorageTransform::Kind;
+    for (const StorageTransform &st : t.storage_transforms) {
+        size_t p = st.position;
+        internal_check(p < l.size() && (st.kind != Kind::Fuse || p + 1 < l.size()), "storage transform position");
+        Layout out(l.begin(), l.begin() + (long)(st.kind == Kind::Reorder ? 0 : p));
+        std::vector<Expr> at;
+        if (idx) at.assign(idx->begin(), idx->begin() + (long)(st.kind == Kind::Reorder ? 0 : p));
+        if (st.kind == Kind::Fuse) {
+            const LayoutDim &outer = l[p], &inner = l[p + 1];
+            auto prefix = prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}},
+                                         inner.extent);
+            out.push_back(LayoutDim{st.a, simplify(ceil_mult_expr(UFCall::make(prefix, {outer.extent}), st.factor))});
+            out.insert(out.end(), l.begin() + (long)p + 2, l.end());
+            if (idx) {
+                at.push_back(Add::make(UFCall::make(prefix, {(*idx)[p]}), (*idx)[p + 1]));
+                at.insert(at.end(), idx->begin() + (long)p + 2, idx->end());
+            }
+        } else if (st.kind == Kind::Split) {
+            Expr f = IntImm::make(st.factor);
+            out.push_back(LayoutDim{st.a, simplify(Div::make(Add::make(l[p].extent, IntImm::make(st.factor - 1)), f))});
+            out.push_back(LayoutDim{st.b, f});
+            Expr whole = Add::make(Mul::make(var_expr(st.a->var), f), var_expr(st.b->var));
+            for (size_t k = p + 1; k < l.size(); k++)
+                out.push_back(LayoutDim{l[k].dim, substitute(l[k].extent, l[p].dim->var.get(), whole)});
+            if (idx) {
+                at.push_back(Div::make((*idx)[p], f));
+                at.push_back(Mod::make((*idx)[p], f));
+                at.insert(at.end(), idx->begin() + (long)p + 1, idx->end());
+            }
+        } else {
+            for (size_t k : st.order) {
+                out.push_back(l[k]);
+                if (idx) at.push_back((*idx)[k]);
+            }
+        }
+        l = out;
+        if (idx) *idx = at;
+    }
+    return l;
 }
 
+} // namespace
+
+Layout physical_layout(const TensorNode &t) { return apply_storage_transforms(t, nullptr); }
+
 std::vector<Expr> physical_indices(const TensorNode &t, const std::vector<Expr> &logical) {
-    if (t.storage_fusions.empty()) return logical;
-    const StorageFusion &f = t.storage_fusions[0];
-    const Layout &l = t.storage;
-    const LayoutDim &outer = l[f.position], &inner = l[f.position + 1];
-    auto prefix =
-        prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}}, inner.extent);
-    std::vector<Expr> out(logical.begin(), logical.begin() + (long)f.position);
-    out.push_back(Add::make(UFCall::make(prefix, {logical[f.position]}), logical[f.position + 1]));
-    out.insert(out.end(), logical.begin() + (long)f.position + 2, logical.end());
-    return out;
+    std::vector<Expr> idx = logical;
+    apply_storage_transforms(t, &idx);
+    return idx;
 }
 
 std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &exprs) {

@@ -54,7 +54,7 @@ std::shared_ptr<const UFNode> longest_first_aux(const std::shared_ptr<const DimN
 /** ((e + m - 1) / m) * m (floor division; e >= 0). */
 Expr ceil_mult_expr(const Expr &e, int64_t m);
 
-/** A tensor's storage with its storage fusion applied (what is flattened and allocated). */
+/** A tensor's storage with its storage transforms applied (what is flattened and allocated). */
 Layout physical_layout(const TensorNode &t);
 /** The physical indices of the element at logical storage indices `logical`. */
 std::vector<Expr> physical_indices(const TensorNode &t, const std::vector<Expr> &logical);

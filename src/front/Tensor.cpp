@@ -94,18 +94,27 @@ Func &Func::store_in(const Shape &storage) {
                                 "' but the loop domain has '", node_->domain[i].dim->name, "' there");
     }
     ir::validate_layout(l, "storage of '" + name() + "'");
-    if (!node_->storage_fusions.empty())
-        throw_compile_error("Func '", name(), "': store_in() after fuse_storage(); call store_in() first");
+    if (!node_->storage_transforms.empty())
+        throw_compile_error("Func '", name(), "': store_in() after a storage transform; call store_in() first");
     node_->storage = l;
     return *this;
 }
 
 namespace {
-size_t storage_position(const ir::TensorNode &t, const Dim &d, const char *what) {
+/** The position of `d` in layout `l` (the tensor's current physical layout, or its storage). */
+size_t storage_position(const ir::TensorNode &t, const ir::Layout &l, const Dim &d, const char *what) {
     require_storage_owner(t, what);
-    for (size_t k = 0; k < t.storage.size(); k++)
-        if (t.storage[k].dim == d.node()) return k;
+    for (size_t k = 0; k < l.size(); k++)
+        if (l[k].dim == d.node()) return k;
     throw_compile_error(what, " of tensor '", t.name, "': '", d.name(), "' is not a dim of its storage");
+}
+/** Whether `d` names a storage dim of `t`, now or before a storage transform. */
+bool names_storage_dim(const ir::TensorNode &t, const Dim &d) {
+    for (auto &ld : t.storage)
+        if (ld.dim == d.node()) return true;
+    for (auto &st : t.storage_transforms)
+        if (st.a == d.node() || st.b == d.node()) return true;
+    return false;
 }
 } // namespace
 
@@ -113,10 +122,10 @@ Tensor &Tensor::pad_storage(const Dim &d, int64_t multiple) {
     if (multiple <= 0)
         throw_compile_error("pad_storage of '", d.name(), "' in tensor '", name(), "': multiple must be positive, got ",
                             multiple);
-    size_t k = storage_position(*node_, d, "pad_storage");
-    if (!node_->storage_fusions.empty())
+    size_t k = storage_position(*node_, node_->storage, d, "pad_storage");
+    if (!node_->storage_transforms.empty())
         throw_compile_error("pad_storage of '", d.name(), "' in tensor '", name(),
-                            "': call it before fuse_storage() (fused storage is padded by fuse_storage)");
+                            "': call it before fuse_storage(), split_storage() and reorder_storage()");
     for (size_t m = k + 1; m < node_->storage.size(); m++)
         if (ir::uses_var(node_->storage[m].extent, d.node()->var.get()))
             throw_compile_error("pad_storage of '", d.name(), "' in tensor '", name(), "': the extent of '",
@@ -133,10 +142,9 @@ Tensor &Tensor::fuse_storage(const Dim &outer, const Dim &inner, const Dim &fuse
                             "': ", msg...);
     };
     if (bulk_pad <= 0) fail("bulk padding must be positive, got ", bulk_pad);
-    if (!node_->storage_fusions.empty()) fail("the tensor already has a fused storage dim");
-    size_t j = storage_position(*node_, outer, what), k = storage_position(*node_, inner, what);
+    const ir::Layout l = ir::physical_layout(*node_);
+    size_t j = storage_position(*node_, l, outer, what), k = storage_position(*node_, l, inner, what);
     if (k != j + 1) fail("'", inner.name(), "' must be the storage dim directly inside '", outer.name(), "'");
-    const ir::Layout &l = node_->storage;
     if (!ir::vars_of(l[j].extent, ir::VarRole::Index).empty())
         fail("the extent of '", outer.name(), "' (", ir::print(l[j].extent), ") depends on an outer dim");
     for (const ir::VarNode *v : ir::vars_of(l[k].extent, ir::VarRole::Index))
@@ -147,9 +155,53 @@ Tensor &Tensor::fuse_storage(const Dim &outer, const Dim &inner, const Dim &fuse
         for (const ir::VarNode *v : ir::vars_of(l[m].extent, ir::VarRole::Index))
             if (v == outer.node()->var.get() || v == inner.node()->var.get())
                 fail("the extent of the inner dim '", l[m].dim->name, "' depends on a fused dim");
-    for (auto &ld : l)
-        if (ld.dim == fused.node()) fail("dim '", fused.name(), "' is already a dim of the tensor");
-    node_->storage_fusions.push_back(ir::StorageFusion{j, fused.node(), bulk_pad});
+    if (names_storage_dim(*node_, fused)) fail("dim '", fused.name(), "' is already a dim of the tensor");
+    ir::StorageTransform st{ir::StorageTransform::Kind::Fuse, j, fused.node(), nullptr, bulk_pad, {}};
+    node_->storage_transforms.push_back(st);
+    return *this;
+}
+
+Tensor &Tensor::split_storage(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("split_storage of '", d.name(), "' in tensor '", name(), "': ", msg...);
+    };
+    if (factor <= 0) fail("factor must be positive, got ", factor);
+    size_t k = storage_position(*node_, ir::physical_layout(*node_), d, "split_storage");
+    if (outer.same_as(inner)) fail("outer and inner must be different dims");
+    for (const Dim *n : {&outer, &inner})
+        if (names_storage_dim(*node_, *n)) fail("dim '", n->name(), "' is already a dim of the tensor");
+    node_->storage_transforms.push_back(
+        ir::StorageTransform{ir::StorageTransform::Kind::Split, k, outer.node(), inner.node(), factor, {}});
+    return *this;
+}
+
+Tensor &Tensor::reorder_storage(const std::vector<Dim> &outermost_first) {
+    auto fail = [&](auto &&...msg) { throw_compile_error("reorder_storage of tensor '", name(), "': ", msg...); };
+    const ir::Layout l = ir::physical_layout(*node_);
+    std::vector<size_t> positions, order(l.size());
+    for (size_t i = 0; i < outermost_first.size(); i++) {
+        positions.push_back(storage_position(*node_, l, outermost_first[i], "reorder_storage"));
+        for (size_t j = 0; j < i; j++)
+            if (outermost_first[j].same_as(outermost_first[i]))
+                fail("'", outermost_first[i].name(), "' is listed twice");
+    }
+    for (size_t k = 0; k < l.size(); k++)
+        order[k] = k;
+    std::vector<size_t> slots = positions;
+    std::sort(slots.begin(), slots.end());
+    for (size_t i = 0; i < slots.size(); i++)
+        order[slots[i]] = positions[i];
+    for (size_t k = 0; k < order.size(); k++)
+        for (const ir::VarNode *v : ir::vars_of(l[order[k]].extent, ir::VarRole::Index)) {
+            bool outside = false;
+            for (size_t j = 0; j < k; j++)
+                outside = outside || l[order[j]].dim->var.get() == v;
+            if (!outside)
+                fail("storage dim '", l[order[k]].dim->name, "' has extent ", ir::print(l[order[k]].extent),
+                     ", which depends on '", v->name, "'; it must stay inside it");
+        }
+    node_->storage_transforms.push_back(
+        ir::StorageTransform{ir::StorageTransform::Kind::Reorder, 0, nullptr, nullptr, 1, order});
     return *this;
 }
 
@@ -159,6 +211,14 @@ Func &Func::pad_storage(const Dim &d, int64_t multiple) {
 }
 Func &Func::fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad) {
     Tensor::fuse_storage(outer, inner, fused, bulk_pad);
+    return *this;
+}
+Func &Func::split_storage(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor) {
+    Tensor::split_storage(d, outer, inner, factor);
+    return *this;
+}
+Func &Func::reorder_storage(const std::vector<Dim> &outermost_first) {
+    Tensor::reorder_storage(outermost_first);
     return *this;
 }
 

@@ -67,13 +67,22 @@ struct Schedule {
     bool empty() const { return transforms.empty() && order.empty() && annotations.empty(); }
 };
 
-/** Storage fusion: logical storage dims `position` and `position + 1` (an outer dim and an
- * inner dim whose extent depends on it) are stored as one packed dim, index P(outer) + inner
- * where P is the prefix sum of the inner extent, total padded up to a multiple of `pad`. */
-struct StorageFusion {
-    size_t position;
-    std::shared_ptr<const DimNode> fused;
-    int64_t pad = 1;
+/** One step from a tensor's logical storage layout to its physical layout; steps apply in
+ * order, each to the layout the previous ones produced (positions refer to that layout).
+ *  - Fuse: dims `position` and `position + 1` (an outer dim and an inner dim whose extent
+ *    depends only on it) become one packed dim `a`, index P(outer) + inner where P is the
+ *    prefix sum of the inner extent, total padded up to a multiple of `factor`.
+ *  - Split: dim `position` (extent E) becomes `a` (extent ceil(E / factor)) and `b` (extent
+ *    `factor`), index d / factor and d % factor; inner extents that used d use a * factor + b.
+ *  - Reorder: the dims take the order `order` (old positions, outermost first); every extent
+ *    uses only dims before it. */
+struct StorageTransform {
+    enum class Kind : uint8_t { Fuse, Split, Reorder };
+    Kind kind;
+    size_t position = 0;
+    std::shared_ptr<const DimNode> a, b;
+    int64_t factor = 1;
+    std::vector<size_t> order;
 };
 
 struct TensorNode {
@@ -83,8 +92,8 @@ struct TensorNode {
     bool is_input;
     Layout domain;  ///< loop domain (Funcs) or logical shape (inputs): what may be read
     Layout storage; ///< storage layout; dims in the same order as domain, extents >= domain's
-    std::vector<StorageFusion> storage_fusions; ///< at most one (see StorageFusion)
-    Expr value;                                 ///< definition (Funcs), in terms of domain dim variables
+    std::vector<StorageTransform> storage_transforms; ///< storage -> physical layout, in order
+    Expr value;                                       ///< definition (Funcs), in terms of domain dim variables
     Schedule schedule;
     /** The tail of an op split writes this Func's storage at `store_indices` (its own domain
      * vars shifted by the split point); null for every other tensor. */

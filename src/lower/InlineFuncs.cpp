@@ -31,7 +31,7 @@ void select_inlined(LoweringContext &ctx) {
             fail("it has a loop schedule, but an inlined Func has no loops of its own");
         if (sch.op_split.tail) fail("its op is split, but an inlined Func has no loops of its own");
         if (!sch.hfuse.empty() || sch.hfuse_member) fail("it is horizontally fused, but it has no loops of its own");
-        bool own_storage = !f->storage_fusions.empty();
+        bool own_storage = !f->storage_transforms.empty();
         for (size_t k = 0; k < f->domain.size(); k++)
             own_storage = own_storage || !equal(f->domain[k].extent, f->storage[k].extent);
         if (own_storage) fail("its storage was changed, but an inlined Func is not stored");

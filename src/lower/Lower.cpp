@@ -7,7 +7,7 @@
  *      reorder, parallel/vectorize/unroll; default: outermost loop parallel; then hfuse);
  *      vloop extents are UF calls
  *   3. lower_reductions: reductions become accumulator loops
- *   4. storage_lowering: storage fusion, dimension graph -> flat offsets through prefix-sum aux
+ *   4. storage_lowering: storage transforms, dimension graph -> flat offsets through prefix-sum aux
  *      arrays, simplified (fusion maps cancel against prefix sums)
  *   5. allocate_intermediates: sizes computed by the library
  *   6. infer_arguments, then add_argument_checks

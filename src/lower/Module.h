@@ -35,7 +35,7 @@ struct LoweredModule {
 /** Per-tensor storage facts decided by StorageLowering. */
 struct TensorStorage {
     VarPtr buffer;
-    Layout layout; ///< physical layout (storage fusion applied)
+    Layout layout; ///< physical layout (storage transforms applied)
     FlatLayout flat;
 };
 

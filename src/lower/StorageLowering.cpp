@@ -1,7 +1,7 @@
 /** \file Pass: storage lowering. Every tensor gets a buffer variable and a flattened layout
  * (analysis/StorageLayout: dimension graph -> offsets through prefix-sum aux arrays).
  * Provide becomes Store and Access becomes Load at the flat offset of the indices (through the
- * tensor's storage fusion, if any); offsets are simplified so fused-loop maps cancel.
+ * tensor's storage transforms, if any); offsets are simplified so fused-loop maps cancel.
  * Requires: no Reduce. Ensures: no Provide/Access; offsets use UF calls (aux, length arrays)
  * that materialize_ufs turns into loads. Tests: tests/unit/storage_layout.cpp. */
 #include "analysis/Simplify.h"

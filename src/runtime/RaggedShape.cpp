@@ -233,12 +233,15 @@ void RaggedShape::Impl::for_each_element(const TensorNode &t,
         f({}, in.eval_int(offset));
         return;
     }
-    // The innermost dim has unit stride in every layout, so one offset evaluation per row.
+    // Unless storage dims were split or reordered, the innermost dim has unit stride: one
+    // offset evaluation per row.
+    bool unit_stride = std::all_of(t.storage_transforms.begin(), t.storage_transforms.end(),
+                                   [](const StorageTransform &st) { return st.kind == StorageTransform::Kind::Fuse; });
     std::vector<int64_t> idx(dom.size());
     std::function<void(size_t)> rec = [&](size_t k) {
         const VarNode *v = dom[k].dim->var.get();
         int64_t n = in.eval_int(dom[k].extent);
-        if (k + 1 == dom.size()) {
+        if (k + 1 == dom.size() && unit_stride) {
             in.ints[v] = 0;
             int64_t base = in.eval_int(offset);
             for (int64_t i = 0; i < n; i++) {
@@ -249,7 +252,10 @@ void RaggedShape::Impl::for_each_element(const TensorNode &t,
             for (int64_t i = 0; i < n; i++) {
                 idx[k] = i;
                 in.ints[v] = i;
-                rec(k + 1);
+                if (k + 1 == dom.size())
+                    f(idx, in.eval_int(offset));
+                else
+                    rec(k + 1);
             }
         }
         in.ints.erase(v);
