@@ -493,8 +493,8 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
         fail("'", d->name,
              "' is not one of the consumer's outermost loops (split, fused, reordered, or under a guard)");
     size_t depth = outer.size();
-    if (f->domain.size() < depth) fail("it has fewer dims than the consumer's loops down to '", d->name, "'");
     for (size_t j = 0; j < depth; j++) {
+        if (j == f->domain.size()) fail("it has fewer dims than the consumer's loops down to '", d->name, "'");
         const LayoutDim &fd = f->domain[j];
         if (outer[j]->var != fd.dim->var)
             fail("the consumer's loop ", j, " is '", outer[j]->var->name, "' but its dim ", j, " is '", fd.dim->name,

@@ -18,12 +18,15 @@ struct Workload {
     std::function<void(RaggedShape &, const std::vector<int32_t> &)> shape;
     std::vector<Tensor> inputs;
     bool hfuse_all = false; ///< the Funcs are independent: sometimes fuse them horizontally
+    /** Optional: a random choice of compute_inline / compute_at before the loop schedules;
+     * marks the Funcs whose loops it took over, so they get no random schedule. */
+    std::function<std::string(std::vector<Func> &all, std::mt19937 &rng, std::vector<bool> &placed)> place = {};
 };
 
 void run_differential(Workload &w, int trials, uint32_t seed) {
     std::mt19937 rng(seed);
     auto cases = testing::length_cases(20, 4, seed, 1);
-    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0;
+    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0, placed_ops = 0;
     // Random reorders are often illegal (a vloop moved outside the loop its extent uses); count
     // legal schedules, not attempts.
     for (int t = 0; legal < trials && t < 8 * trials; t++) {
@@ -31,8 +34,10 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
         std::vector<Func> outs = w.build(all);
         std::string desc;
         bool grouped = false; // a head and its tail are fused: no other group for them
-        for (Func &f : all)
-            desc += testing::random_schedule(f, rng, &grouped) + "  ";
+        std::vector<bool> placed(all.size(), false);
+        if (w.place) desc += w.place(all, rng, placed);
+        for (size_t i = 0; i < all.size(); i++)
+            if (!placed[i]) desc += testing::random_schedule(all[i], rng, &grouped) + "  ";
         if (w.hfuse_all && !grouped && all.size() >= 2 && rng() % 2) {
             all[0].hfuse(std::vector<Func>(all.begin() + 1, all.end()));
             desc += " hfuse(all)";
@@ -43,14 +48,18 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
         try {
             k.emplace(pipe.compile());
         } catch (const CompileError &e) {
-            // Only a reorder across a dependence, or a fuse of loops whose extents are not
-            // (invariant, depends on the outer only), may be rejected.
+            // Only a reorder across a dependence, a fuse of loops whose extents are not
+            // (invariant, depends on the outer only), hfuse of loops of different kinds, or a
+            // consumer schedule that changes the loops a compute_at needs may be rejected.
             std::string msg = e.what();
             bool expected = msg.find("must stay outside it") != std::string::npos ||
                             msg.find("the outermost loops differ in kind") != std::string::npos ||
                             msg.find("is not a loop (a guard sits outside it)") != std::string::npos ||
                             msg.find("only a loop with a loop-invariant extent") != std::string::npos ||
-                            msg.find("not only on") != std::string::npos;
+                            msg.find("not only on") != std::string::npos ||
+                            msg.find("is not one of the consumer's outermost loops") != std::string::npos ||
+                            msg.find("not over its extent") != std::string::npos ||
+                            msg.find("must be its outermost dims, in order") != std::string::npos;
             INFO(msg);
             REQUIRE(expected);
             illegal++;
@@ -59,6 +68,7 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
         legal++;
         op_splits += desc.find("split_op") != std::string::npos;
         fused_splits += desc.find("hfuse(head, tail)") != std::string::npos;
+        placed_ops += desc.find("compute_") != std::string::npos;
         // Two shapes per schedule: a rotating edge case and a random batch.
         for (size_t c : {(size_t)legal % 5, cases.size() - 1}) {
             INFO(testing::describe(cases[c]));
@@ -90,8 +100,10 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
                 << fused_splits << " fused with the tail)");
     REQUIRE(legal == trials);
     REQUIRE(fused_splits > 0); // op split + hfuse is exercised on every workload
+    if (w.place) REQUIRE(placed_ops > 0);
     std::cout << "differential " << w.name << ": " << legal << " legal schedules (" << illegal << " rejected), "
-              << op_splits << " op splits, " << fused_splits << " fused with their tail\n";
+              << op_splits << " op splits, " << fused_splits << " fused with their tail, " << placed_ops
+              << " with compute_inline/compute_at\n";
 }
 
 } // namespace
@@ -131,7 +143,26 @@ TEST_CASE("random schedules of ragged elementwise, independent ops, softmax, vge
                          return std::vector<Func>{P};
                      },
                      lengths_shape,
-                     {S}};
+                     {S},
+                     false,
+                     [](std::vector<Func> &all, std::mt19937 &rng, std::vector<bool> &placed) -> std::string {
+                         // all = {Mx, E, Sum, P}
+                         int r = (int)(rng() % 3);
+                         if (r == 0) {
+                             all[1].compute_inline();
+                             placed[1] = true;
+                             return "E.compute_inline()  ";
+                         }
+                         if (r == 1) {
+                             Dim at = all[3].domain()[rng() % 3].dim; // batch, q or heads
+                             for (size_t i = 0; i < 3; i++) {
+                                 all[i].compute_at(all[3], at);
+                                 placed[i] = true;
+                             }
+                             return "Mx, E, Sum compute_at(P, " + at.name() + ")  ";
+                         }
+                         return "";
+                     }};
 
     Tensor VA("VA", {{batch, B}, {m, Ms(batch)}, {d, Ks(batch)}}),
         VB("VB", {{batch, B}, {d, Ks(batch)}, {n, Ns(batch)}});
