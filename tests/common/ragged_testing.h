@@ -138,4 +138,29 @@ inline size_t count_occurrences(const std::string &s, const std::string &what) {
     return n;
 }
 
+/** A vgemm batch from one list of lengths: M = the lengths, N = them reversed, K = them
+ * rotated by one, so the three differ per item while the edge cases stay in play. */
+inline void bind_vgemm_shape(RaggedShape &s, const Param &B, const LengthArray &Ms, const LengthArray &Ns,
+                             const LengthArray &Ks, const std::vector<int32_t> &l) {
+    std::vector<int32_t> ns(l.rbegin(), l.rend()), ks(l.size());
+    for (size_t i = 0; i < l.size(); i++)
+        ks[i] = l[(i + 1) % l.size()];
+    s.set(B, (int64_t)l.size()).set(Ms, l).set(Ns, ns).set(Ks, ks);
+}
+
+/** Row softmax of scores S over [batch: B, q: len(b), kv: len(b)], as four Funcs: the row
+ * max Mx, the exponentials E, the row sum Sum and the result P (returned in that order). */
+struct RowSoftmax {
+    Func Mx, E, Sum, P;
+    RowSoftmax(const Tensor &S, const Dim &batch, const Dim &q, const Dim &kv, const Dim &r, const Param &B,
+               const LengthArray &len)
+        : Mx("Mx", {{batch, B}, {q, len(batch)}}), E("E", {{batch, B}, {q, len(batch)}, {kv, len(batch)}}),
+          Sum("Sum", {{batch, B}, {q, len(batch)}}), P("P", {{batch, B}, {q, len(batch)}, {kv, len(batch)}}) {
+        Mx.compute([&](Expr b, Expr i) { return maximum(r, len(b), S(b, i, r)); });
+        E.compute([&](Expr b, Expr i, Expr j) { return exp(S(b, i, j) - Mx(b, i)); });
+        Sum.compute([&](Expr b, Expr i) { return sum(r, len(b), E(b, i, r)); });
+        P.compute([&](Expr b, Expr i, Expr j) { return E(b, i, j) / Sum(b, i); });
+    }
+};
+
 } // namespace cora::testing

@@ -11,16 +11,12 @@ TEST_CASE("row softmax with max and sum computed at each row of the output", "[c
     Dim batch("batch"), q("q"), kv("kv"), r("r"), ko("ko"), ki("ki");
     Param B("B", 1, 16);
     LengthArray len("len", B, 0, 24);
-    Shape rows{{batch, B}, {q, len(batch)}}, attn{{batch, B}, {q, len(batch)}, {kv, len(batch)}};
-    Tensor S("S", attn);
+    Tensor S("S", {{batch, B}, {q, len(batch)}, {kv, len(batch)}});
     auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
     for (int variant = 0; variant < 3; variant++) {
         DYNAMIC_SECTION("variant " << variant) {
-            Func Mx("Mx", rows), E("E", attn), Sum("Sum", rows), P("P", attn);
-            Mx.compute([&](Expr b, Expr i) { return maximum(r, len(b), S(b, i, r)); });
-            E.compute([&](Expr b, Expr i, Expr j) { return exp(S(b, i, j) - Mx(b, i)); });
-            Sum.compute([&](Expr b, Expr i) { return sum(r, len(b), E(b, i, r)); });
-            P.compute([&](Expr b, Expr i, Expr j) { return E(b, i, j) / Sum(b, i); });
+            testing::RowSoftmax sm(S, batch, q, kv, r, B, len);
+            Func &Mx = sm.Mx, &E = sm.E, &Sum = sm.Sum, &P = sm.P;
             if (variant == 0) { // everything at P's row loop: one nest
                 Mx.compute_at(P, q);
                 E.compute_at(P, q);

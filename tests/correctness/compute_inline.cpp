@@ -11,18 +11,13 @@ TEST_CASE("softmax with its exponentials inlined stores no exponential tensor", 
     Dim batch("batch"), q("q"), kv("kv"), r("r");
     Param B("B", 1, 16);
     LengthArray len("len", B, 0, 24);
-    Shape rows{{batch, B}, {q, len(batch)}}, attn{{batch, B}, {q, len(batch)}, {kv, len(batch)}};
-    Tensor S("S", attn);
+    Tensor S("S", {{batch, B}, {q, len(batch)}, {kv, len(batch)}});
     auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
     for (bool inline_e : {false, true}) {
         DYNAMIC_SECTION("inline E: " << inline_e) {
-            Func Mx("Mx", rows), E("E", attn), Sum("Sum", rows), P("P", attn);
-            Mx.compute([&](Expr b, Expr i) { return maximum(r, len(b), S(b, i, r)); });
-            E.compute([&](Expr b, Expr i, Expr j) { return exp(S(b, i, j) - Mx(b, i)); });
-            Sum.compute([&](Expr b, Expr i) { return sum(r, len(b), E(b, i, r)); });
-            P.compute([&](Expr b, Expr i, Expr j) { return E(b, i, j) / Sum(b, i); });
-            if (inline_e) E.compute_inline();
-            Pipeline p({P}, inline_e ? "softmax_inlined" : "softmax_stored");
+            testing::RowSoftmax sm(S, batch, q, kv, r, B, len);
+            if (inline_e) sm.E.compute_inline();
+            Pipeline p({sm.P}, inline_e ? "softmax_inlined" : "softmax_stored");
             Kernel k = p.compile();
             INFO(k.lowered());
             // Without inlining E has a buffer and a loop nest that stores it; inlined, neither.

@@ -79,13 +79,8 @@ TEST_CASE("ragged fusion of a vgemm's batch and row loops", "[fuse]") {
     Kernel k = p.compile();
     check_against_reference(
         p, k, {X, Y},
-        [&](RaggedShape &s, const std::vector<int32_t> &l) {
-            std::vector<int32_t> ns(l.rbegin(), l.rend()), ks(l.size());
-            for (size_t i = 0; i < l.size(); i++)
-                ks[i] = l[(i + 1) % l.size()];
-            s.set(B, (int64_t)l.size()).set(Ms, l).set(Ns, ns).set(Ks, ks);
-        },
-        20, 4, 5);
+        [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); }, 20, 4,
+        5);
 }
 
 TEST_CASE("pad_loop with padded storage runs split tiles without guards", "[pad]") {

@@ -53,13 +53,8 @@ TEST_CASE("op split of vgemm rows, nested split of the tail's columns, all fused
     REQUIRE(count_occurrences(k.lowered(), "parallel for") == 1);
     check_against_reference(
         p, k, {X, Y},
-        [&](RaggedShape &s, const std::vector<int32_t> &l) {
-            std::vector<int32_t> ns(l.rbegin(), l.rend()), ks(l.size());
-            for (size_t i = 0; i < l.size(); i++)
-                ks[i] = l[(i + 1) % l.size()];
-            s.set(B, (int64_t)l.size()).set(Ms, l).set(Ns, ns).set(Ks, ks);
-        },
-        20, 4, 41);
+        [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); }, 20, 4,
+        41);
 }
 
 TEST_CASE("op split of trmm rows at a param-dependent point, tail padded into padded storage", "[opsplit]") {

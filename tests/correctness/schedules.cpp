@@ -166,20 +166,16 @@ TEST_CASE("random schedules of ragged elementwise, independent ops, softmax, vge
 
     Tensor VA("VA", {{batch, B}, {m, Ms(batch)}, {d, Ks(batch)}}),
         VB("VB", {{batch, B}, {d, Ks(batch)}, {n, Ns(batch)}});
-    Workload vgemm{"vgemm",
-                   [&](std::vector<Func> &all) {
-                       Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-                       C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), VA(b, i, r) * VB(b, r, j)); });
-                       all = {C};
-                       return all;
-                   },
-                   [&](RaggedShape &s, const std::vector<int32_t> &l) {
-                       std::vector<int32_t> ns(l.rbegin(), l.rend()), ks(l.size());
-                       for (size_t i = 0; i < l.size(); i++)
-                           ks[i] = l[(i + 1) % l.size()];
-                       s.set(B, (int64_t)l.size()).set(Ms, l).set(Ns, ns).set(Ks, ks);
-                   },
-                   {VA, VB}};
+    Workload vgemm{
+        "vgemm",
+        [&](std::vector<Func> &all) {
+            Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+            C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), VA(b, i, r) * VB(b, r, j)); });
+            all = {C};
+            return all;
+        },
+        [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); },
+        {VA, VB}};
 
     Tensor L("L", {{m, M}, {d, M}}), X("X", {{d, M}, {n, 12}});
     Workload trmm{"trmm",
