@@ -512,6 +512,18 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
     for (size_t k = fp + 1; k < gp; k++)
         if (reads(ops[k], f, ctx) && !(ops[k]->schedule.at_consumer == g && depth_at(*ops[k]) >= depth))
             fail("'", ops[k]->name, "', computed before '", g->name, "', reads it");
+    // Ops horizontally fused with the consumer run concurrently with its iterations, so none
+    // of them may read f (it is computed inside those iterations).
+    std::vector<TensorPtr> group;
+    for (const TensorPtr &op : ops)
+        if (op == g || std::find(op->schedule.hfuse.begin(), op->schedule.hfuse.end(), g) != op->schedule.hfuse.end()) {
+            group.push_back(op);
+            group.insert(group.end(), op->schedule.hfuse.begin(), op->schedule.hfuse.end());
+        }
+    for (const TensorPtr &m : group)
+        if (m != g && reads(m, f, ctx))
+            fail("'", m->name, "' runs in one loop with '", g->name, "' (hfuse) and reads it, but it is computed ",
+                 "inside the iterations of '", g->name, "'");
     // The consumer reads f only at its current indices of those dims.
     visit_exprs(inline_reads(g->value, ctx), [&](const Expr &e) {
         const Access *a = e.as<Access>();

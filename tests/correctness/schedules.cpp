@@ -59,7 +59,8 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
                             msg.find("not only on") != std::string::npos ||
                             msg.find("is not one of the consumer's outermost loops") != std::string::npos ||
                             msg.find("not over its extent") != std::string::npos ||
-                            msg.find("must be its outermost dims, in order") != std::string::npos;
+                            msg.find("must be its outermost dims, in order") != std::string::npos ||
+                            msg.find("(hfuse) and reads it") != std::string::npos;
             INFO(msg);
             REQUIRE(expected);
             illegal++;

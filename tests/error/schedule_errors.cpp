@@ -374,4 +374,20 @@ TEST_CASE("illegal compute_at is rejected with clear messages", "[error][schedul
         // Depending on the pipeline order, Mid runs before or after G.
         if (!msg.empty()) REQUIRE_THAT(msg, Contains("computed before 'G', reads it"));
     }
+    {
+        // G's op-split tail runs in one parallel loop with G and reads F: F, computed inside
+        // G's iterations, would race with the tail.
+        Func F = plus_one(A, batch, seq, B, len);
+        Func G = reader(F, false);
+        Func tail = G.split_op(seq, floor_mult(len(batch), 4));
+        G.hfuse({tail});
+        F.compute_at(G, batch);
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(),
+                            Contains("'G_tail' runs in one loop with 'G' (hfuse) and reads it"));
+        Func F2 = plus_one(A, batch, seq, B, len);
+        Func G2 = reader(F2, false);
+        G2.split_op(seq, floor_mult(len(batch), 4)); // not fused: the tail runs after G2, F2 is complete
+        F2.compute_at(G2, batch);
+        REQUIRE_NOTHROW(Pipeline({G2}).compile());
+    }
 }
