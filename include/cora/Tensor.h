@@ -149,6 +149,27 @@ public:
      * its current indices of those dims, and no op computed in between may read it
      * (CompileError otherwise). Storage is unchanged (the whole Func is stored). */
     Func &compute_at(const Func &consumer, const Dim &d);
+    /** Cache the elements this Func computes inside loop `at` in a dense tile local to each
+     * iteration of `at` (on the stack, so the C compiler can keep it in registers): the tile
+     * is initialised, the loops inside `at` update it, and it is written to storage once, under
+     * the same guards. With the reduction dim scheduled inside `at` (e.g. split rows and
+     * columns into 4 x 16 tiles and reorder the reduction dim outside the tile's loops), this
+     * is a register-blocked micro-kernel. The loops inside `at` over the Func's dims must have
+     * constant extents (at most 16384 elements in all), and every reduction loop must be
+     * inside `at` (CompileError otherwise).
+     *
+     * A definition that is one reduction (sum/maximum/minimum over k) can name k in split,
+     * reorder and unroll: k then becomes a loop of the nest (innermost until reordered), the
+     * elements are initialised before the outermost reduction loop and updated inside it.
+     * Reduction loops cannot be padded, fused, remapped, vectorized or run in parallel. */
+    Func &cache_write(const Dim &at);
+    /** Copy the region of `t` that this Func reads inside loop `at` into a dense tile at the
+     * start of each iteration of `at`, and read the tile instead (packing, e.g. a K x 16 panel
+     * of B for a GEMM tile). The region is inferred from the reads: all reads of `t` must use
+     * the same indices, and the region's size must be a constant (loops inside `at` with
+     * constant extents); elements outside `t`'s shape are filled with zeros and never used.
+     * CompileError otherwise. */
+    Func &cache_read(const Tensor &t, const Dim &at);
     Func &pad_storage(const Dim &d, int64_t multiple);
     Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
     Func &split_storage(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor);

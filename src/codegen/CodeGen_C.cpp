@@ -269,6 +269,15 @@ protected:
         std::string b = name_of(op->buffer.get()), t = op->buffer->type.c_name();
         line("{");
         indent++;
+        if (op->memory == MemoryType::Stack) {
+            // A per-tile cache: small and constant-sized, so the C compiler can keep it in
+            // registers once the loops over it are unrolled or vectorized.
+            line("alignas(64) " + t + " " + b + "[" + expr(op->size) + "];");
+            visit(op->body);
+            indent--;
+            line("}");
+            return;
+        }
         line("const int64_t " + b + "size = std::max<int64_t>(" + expr(op->size) + ", 1);");
         line(t + " *__restrict__ " + b + " = static_cast<" + t + " *>(std::malloc(sizeof(" + t + ") * " + b +
              "size));");

@@ -240,11 +240,18 @@ void Func::arity_error(size_t got) const {
 namespace cora {
 
 namespace {
-/** Dims that currently name a loop of `t` (domain dims, then the results of each transform). */
+/** The dim of t's definition when it is one reduction (sum/maximum/minimum over it). */
+const ir::DimNode *reduction_dim(const ir::TensorNode &t) {
+    const ir::Reduce *r = t.value.as<ir::Reduce>();
+    return r ? r->var->dim : nullptr;
+}
+/** Dims that currently name a loop of `t` (domain dims and the reduction dim, then the results
+ * of each transform). */
 std::vector<const ir::DimNode *> live_loops(const ir::TensorNode &t) {
     std::vector<const ir::DimNode *> live;
     for (auto &ld : t.domain)
         live.push_back(ld.dim.get());
+    if (const ir::DimNode *k = reduction_dim(t)) live.push_back(k);
     for (auto &tr : t.schedule.transforms) {
         using K = ir::LoopTransform::Kind;
         if (tr.kind == K::Split) {
@@ -268,9 +275,32 @@ bool is_live_loop(const ir::TensorNode &t, const ir::DimNode *d) {
 bool is_known_dim(const ir::TensorNode &t, const ir::DimNode *d) {
     for (auto &ld : t.domain)
         if (ld.dim.get() == d) return true;
+    if (d == reduction_dim(t)) return true;
     for (auto &tr : t.schedule.transforms)
         if (tr.outer.get() == d || tr.inner.get() == d || tr.fused.get() == d) return true;
     return false;
+}
+/** The reduction dim and the loops split from it. */
+bool is_reduction_loop(const ir::TensorNode &t, const ir::DimNode *d) {
+    std::vector<const ir::DimNode *> from{reduction_dim(t)};
+    if (!from[0]) return false;
+    for (auto &tr : t.schedule.transforms)
+        if (tr.kind == ir::LoopTransform::Kind::Split &&
+            std::find(from.begin(), from.end(), tr.parent.get()) != from.end()) {
+            from.push_back(tr.outer.get());
+            from.push_back(tr.inner.get());
+        }
+    return std::find(from.begin(), from.end(), d) != from.end();
+}
+/** Naming the reduction dim in a loop primitive makes it a loop of the nest. */
+void claim_reduction_loop(ir::TensorNode &t, const Dim &d) {
+    if (d.node().get() == reduction_dim(t)) t.schedule.reduction_loop = d.node();
+}
+/** Primitives whose extra or reordered iterations would change a reduction's result. */
+void reject_reduction_loop(const ir::TensorNode &t, const Dim &d, const char *what, const char *why) {
+    if (is_reduction_loop(t, d.node().get()))
+        throw_compile_error(what, " of '", d.name(), "' in Func '", t.name, "': it is a reduction loop (", why,
+                            "); apply it to a loop over the Func's dims");
 }
 } // namespace
 
@@ -287,6 +317,7 @@ Func &Func::split(const Dim &d, const Dim &outer, const Dim &inner, int64_t fact
             throw_compile_error("split of '", d.name(), "' in Func '", name(), "': dim '", n->name(),
                                 "' already names a loop of this Func");
     }
+    claim_reduction_loop(*node_, d);
     ir::LoopTransform t{
         ir::LoopTransform::Kind::Split, d.node(), outer.node(), inner.node(), nullptr, factor, nullptr, Expr()};
     node_->schedule.transforms.push_back(t);
@@ -302,6 +333,8 @@ Func &Func::fuse(const Dim &outer, const Dim &inner, const Dim &fused) {
             throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': '",
                                 d->name(),
                                 "' is not a loop of this Func (already split or fused, or not in its domain)");
+    for (const Dim *d : {&outer, &inner})
+        reject_reduction_loop(*node_, *d, "fuse", "a fused loop would mix reduction and element iterations");
     if (pi != po + 1)
         throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': '",
                             inner.name(), "' must be the loop directly inside '", outer.name(),
@@ -320,6 +353,7 @@ static Func &add_remap(Func &f, const std::shared_ptr<ir::TensorNode> &node, con
     if (!is_live_loop(*node, d.node().get()))
         throw_compile_error("remap of '", d.name(), "' in Func '", node->name, "': '", d.name(),
                             "' is not a loop of this Func (already split or fused, or not in its domain)");
+    reject_reduction_loop(*node, d, "remap", "its order is the order of the reduction");
     if (is_known_dim(*node, rank.node().get()))
         throw_compile_error("remap of '", d.name(), "' in Func '", node->name, "': dim '", rank.name(),
                             "' already names a loop of this Func");
@@ -428,6 +462,7 @@ Func &Func::pad_loop(const Dim &d, int64_t multiple) {
     if (!is_live_loop(*node_, d.node().get()))
         throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': '", d.name(),
                             "' is not a loop of this Func (already split or fused, or not in its domain)");
+    reject_reduction_loop(*node_, d, "pad_loop", "its padded iterations would add to the result");
     for (auto &tr : node_->schedule.transforms)
         if (tr.kind == ir::LoopTransform::Kind::Pad && tr.parent == d.node())
             throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': the loop is already padded");
@@ -446,8 +481,10 @@ Func &Func::reorder(const std::vector<Dim> &outermost_first) {
                 throw_compile_error("reorder in Func '", name(), "': '", d.name(), "' is listed twice");
     }
     node_->schedule.order.clear();
-    for (const Dim &d : outermost_first)
+    for (const Dim &d : outermost_first) {
+        claim_reduction_loop(*node_, d);
         node_->schedule.order.push_back(d.node());
+    }
     return *this;
 }
 
@@ -458,9 +495,39 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
     for (auto &[dim, ann] : node->schedule.annotations)
         if (dim == d.node())
             throw_compile_error(what, " in Func '", node->name, "': loop '", d.name(), "' is already marked");
+    if (a == ir::LoopAnnotation::Parallel || a == ir::LoopAnnotation::Vectorize)
+        reject_reduction_loop(*node, d, what, "its iterations update the same elements");
+    claim_reduction_loop(*node, d);
     node->schedule.annotations.emplace_back(d.node(), a);
     return f;
 }
+Func &Func::cache_write(const Dim &at) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("cache_write at '", at.name(), "' in Func '", name(), "': ", msg...);
+    };
+    if (!is_known_dim(*node_, at.node().get())) fail("'", at.name(), "' is not a loop of this Func");
+    if (node_->schedule.cache_write_at) fail("it already has a cache_write");
+    node_->schedule.cache_write_at = at.node();
+    return *this;
+}
+
+Func &Func::cache_read(const Tensor &t, const Dim &at) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("cache_read of '", t.name(), "' at '", at.name(), "' in Func '", name(), "': ", msg...);
+    };
+    if (!is_known_dim(*node_, at.node().get())) fail("'", at.name(), "' is not a loop of this Func");
+    if (t.node() == node_) fail("a Func cannot cache its own storage; use cache_write");
+    bool read = false;
+    ir::visit_exprs(node_->value, [&](const Expr &e) {
+        if (const ir::Access *a = e.as<ir::Access>()) read = read || a->tensor == t.node();
+    });
+    if (!read) fail("the definition does not read '", t.name(), "'");
+    for (auto &c : node_->schedule.cache_reads)
+        if (c.tensor == t.node()) fail("'", t.name(), "' is already cached");
+    node_->schedule.cache_reads.push_back({t.node(), at.node()});
+    return *this;
+}
+
 Func &Func::parallel(const Dim &d) { return annotate(*this, node_, d, ir::LoopAnnotation::Parallel, "parallel"); }
 Func &Func::vectorize(const Dim &d) { return annotate(*this, node_, d, ir::LoopAnnotation::Vectorize, "vectorize"); }
 Func &Func::unroll(const Dim &d) { return annotate(*this, node_, d, ir::LoopAnnotation::Unroll, "unroll"); }

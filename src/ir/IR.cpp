@@ -166,8 +166,9 @@ Stmt LocalVar::make(VarPtr v, Expr init, Stmt body) {
     return Stmt(std::make_shared<LocalVar>(std::move(v), std::move(init), std::move(body)));
 }
 Stmt Assign::make(VarPtr v, Expr value) { return Stmt(std::make_shared<Assign>(std::move(v), std::move(value))); }
-Stmt Allocate::make(VarPtr b, Expr size, Stmt body) {
-    return Stmt(std::make_shared<Allocate>(std::move(b), std::move(size), std::move(body)));
+Stmt Allocate::make(VarPtr b, Expr size, Stmt body, MemoryType memory) {
+    internal_check(memory == MemoryType::Heap || as_const_int(size), "a stack allocation needs a constant size");
+    return Stmt(std::make_shared<Allocate>(std::move(b), std::move(size), std::move(body), memory));
 }
 Stmt Assert::make(Expr c, std::vector<std::string> text, std::vector<Expr> values) {
     internal_check(text.size() == values.size() + 1, "Assert text/value count mismatch");

@@ -24,7 +24,8 @@ namespace cora::ir {
     X(IntImm)                                                                                                          \
     X(FloatImm)                                                                                                        \
     X(Var)                                                                                                             \
-    X(Add) X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) \
+    X(Add)                                                                                                             \
+    X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select)        \
         X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
@@ -311,15 +312,20 @@ struct Assign : StmtNode {
     static Stmt make(VarPtr v, Expr value);
 };
 
-/** Heap memory of `size` elements of buffer->type, live over `body`. */
+/** Where an Allocate's memory lives: the heap (any size, may fail) or the stack of the
+ * enclosing loop body (a constant size; a per-tile cache the C compiler may keep in registers). */
+enum class MemoryType : uint8_t { Heap, Stack };
+
+/** Memory of `size` elements of buffer->type, live over `body`. */
 struct Allocate : StmtNode {
     CORA_NODE_KIND(Allocate)
     VarPtr buffer;
     Expr size;
     Stmt body;
-    Allocate(VarPtr b, Expr s, Stmt bd)
-        : StmtNode(kKind), buffer(std::move(b)), size(std::move(s)), body(std::move(bd)) {}
-    static Stmt make(VarPtr b, Expr size, Stmt body);
+    MemoryType memory;
+    Allocate(VarPtr b, Expr s, Stmt bd, MemoryType m)
+        : StmtNode(kKind), buffer(std::move(b)), size(std::move(s)), body(std::move(bd)), memory(m) {}
+    static Stmt make(VarPtr b, Expr size, Stmt body, MemoryType memory = MemoryType::Heap);
 };
 
 /** If `cond` is false, fail with a message built from text pieces and values (the run stops,

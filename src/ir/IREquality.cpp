@@ -26,8 +26,9 @@ bool equal(const Expr &a, const Expr &b) {
         CORA_EQ_BIN(Add)
         CORA_EQ_BIN(Sub)
         CORA_EQ_BIN(Mul)
-        CORA_EQ_BIN(Div) CORA_EQ_BIN(Mod) CORA_EQ_BIN(Min) CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE)
-            CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
+        CORA_EQ_BIN(Div)
+        CORA_EQ_BIN(Mod) CORA_EQ_BIN(Min) CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT)
+            CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
 #undef CORA_EQ_BIN
                 case NodeKind::Not : return equal(a.as<Not>()->a, b.as<Not>()->a);
     case NodeKind::Select: {
@@ -93,7 +94,7 @@ bool equal(const Stmt &a, const Stmt &b) {
         return a.as<Assign>()->var == b.as<Assign>()->var && equal(a.as<Assign>()->value, b.as<Assign>()->value);
     case NodeKind::Allocate: {
         auto x = a.as<Allocate>(), y = b.as<Allocate>();
-        return x->buffer == y->buffer && equal(x->size, y->size) && equal(x->body, y->body);
+        return x->buffer == y->buffer && x->memory == y->memory && equal(x->size, y->size) && equal(x->body, y->body);
     }
     case NodeKind::Assert: {
         auto x = a.as<Assert>(), y = b.as<Assert>();

@@ -172,7 +172,8 @@ protected:
     }
     void visit_node(const Allocate *op) override {
         pad();
-        os << "allocate " << op->buffer->name << "[" << op->buffer->type.str() << " * ";
+        os << (op->memory == MemoryType::Stack ? "allocate on stack " : "allocate ") << op->buffer->name << "["
+           << op->buffer->type.str() << " * ";
         visit(op->size);
         os << "]\n";
         visit(op->body);

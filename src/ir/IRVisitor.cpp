@@ -40,8 +40,9 @@ CORA_VISIT_BIN(Add)
 CORA_VISIT_BIN(Sub)
 CORA_VISIT_BIN(Mul)
 CORA_VISIT_BIN(Div)
-CORA_VISIT_BIN(Mod) CORA_VISIT_BIN(Min) CORA_VISIT_BIN(Max) CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT)
-    CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
+CORA_VISIT_BIN(Mod)
+CORA_VISIT_BIN(Min) CORA_VISIT_BIN(Max) CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE)
+    CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
 #undef CORA_VISIT_BIN
         void IRVisitor::visit_node(const Not *op) {
     visit(op->a);
@@ -157,11 +158,11 @@ CORA_MUTATE_BIN(Add)
 CORA_MUTATE_BIN(Sub)
 CORA_MUTATE_BIN(Mul)
 CORA_MUTATE_BIN(Div)
-CORA_MUTATE_BIN(Mod) CORA_MUTATE_BIN(Min) CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE)
-    CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And)
-        CORA_MUTATE_BIN(Or)
+CORA_MUTATE_BIN(Mod)
+CORA_MUTATE_BIN(Min) CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT)
+    CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
 #undef CORA_MUTATE_BIN
-            Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
+        Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
     Expr a = mutate(op->a);
     return a.same_as(op->a) ? self : Not::make(a);
 }
@@ -252,7 +253,7 @@ Stmt IRMutator::mutate_node(const Allocate *op, const Stmt &self) {
     Expr sz = mutate(op->size);
     Stmt b = mutate(op->body);
     if (sz.same_as(op->size) && b.same_as(op->body)) return self;
-    return Allocate::make(op->buffer, sz, b);
+    return Allocate::make(op->buffer, sz, b, op->memory);
 }
 Stmt IRMutator::mutate_node(const Assert *op, const Stmt &self) {
     Expr c = mutate(op->cond);

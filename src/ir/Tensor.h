@@ -64,7 +64,24 @@ struct Schedule {
     /** compute_at: this Func's loops run inside `at_consumer`'s loop over `at_loop`. */
     std::shared_ptr<const TensorNode> at_consumer;
     std::shared_ptr<const DimNode> at_loop;
-    bool empty() const { return transforms.empty() && order.empty() && annotations.empty(); }
+    /** The dim of a definition that is one reduction (sum/maximum/minimum over it), once a
+     * primitive names it: it is then a loop of the nest (innermost, until split or reordered),
+     * the elements are initialised before the first reduction loop and updated inside it. */
+    std::shared_ptr<const DimNode> reduction_loop;
+    /** cache_write: the elements computed inside this loop live in a per-iteration dense tile
+     * (initialised, updated, then written to storage once). */
+    std::shared_ptr<const DimNode> cache_write_at;
+    /** cache_read: the region of `tensor` read inside loop `at` is copied into a dense tile at
+     * the start of each iteration of `at`, and read from there. */
+    struct CacheRead {
+        std::shared_ptr<const TensorNode> tensor;
+        std::shared_ptr<const DimNode> at;
+    };
+    std::vector<CacheRead> cache_reads;
+    bool empty() const {
+        return transforms.empty() && order.empty() && annotations.empty() && !reduction_loop && !cache_write_at &&
+               cache_reads.empty();
+    }
 };
 
 /** One step from a tensor's logical storage layout to its physical layout; steps apply in

@@ -3,7 +3,7 @@
  * `S[i] = a + sum(k < n(i): f(k))` becomes
  *     local acc = 0;  for k in [0, n(i)): acc = acc + f(k);  S[i] = a + acc
  * Reductions nested inside a reduction's body are lowered inside its loop.
- * Requires: loop nests with Provide. Ensures: no Reduce node is left.
+ * Requires: loop nests with Provide (and Store into cache tiles). Ensures: no Reduce node is left.
  * Tests: tests/correctness/softmax.cpp, vgemm.cpp, trmm.cpp. */
 #include <functional>
 
@@ -67,6 +67,10 @@ protected:
     Stmt mutate_node(const Provide *op, const Stmt &self) override {
         if (!find_reduce(op->value).defined()) return self;
         return lower_value(op->value, [&](const Expr &v) { return Provide::make(op->tensor, op->indices, v); });
+    }
+    Stmt mutate_node(const Store *op, const Stmt &self) override { // into a cache_write tile
+        if (!find_reduce(op->value).defined()) return self;
+        return lower_value(op->value, [&](const Expr &v) { return Store::make(op->buffer, op->index, v); });
     }
 };
 

@@ -153,6 +153,12 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
         loops.push_back(d.dim);
         extent[d.dim.get()] = d.extent;
     }
+    if (sch.reduction_loop) {
+        const Reduce *red = f->value.as<Reduce>();
+        internal_check(red && red->var == sch.reduction_loop->var, "reduction loop without its reduction");
+        loops.push_back(sch.reduction_loop);
+        extent[sch.reduction_loop.get()] = red->extent;
+    }
     auto now = [&](const Expr &e) { return simplify(substitute(e, value)); };
     auto rebind = [&](const VarNode *v, const Expr &e) {
         for (auto &[w, x] : value)
@@ -278,10 +284,145 @@ void check_split_point(const TensorNode &f, LoweringContext &ctx) {
     }
 }
 
+std::string print_list(const std::vector<Expr> &v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); i++)
+        out += (i ? ", " : "") + print(v[i]);
+    return out;
+}
+bool equal_all(const std::vector<Expr> &a, const std::vector<Expr> &b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); i++)
+        if (!equal(a[i], b[i])) return false;
+    return true;
+}
+
+/** The largest per-tile cache (elements); it lives on the stack of a loop body. */
+constexpr int64_t kMaxTileElements = 16384;
+
+/** A cache_read tile: filled by `copy` at the start of its loop's body. */
+struct CacheTile {
+    VarPtr buffer;
+    int64_t size;
+    Stmt copy;
+};
+
+/** cache_read of `t` in loop `pos`: the box of `t` that `element` reads over the loops inside
+ * `pos` (and the reductions in `element`), the tile and its copy, and `element` reading the
+ * tile. The box comes from symbolic bounds of the read's indices over those loops; its start
+ * may use only the loops outside, its size must be a constant. */
+std::pair<CacheTile, Expr> cache_read_region(const TensorNode &f, const TensorPtr &t, const std::string &at_name,
+                                             const Expr &element, const LoopPlan &plan,
+                                             const std::vector<DimPtr> &loops, const std::vector<Expr> &extents,
+                                             size_t pos, LoweringContext &ctx) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("cache_read of '", t->name, "' at '", at_name, "' in Func '", f.name, "': ", msg...);
+    };
+    const Access *read = nullptr;
+    Scope inner;
+    for (size_t k = pos + 1; k < loops.size(); k++)
+        inner.push_back(ScopeEntry{loops[k]->var.get(), IntImm::make(0), extents[k]});
+    visit_exprs(element, [&](const Expr &e) {
+        if (const Reduce *r = e.as<Reduce>())
+            inner.push_back(ScopeEntry{r->var.get(), IntImm::make(0), simplify(substitute(r->extent, plan.value))});
+        const Access *a = e.as<Access>();
+        if (!a || a->tensor != t) return;
+        if (read && !equal_all(read->indices, a->indices))
+            fail("it is read at (", print_list(read->indices), ") and at (", print_list(a->indices),
+                 "); a cached tensor must be read at one index tuple");
+        read = a;
+    });
+    if (!read) fail("no read of it is left (an inlined Func is not stored)");
+    std::vector<Expr> lo;
+    std::vector<int64_t> size;
+    int64_t total = 1;
+    for (size_t j = 0; j < read->indices.size(); j++) {
+        const std::string &dim = t->domain[j].dim->name;
+        Expr e = simplify(substitute(read->indices[j], plan.value));
+        Expr l = symbolic_bound(e, inner, false), h = symbolic_bound(e, inner, true);
+        if (!l.defined() || !h.defined()) fail("the index ", print(e), " in dim '", dim, "' has no bound");
+        l = simplify(l);
+        for (const ScopeEntry &s : inner)
+            if (uses_var(l, s.var))
+                fail("the region in dim '", dim, "' starts at ", print(l), ", which depends on '", s.var->name,
+                     "', a loop inside '", at_name, "'");
+        Expr sz = simplify(Add::make(Sub::make(h, l), IntImm::make(1)));
+        const int64_t *c = as_const_int(sz);
+        if (!c)
+            fail("the region in dim '", dim, "' has size ", print(sz), ", not a constant; split the loops inside '",
+                 at_name, "' so that they have constant extents");
+        lo.push_back(l);
+        size.push_back(std::max<int64_t>(*c, 1));
+        total *= size.back();
+    }
+    if (total > kMaxTileElements)
+        fail("the region has ", total, " elements, more than ", kMaxTileElements, "; cache at an inner loop");
+    // The copy: every element of the box inside t's shape; the others are zero (never read by
+    // an iteration that runs unguarded, since those read inside the shape).
+    CacheTile tile{make_var(t->name + "_cache", VarRole::Buffer, t->type), total, Stmt()};
+    Scope copy_scope;
+    for (size_t k = 0; k <= pos; k++)
+        copy_scope.push_back(ScopeEntry{loops[k]->var.get(), IntImm::make(0), extents[k]});
+    std::vector<VarPtr> copy_vars; // null for a dim of size 1
+    std::vector<Expr> idx;
+    std::map<const VarNode *, Expr> shape_at;
+    Expr flat = IntImm::make(0), cond;
+    for (size_t j = 0; j < lo.size(); j++) {
+        Expr c = IntImm::make(0);
+        copy_vars.push_back(nullptr);
+        if (size[j] > 1) {
+            copy_vars[j] = make_var(t->name + "_" + t->domain[j].dim->name + "_c", VarRole::Index);
+            copy_scope.push_back(ScopeEntry{copy_vars[j].get(), IntImm::make(0), IntImm::make(size[j])});
+            c = var_expr(copy_vars[j]);
+        }
+        idx.push_back(simplify(Add::make(lo[j], c)));
+        flat = simplify(Add::make(Mul::make(flat, IntImm::make(size[j])), c));
+        Expr extent = simplify(substitute(t->domain[j].extent, shape_at));
+        shape_at[t->domain[j].dim->var.get()] = idx[j];
+        if (!ctx.prover->prove_nonneg(idx[j], copy_scope)) {
+            Expr in = GE::make(idx[j], IntImm::make(0));
+            cond = cond.defined() ? And::make(cond, in) : in;
+        }
+        if (!ctx.prover->prove_nonneg(Sub::make(Sub::make(extent, idx[j]), IntImm::make(1)), copy_scope)) {
+            Expr in = LT::make(idx[j], extent);
+            cond = cond.defined() ? And::make(cond, in) : in;
+        }
+    }
+    Stmt leaf = Store::make(tile.buffer, flat, Access::make(t, idx));
+    if (cond.defined()) leaf = IfThenElse::make(cond, leaf, Store::make(tile.buffer, flat, make_zero(t->type)));
+    for (size_t j = lo.size(); j-- > 0;)
+        if (copy_vars[j]) leaf = For::make(copy_vars[j], IntImm::make(0), IntImm::make(size[j]), ForKind::Serial, leaf);
+    tile.copy = leaf;
+    // The reads: the tile at the index's offset from the box's start.
+    Expr offset = IntImm::make(0);
+    for (size_t j = 0; j < lo.size(); j++) // in loop variables, so that the tile's base cancels
+        offset = Add::make(Mul::make(offset, IntImm::make(size[j])),
+                           Sub::make(substitute(read->indices[j], plan.value), lo[j]));
+    struct UseTile : IRMutator {
+        const TensorNode *t;
+        Expr load;
+        Expr mutate_node(const Access *op, const Expr &self) override {
+            return op->tensor.get() == t ? load : IRMutator::mutate_node(op, self);
+        }
+        using IRMutator::mutate_node;
+    } use;
+    use.t = t.get();
+    use.load = Load::make(tile.buffer, simplify(offset));
+    return {tile, use.mutate(element)};
+}
+
 Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     const Schedule &sch = f->schedule;
     if (sch.op_split.tail) check_split_point(*f, ctx);
     Expr value = inline_reads(f->value, ctx);
+    // A scheduled reduction: its body is computed per iteration of the reduction loops.
+    const Reduce *red = nullptr;
+    Expr red_body;
+    if (sch.reduction_loop) {
+        red = value.as<Reduce>();
+        internal_check(red != nullptr, "scheduled reduction vanished");
+        red_body = substitute(red->body, red->var.get(), var_expr(sch.reduction_loop->var)); // inlining renames
+    }
     LoopPlan plan = *plan_loops(f, false);
     auto &loops = plan.loops;
     auto &extent = plan.extent;
@@ -348,7 +489,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         if (!store.empty())
             throw_compile_error("Func '", f->name, "': the padded loop writes outside its storage: ", store,
                                 "; pad its storage at least as much as the loop (pad_storage / fuse_storage)");
-        pad_unsafe = check.reads(in_p(value));
+        pad_unsafe = check.reads(in_p(red ? red_body : value));
         // Inner loop extents are evaluated in padded iterations too (e.g. len(b) for b >= B).
         for (size_t k = 0; k < p.loops.size() && pad_unsafe.empty(); k++)
             pad_unsafe =
@@ -382,55 +523,164 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         guards_at[depth].push_back(LT::make(v, e));
     }
 
-    Stmt body;
-    {
-        // Fusion-map values are substituted (storage lowering cancels them); others are lets.
-        std::map<const VarNode *, Expr> direct;
-        for (const LayoutDim &d : f->domain) {
-            auto it = plan.value.find(d.dim->var.get());
-            if (it != plan.value.end() && uses_fusion_map(it->second)) direct[d.dim->var.get()] = simplify(it->second);
-        }
-        std::vector<Expr> at;
-        for (const Expr &i : idx)
-            at.push_back(substitute(i, direct));
-        body = Provide::make(target, at, substitute(value, direct));
-        for (const LayoutDim &d : f->domain) {
-            auto it = plan.value.find(d.dim->var.get());
-            if (it != plan.value.end() && !direct.count(d.dim->var.get()))
-                body = LetStmt::make(d.dim->var, simplify(it->second), body);
-        }
+    // The loop kinds: default parallel outermost loop, then the annotations.
+    const size_t n = loops.size();
+    std::vector<bool> is_reduction(n, false);
+    if (red) {
+        Expr r = now(var_expr(sch.reduction_loop->var)); // in terms of the loops made from it
+        for (size_t k = 0; k < n; k++)
+            is_reduction[k] = uses_var(r, loops[k]->var.get());
     }
-    auto wrap_guards = [&](Stmt s, size_t depth) {
-        for (const Expr &c : guards_at[depth])
-            s = IfThenElse::make(c, s);
-        return s;
-    };
-    body = wrap_guards(body, loops.size());
+    std::vector<ForKind> kinds(n, ForKind::Serial);
     bool user_parallel = false;
     for (auto &[d, a] : sch.annotations)
         user_parallel = user_parallel || a == LoopAnnotation::Parallel;
-    for (int k = (int)loops.size() - 1; k >= 0; k--) {
-        ForKind kind = ForKind::Serial;
-        if (!user_parallel && k == 0) kind = ForKind::Parallel;
+    if (!user_parallel && n > 0 && !is_reduction[0]) kinds[0] = ForKind::Parallel;
+    for (size_t k = 0; k < n; k++)
         for (auto &[d, a] : sch.annotations) {
             if (d != loops[k]) continue;
-            if (a == LoopAnnotation::Parallel) kind = ForKind::Parallel;
+            if (a == LoopAnnotation::Parallel) kinds[k] = ForKind::Parallel;
             if (a == LoopAnnotation::Vectorize || a == LoopAnnotation::Unroll) {
                 const char *what = a == LoopAnnotation::Vectorize ? "vectorize" : "unroll";
                 if (!as_const_int(extents[k]))
                     throw_compile_error(what, " in Func '", f->name, "': loop '", loops[k]->name, "' has extent ",
                                         print(extents[k]), ", not a constant; split it first");
-                kind = a == LoopAnnotation::Vectorize ? ForKind::Vectorized : ForKind::Unrolled;
+                kinds[k] = a == LoopAnnotation::Vectorize ? ForKind::Vectorized : ForKind::Unrolled;
             }
         }
-        body = For::make(loops[k]->var, IntImm::make(0), extents[k], kind, body);
-        body = wrap_guards(body, (size_t)k);
-    }
     // Annotations on dims that are no longer loops (split after being marked).
     for (auto &[d, a] : sch.annotations)
         if (std::find(loops.begin(), loops.end(), d) == loops.end())
             throw_compile_error("schedule of Func '", f->name, "': '", d->name,
                                 "' is marked but is not a loop any more (it was split)");
+    auto position_of = [&](const DimPtr &d, const char *what) {
+        auto it = std::find(loops.begin(), loops.end(), d);
+        if (it == loops.end())
+            throw_compile_error(what, " at '", d->name, "' in Func '", f->name, "': '", d->name,
+                                "' is not a loop of the final nest (it was split or fused)");
+        return (size_t)(it - loops.begin());
+    };
+
+    // Domain dims (and the reduction dim) get their values: fusion-map values are substituted
+    // (storage lowering cancels them), the others are lets around each leaf statement.
+    std::map<const VarNode *, Expr> direct;
+    std::vector<std::pair<VarPtr, Expr>> lets;
+    std::vector<VarPtr> bound;
+    for (const LayoutDim &d : f->domain)
+        bound.push_back(d.dim->var);
+    if (red) bound.push_back(sch.reduction_loop->var);
+    for (const VarPtr &v : bound) {
+        auto it = plan.value.find(v.get());
+        if (it == plan.value.end()) continue;
+        if (uses_fusion_map(it->second))
+            direct[v.get()] = simplify(it->second);
+        else
+            lets.emplace_back(v, simplify(it->second));
+    }
+    auto with_lets = [&](Stmt s, bool elements_only) {
+        for (auto &[v, e] : lets)
+            if (!(elements_only && red && v == sch.reduction_loop->var)) s = LetStmt::make(v, e, s);
+        return s;
+    };
+    std::vector<Expr> at;
+    for (const Expr &i : idx)
+        at.push_back(substitute(i, direct));
+
+    // cache_read: the region each cached tensor's reads cover inside its loop, copied first.
+    Expr element = red ? red_body : value;
+    std::map<size_t, std::vector<CacheTile>> prologue; // loop position -> tiles filled as its body starts
+    for (const Schedule::CacheRead &c : sch.cache_reads) {
+        size_t pos = position_of(c.at, "cache_read");
+        auto [tile, cached] = cache_read_region(*f, c.tensor, c.at->name, element, plan, loops, extents, pos, ctx);
+        prologue[pos].push_back(tile);
+        element = cached;
+    }
+    element = substitute(element, direct);
+
+    // Where the per-element state starts: the cache_write loop's body, else the outermost
+    // reduction loop; the loops from there on form the inner part.
+    size_t first_reduction = n;
+    for (size_t k = n; k-- > 0;)
+        if (is_reduction[k]) first_reduction = k;
+    std::optional<size_t> cache_pos;
+    if (sch.cache_write_at) cache_pos = position_of(sch.cache_write_at, "cache_write");
+    size_t inner = cache_pos ? *cache_pos + 1 : first_reduction;
+    if (cache_pos && first_reduction < inner)
+        throw_compile_error("cache_write at '", sch.cache_write_at->name, "' in Func '", f->name, "': reduction loop '",
+                            loops[first_reduction]->name, "' is outside it; reorder the reduction loops inside '",
+                            sch.cache_write_at->name, "'");
+    auto guard_uses_reduction = [&](const Expr &c) {
+        for (size_t k = 0; k < n; k++)
+            if (is_reduction[k] && uses_var(c, loops[k]->var.get())) return true;
+        return false;
+    };
+    /** The loops at `positions` around `leaf`, each with its guards (only those over the
+     * Func's dims when `elements_only`) and, for full nests, its prologue. */
+    auto nest = [&](const std::vector<size_t> &positions, Stmt s, bool elements_only) {
+        for (size_t j = positions.size(); j-- > 0;) {
+            size_t k = positions[j];
+            if (!elements_only && prologue.count(k))
+                for (const CacheTile &c : prologue[k])
+                    s = Allocate::make(c.buffer, IntImm::make(c.size), Block::make({c.copy, s}), MemoryType::Stack);
+            for (const Expr &c : guards_at[k + 1])
+                if (!(elements_only && guard_uses_reduction(c))) s = IfThenElse::make(c, s);
+            s = For::make(loops[k]->var, IntImm::make(0), extents[k], kinds[k], s);
+        }
+        return s;
+    };
+    std::vector<size_t> inner_all, inner_elements;
+    for (size_t k = inner; k < n; k++) {
+        inner_all.push_back(k);
+        if (!is_reduction[k]) inner_elements.push_back(k);
+    }
+    auto combine = [&](const Expr &old) {
+        return red->op == ReduceOp::Sum   ? Add::make(old, element)
+               : red->op == ReduceOp::Max ? Max::make(old, element)
+                                          : Min::make(old, element);
+    };
+    Stmt inner_part;
+    if (cache_pos) {
+        // The tile: one element per iteration of the loops over the Func's dims inside `at`.
+        VarPtr tile = make_var(f->name + "_tile", VarRole::Buffer, f->type);
+        Expr tile_index = IntImm::make(0);
+        int64_t tile_size = 1;
+        for (size_t k : inner_elements) {
+            const int64_t *e = as_const_int(extents[k]);
+            if (!e)
+                throw_compile_error("cache_write at '", sch.cache_write_at->name, "' in Func '", f->name, "': loop '",
+                                    loops[k]->name, "' has extent ", print(extents[k]),
+                                    ", not a constant; the tile needs constant extents (split it first)");
+            tile_size *= std::max<int64_t>(*e, 1);
+            tile_index = simplify(Add::make(Mul::make(tile_index, IntImm::make(*e)), var_expr(loops[k]->var)));
+        }
+        if (tile_size > kMaxTileElements)
+            throw_compile_error("cache_write at '", sch.cache_write_at->name, "' in Func '", f->name,
+                                "': the tile has ", tile_size, " elements, more than ", kMaxTileElements,
+                                "; cache at an inner loop");
+        std::vector<Stmt> parts;
+        if (red)
+            parts.push_back(
+                nest(inner_elements, Store::make(tile, tile_index, reduce_identity(red->op, f->type)), true));
+        Expr updated = red ? combine(Load::make(tile, tile_index)) : element;
+        parts.push_back(nest(inner_all, with_lets(Store::make(tile, tile_index, updated), false), false));
+        parts.push_back(
+            nest(inner_elements, with_lets(Provide::make(target, at, Load::make(tile, tile_index)), true), true));
+        inner_part = Allocate::make(tile, IntImm::make(tile_size), Block::make(parts), MemoryType::Stack);
+    } else if (red) {
+        Stmt init =
+            nest(inner_elements, with_lets(Provide::make(target, at, reduce_identity(red->op, f->type)), true), true);
+        Stmt update =
+            nest(inner_all, with_lets(Provide::make(target, at, combine(Access::make(target, at))), false), false);
+        inner_part = Block::make({init, update});
+    } else {
+        inner_part = with_lets(Provide::make(target, at, element), false);
+    }
+    std::vector<size_t> outer_positions;
+    for (size_t k = 0; k < inner; k++)
+        outer_positions.push_back(k);
+    Stmt body = nest(outer_positions, inner_part, false);
+    for (const Expr &c : guards_at[0])
+        body = IfThenElse::make(c, body);
     return body;
 }
 

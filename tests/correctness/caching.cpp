@@ -1,0 +1,133 @@
+// Scheduled reduction loops, cache_write (per-tile accumulators, i.e. register blocking) and
+// cache_read (per-tile copies of the region an op reads), on ragged vgemm, trmm, row max and
+// elementwise ops; every result equals the reference on the edge-case batches.
+#include "common/ragged_testing.h"
+
+using namespace cora;
+using Catch::Matchers::Contains;
+using testing::check_against_reference;
+using testing::count_occurrences;
+
+TEST_CASE("vgemm with the reduction loop scheduled, register tiles and packed panels", "[cache]") {
+    Dim batch("batch"), m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni"), ro("ro"), ri("ri");
+    Param B("B", 1, 16);
+    LengthArray Ms("Ms", B, 0, 23), Ns("Ns", B, 0, 23), Ks("Ks", B, 0, 23);
+    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}), Y("Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); };
+    // 0: reduction loop between the tile loops, accumulating in C's storage (init nest first)
+    // 1: + cache_write: a 4 x 8 accumulator tile per (mo, no)
+    // 2: + reduction split, X and Y panels copied per ro (cache_read)
+    // 3: as 2 with the prover off: guards stay, numbers equal
+    for (int variant = 0; variant < 4; variant++) {
+        DYNAMIC_SECTION("variant " << variant) {
+            Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+            C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), X(b, i, r) * Y(b, r, j)); });
+            C.split(m, mo, mi, 4).split(n, no, ni, 8);
+            if (variant <= 1) {
+                C.reorder({batch, mo, no, r, mi, ni});
+            } else {
+                C.split(r, ro, ri, 8).reorder({batch, mo, no, ro, ri, mi, ni});
+                C.cache_read(X, ro).cache_read(Y, ro);
+            }
+            C.unroll(mi).vectorize(ni);
+            if (variant >= 1) C.cache_write(no);
+            CompileOptions opts;
+            opts.remove_guards = variant != 3;
+            Pipeline p({C}, "vgemm_cache_" + std::to_string(variant));
+            Kernel k = p.compile(opts);
+            const std::string ir = k.lowered();
+            INFO(ir);
+            if (variant == 0) {
+                // The elements are set to 0 before the reduction loop, which runs outside mi.
+                size_t init = ir.find("] = 0f"), update = ir.find("for r in");
+                REQUIRE(init < update);
+                REQUIRE(update != std::string::npos);
+                REQUIRE(ir.find("for mi in", update) != std::string::npos);
+                REQUIRE(count_occurrences(ir, "allocate on stack") == 0);
+            } else {
+                REQUIRE_THAT(ir, Contains("allocate on stack C_tile[float32 * 32]"));
+            }
+            if (variant >= 2) {
+                REQUIRE_THAT(ir, Contains("allocate on stack X_cache[float32 * 32]"));
+                REQUIRE_THAT(ir, Contains("allocate on stack Y_cache[float32 * 64]"));
+            }
+            check_against_reference(p, k, {X, Y}, bind, 23, 8, 61 + (uint32_t)variant);
+        }
+    }
+}
+
+TEST_CASE("trmm: a reduction whose extent depends on the row, cached per tile", "[cache]") {
+    Dim m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
+    Param M("M", 1, 64);
+    Tensor L("L", {{m, M}, {r, M}}), X("X", {{r, M}, {n, 20}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(M, 1 + l.back()); };
+    Func C("C", {{m, M}, {n, 20}});
+    C.compute([&](Expr i, Expr j) { return sum(r, i + 1, L(i, r) * X(r, j)); });
+    // The reduction (r < i + 1) must stay inside mi; it runs inside the tile, before ni.
+    C.split(m, mo, mi, 4).split(n, no, ni, 8).reorder({mo, no, mi, r, ni}).vectorize(ni).cache_write(no);
+    Pipeline p({C}, "trmm_cache");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    REQUIRE_THAT(k.lowered(), Contains("allocate on stack C_tile[float32 * 32]"));
+    check_against_reference(p, k, {L, X}, bind, 40, 8, 71);
+}
+
+TEST_CASE("row maximum with a split reduction loop and a cached accumulator", "[cache]") {
+    Dim batch("batch"), seq("seq"), h("h"), ho("ho"), hi("hi"), k("k"), ko("ko"), ki("ki");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 30);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}, {k, 12}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    for (int variant = 0; variant < 2; variant++) {
+        DYNAMIC_SECTION("variant " << variant) {
+            Func Mx("Mx", {{batch, B}, {seq, len(batch)}});
+            Mx.compute([&](Expr b, Expr s) { return maximum(k, 12, A(b, s, k) - cast(Float32, s)); });
+            // The 12-long reduction split by 5: its last block is guarded (k < 12).
+            Mx.split(k, ko, ki, 5).unroll(ki);
+            if (variant == 1) Mx.cache_write(seq);
+            Pipeline p({Mx}, "max_cache_" + std::to_string(variant));
+            Kernel kern = p.compile();
+            INFO(kern.lowered());
+            check_against_reference(p, kern, {A}, bind, 30, 4, 81 + (uint32_t)variant);
+        }
+    }
+}
+
+TEST_CASE("elementwise: ragged tiles through a cache_write and a cache_read", "[cache]") {
+    Dim batch("batch"), seq("seq"), so("so"), si("si");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 40);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    Func Out("Out", {{batch, B}, {seq, len(batch)}});
+    Out.compute([&](Expr b, Expr s) { return 2 * A(b, s) + cast(Float32, s); });
+    // The last tile of a row runs past len(b): its copy is guarded (zeros) and so is its store.
+    Out.split(seq, so, si, 8).vectorize(si).cache_read(A, so).cache_write(so);
+    Pipeline p({Out}, "elementwise_cache");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    REQUIRE_THAT(k.lowered(), Contains("allocate on stack A_cache[float32 * 8]"));
+    REQUIRE_THAT(k.lowered(), Contains("allocate on stack Out_tile[float32 * 8]"));
+    check_against_reference(p, k, {A}, bind, 40, 8, 91);
+}
+
+TEST_CASE("op split vgemm: cached full tiles without checks, a plain tail", "[cache][opsplit]") {
+    Dim batch("batch"), m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
+    Param B("B", 1, 16);
+    LengthArray Ms("Ms", B, 0, 21), Ns("Ns", B, 0, 21), Ks("Ks", B, 0, 21);
+    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}), Y("Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}});
+    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+    C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), X(b, i, r) * Y(b, r, j)); });
+    Func rows_tail = C.split_op(m, floor_mult(Ms(batch), 4));
+    rows_tail.split_op(n, floor_mult(Ns(batch), 8)); // the last rows: full 8-column tiles, then the rest
+    C.split(m, mo, mi, 4).split(n, no, ni, 8).reorder({batch, mo, no, r, mi, ni}).unroll(mi).vectorize(ni);
+    C.cache_write(no);
+    rows_tail.split(n, no, ni, 8).reorder({batch, m, no, r, ni}).cache_write(no);
+    Pipeline p({C}, "vgemm_cache_opsplit");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    check_against_reference(
+        p, k, {X, Y},
+        [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); }, 21, 4,
+        95);
+}
