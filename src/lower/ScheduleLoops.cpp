@@ -591,6 +591,18 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     std::map<size_t, std::vector<CacheTile>> prologue; // loop position -> tiles filled as its body starts
     for (const Schedule::CacheRead &c : sch.cache_reads) {
         size_t pos = position_of(c.at, "cache_read");
+        // A producer computed inside this Func's loop `d` (directly or with its consumer) is
+        // complete for the iteration only once `d`'s body starts: the copy must be inside `d`.
+        for (TensorPtr p = c.tensor; p && p->schedule.at_consumer; p = p->schedule.at_consumer)
+            if (p->schedule.at_consumer == f) {
+                auto it = std::find(loops.begin(), loops.end(), p->schedule.at_loop);
+                if (it != loops.end() && (size_t)(it - loops.begin()) > pos)
+                    throw_compile_error("cache_read of '", c.tensor->name, "' at '", c.at->name, "' in Func '", f->name,
+                                        "': it is computed inside loop '", p->schedule.at_loop->name,
+                                        "' (compute_at), after the copy would be made; cache it at '",
+                                        p->schedule.at_loop->name, "' or inside");
+                break;
+            }
         auto [tile, cached] = cache_read_region(*f, c.tensor, c.at->name, element, plan, loops, extents, pos, ctx);
         prologue[pos].push_back(tile);
         element = cached;

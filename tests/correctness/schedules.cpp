@@ -23,21 +23,23 @@ struct Workload {
     std::function<std::string(std::vector<Func> &all, std::mt19937 &rng, std::vector<bool> &placed)> place = {};
 };
 
-void run_differential(Workload &w, int trials, uint32_t seed) {
+void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reduction) {
     std::mt19937 rng(seed);
     auto cases = testing::length_cases(20, 4, seed, 1);
-    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0, placed_ops = 0;
+    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0, placed_ops = 0, reduction_loops = 0, caches = 0;
     // Random reorders are often illegal (a vloop moved outside the loop its extent uses); count
     // legal schedules, not attempts.
-    for (int t = 0; legal < trials && t < 8 * trials; t++) {
+    for (int t = 0; legal < trials && t < 16 * trials; t++) {
         std::vector<Func> all;
         std::vector<Func> outs = w.build(all);
         std::string desc;
         bool grouped = false; // a head and its tail are fused: no other group for them
         std::vector<bool> placed(all.size(), false);
         if (w.place) desc += w.place(all, rng, placed);
+        testing::ScheduleChoices choices{&reduction, w.inputs};
+        choices.cacheable.insert(choices.cacheable.end(), all.begin(), all.end());
         for (size_t i = 0; i < all.size(); i++)
-            if (!placed[i]) desc += testing::random_schedule(all[i], rng, &grouped) + "  ";
+            if (!placed[i]) desc += testing::random_schedule(all[i], rng, &grouped, true, choices) + "  ";
         if (w.hfuse_all && !grouped && all.size() >= 2 && rng() % 2) {
             all[0].hfuse(std::vector<Func>(all.begin() + 1, all.end()));
             desc += " hfuse(all)";
@@ -60,8 +62,15 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
                             msg.find("is not one of the consumer's outermost loops") != std::string::npos ||
                             msg.find("not over its extent") != std::string::npos ||
                             msg.find("must be its outermost dims, in order") != std::string::npos ||
-                            msg.find("(hfuse) and reads it") != std::string::npos;
+                            msg.find("(hfuse) and reads it") != std::string::npos ||
+                            // cache_read regions that are not a constant box
+                            msg.find("not a constant; split the loops") != std::string::npos ||
+                            msg.find("a loop inside") != std::string::npos ||
+                            msg.find("must be read at one index tuple") != std::string::npos ||
+                            msg.find("no read of it is left") != std::string::npos ||
+                            msg.find("after the copy would be made") != std::string::npos;
             INFO(msg);
+            if (getenv("CORA_TEST_SHOW_REJECTED")) std::cerr << "REJECTED " << msg << "\n";
             REQUIRE(expected);
             illegal++;
             continue;
@@ -70,6 +79,8 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
         op_splits += desc.find("split_op") != std::string::npos;
         fused_splits += desc.find("hfuse(head, tail)") != std::string::npos;
         placed_ops += desc.find("compute_") != std::string::npos;
+        reduction_loops += desc.find("reduction_loop") != std::string::npos;
+        caches += desc.find("cache_") != std::string::npos;
         // Two shapes per schedule: a rotating edge case and a random batch.
         for (size_t c : {(size_t)legal % 5, cases.size() - 1}) {
             INFO(testing::describe(cases[c]));
@@ -102,9 +113,11 @@ void run_differential(Workload &w, int trials, uint32_t seed) {
     REQUIRE(legal == trials);
     REQUIRE(fused_splits > 0); // op split + hfuse is exercised on every workload
     if (w.place) REQUIRE(placed_ops > 0);
+    REQUIRE(caches > 0);
     std::cout << "differential " << w.name << ": " << legal << " legal schedules (" << illegal << " rejected), "
               << op_splits << " op splits, " << fused_splits << " fused with their tail, " << placed_ops
-              << " with compute_inline/compute_at\n";
+              << " with compute_inline/compute_at, " << reduction_loops << " with a reduction loop, " << caches
+              << " with cache_read/cache_write\n";
 }
 
 } // namespace
@@ -219,12 +232,12 @@ TEST_CASE("random schedules of ragged elementwise, independent ops, softmax, vge
         {A, V},
         true};
 
-    SECTION("elementwise") { run_differential(elementwise, 40, 1); }
-    SECTION("independent ops, horizontally fused") { run_differential(independent, 30, 6); }
-    SECTION("softmax") { run_differential(softmax, 30, 2); }
-    SECTION("vgemm") { run_differential(vgemm, 40, 3); }
-    SECTION("trmm") { run_differential(trmm, 40, 4); }
-    SECTION("attention QK^T") { run_differential(qkt, 40, 5); }
+    SECTION("elementwise") { run_differential(elementwise, 40, 1, r); }
+    SECTION("independent ops, horizontally fused") { run_differential(independent, 30, 6, r); }
+    SECTION("softmax") { run_differential(softmax, 30, 2, r); }
+    SECTION("vgemm") { run_differential(vgemm, 40, 3, r); }
+    SECTION("trmm") { run_differential(trmm, 40, 4, r); }
+    SECTION("attention QK^T") { run_differential(qkt, 40, 5, r); }
 }
 
 TEST_CASE("split guards: removed when proved, kept on ragged extents, same results", "[schedule][guards]") {

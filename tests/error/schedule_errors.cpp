@@ -391,3 +391,68 @@ TEST_CASE("illegal compute_at is rejected with clear messages", "[error][schedul
         REQUIRE_NOTHROW(Pipeline({G2}).compile());
     }
 }
+
+TEST_CASE("illegal reduction loops and caches are rejected with clear messages", "[error][schedule][cache]") {
+    Dim batch("batch"), seq("seq"), so("so"), si("si"), k("k"), ko("ko"), ki("ki"), other("other");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 30);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}}), W("W", {{batch, B}, {seq, len(batch)}, {k, 16}});
+    auto row_sum = [&] {
+        Func S("S", {{batch, B}, {seq, len(batch)}});
+        S.compute([&](Expr b, Expr s) { return sum(k, 16, W(b, s, k)); });
+        return S;
+    };
+    {
+        Func S = row_sum();
+        REQUIRE_THROWS_WITH(S.pad_loop(k, 8), Contains("pad_loop of 'k' in Func 'S': it is a reduction loop") &&
+                                                  Contains("would add to the result"));
+        REQUIRE_THROWS_WITH(S.vectorize(k), Contains("vectorize of 'k' in Func 'S': it is a reduction loop"));
+        REQUIRE_THROWS_WITH(S.parallel(k), Contains("parallel of 'k' in Func 'S': it is a reduction loop"));
+        REQUIRE_THROWS_WITH(S.fuse(seq, k, other), Contains("fuse of 'k' in Func 'S': it is a reduction loop"));
+        S.split(k, ko, ki, 4);
+        REQUIRE_THROWS_WITH(S.vectorize(ki), Contains("vectorize of 'ki' in Func 'S': it is a reduction loop"));
+        REQUIRE_THROWS_WITH(S.cache_write(other),
+                            Contains("cache_write at 'other' in Func 'S': 'other' is not a loop"));
+    }
+    {
+        // The reduction loop outside the cached loop: the tile would be written back too early.
+        Func S = row_sum();
+        S.reorder({batch, k, seq}).cache_write(seq);
+        REQUIRE_THROWS_WITH(Pipeline({S}).compile(), Contains("cache_write at 'seq' in Func 'S': reduction loop 'k' "
+                                                              "is outside it"));
+    }
+    {
+        // Tiles need constant extents and a bounded size.
+        Func S = row_sum();
+        S.cache_write(batch);
+        REQUIRE_THROWS_WITH(Pipeline({S}).compile(),
+                            Contains("loop 'seq' has extent") && Contains("not a constant; the tile needs constant"));
+        Func T = row_sum();
+        T.split(seq, so, si, 32768).cache_write(so);
+        REQUIRE_THROWS_WITH(Pipeline({T}).compile(), Contains("the tile has 32768 elements, more than 16384"));
+    }
+    {
+        // A reduction whose extent uses a loop cannot move outside that loop.
+        Func S("S", {{batch, B}, {seq, len(batch)}});
+        S.compute([&](Expr b, Expr s) { return sum(k, s + 1, A(b, k)); });
+        S.reorder({batch, k, seq});
+        REQUIRE_THROWS_WITH(Pipeline({S}).compile(),
+                            Contains("loop 'k' has extent") && Contains("depends on loop 'seq'"));
+    }
+    {
+        Func F("F", {{batch, B}, {seq, len(batch)}});
+        F.compute([&](Expr b, Expr s) { return A(b, s) + 1; });
+        REQUIRE_THROWS_WITH(F.cache_read(W, seq), Contains("cache_read of 'W' at 'seq' in Func 'F': the definition "
+                                                           "does not read 'W'"));
+        REQUIRE_THROWS_WITH(F.cache_read(F, seq), Contains("a Func cannot cache its own storage"));
+        F.cache_read(A, batch); // the region in seq is a whole (ragged) row
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("cache_read of 'A' at 'batch' in Func 'F': the region in "
+                                                              "dim 'seq' has size") &&
+                                                         Contains("not a constant"));
+        REQUIRE_THROWS_WITH(F.cache_read(A, seq), Contains("'A' is already cached"));
+        Func G("G", {{batch, B}, {seq, len(batch)}});
+        G.compute([&](Expr b, Expr s) { return A(b, s) + A(b, 0); });
+        G.split(seq, so, si, 4).cache_read(A, so);
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(), Contains("it is read at (batch, seq) and at (batch, 0)"));
+    }
+}
