@@ -42,7 +42,8 @@ int main(int argc, char **argv) {
         if (a == "--batch") batch = std::atoi(argv[i + 1]);
     }
     const int64_t K = features, O = features;
-    Dim b("batch"), s("seq"), k("k"), o("o"), r("r"), tok("tok"), to("to"), ti("ti"), oo("oo"), oi("oi");
+    Dim b("batch"), s("seq"), k("k"), o("o"), r("r"), tok("tok"), to("to"), ti("ti"), oo("oo"), oi("oi"), tio("tio"),
+        tii("tii");
     Param B("B", 1, 4096);
     LengthArray len("len", B, 0, 512);
 
@@ -60,6 +61,10 @@ int main(int argc, char **argv) {
         {"split(o, oo, oi, 16), reorder, vectorize(oi): dense 16x16 output tiles",
          [&](Func &f, Tensor &) {
              f.split(o, oo, oi, 16).reorder({to, oo, ti, oi}).vectorize(oi);
+         }},
+        {"split(ti, tio, tii, 4), reorder with r outside the tile, unroll(tii), cache_write(tio): 4x16 register tiles",
+         [&](Func &f, Tensor &) {
+             f.split(ti, tio, tii, 4).reorder({to, oo, tio, r, tii, oi}).unroll(tii).cache_write(tio);
          }},
     };
 

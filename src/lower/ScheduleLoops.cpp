@@ -32,6 +32,14 @@
  * dims in order with equal extents, the consumer reads only the current indices of them, no
  * op in between reads the producer).
  * Reads of compute_inline Funcs are expanded into each op's definition (InlineFuncs.cpp).
+ * Reduction loops: when a primitive names the dim of a definition that is one reduction, that
+ * dim is the innermost loop before the transforms. From the inner position (the cache_write
+ * loop's body, else the outermost reduction loop) the nest is: an init nest over the inner
+ * loops over the Func's dims (their guards only) storing the identity, then the update nest
+ * over all inner loops. cache_write(at): the element state is a stack tile indexed by the inner
+ * loops over the Func's dims (constant extents), written back under their guards.
+ * cache_read(t, at): the box of t read inside `at` (symbolic bounds; constant size, start
+ * outside `at`) is copied into a stack tile as `at`'s body starts, zeros outside t's shape.
  * Requires: a validated pipeline. Ensures: one loop nest per Func, producers first, each
  * ending in a Provide. Errors: CompileError naming the Func and loop (reorder across a
  * dependence, illegal fuse, vectorize/unroll of a non-constant extent, store outside storage).
