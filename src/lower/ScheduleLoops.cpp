@@ -305,6 +305,34 @@ bool equal_all(const std::vector<Expr> &a, const std::vector<Expr> &b) {
     return true;
 }
 
+/** `e` with x / c and x % c (c a positive constant) replaced by 0 and x where the prover shows
+ * 0 <= x < c over `scope`, then simplified. */
+Expr fold_small_div_mod(const Expr &e, const Scope &scope, Prover &prover) {
+    struct Folder : IRMutator {
+        const Scope *scope;
+        Prover *prover;
+        bool small(const Expr &x, const Expr &c) {
+            const int64_t *k = as_const_int(c);
+            return k && *k > 0 && x.type().is_int() && prover->prove_nonneg(x, *scope) &&
+                   prover->prove_nonneg(Sub::make(IntImm::make(*k - 1), x), *scope);
+        }
+        Expr mutate_node(const Div *op, const Expr &self) override {
+            Expr a = mutate(op->a);
+            if (small(a, op->b)) return make_zero(op->type);
+            return a.same_as(op->a) ? self : Div::make(a, op->b);
+        }
+        Expr mutate_node(const Mod *op, const Expr &self) override {
+            Expr a = mutate(op->a);
+            if (small(a, op->b)) return a;
+            return a.same_as(op->a) ? self : Mod::make(a, op->b);
+        }
+        using IRMutator::mutate_node;
+    } folder;
+    folder.scope = &scope;
+    folder.prover = &prover;
+    return simplify(folder.mutate(e));
+}
+
 /** The largest per-tile cache (elements); it lives on the stack of a loop body. */
 constexpr int64_t kMaxTileElements = 16384;
 
@@ -456,11 +484,17 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         for (size_t i = 0; i < positions.size(); i++)
             loops[positions[i]] = sch.order[i];
     }
-    // Everything in terms of the final loop variables.
+    // Everything in terms of the final loop variables. A split's inner loop often leaves
+    // (o * f + i) / f = o + i / f in an extent (e.g. floor_mult(m, 4) with m = mo * 4 + mi):
+    // with the constant ranges of the loops, i / f folds to 0, so the extent uses only mo.
+    Scope constant_loops;
+    for (const DimPtr &d : loops)
+        if (as_const_int(now(extent.at(d.get()))))
+            constant_loops.push_back(ScopeEntry{d->var.get(), IntImm::make(0), now(extent.at(d.get()))});
     std::vector<Expr> extents;
     Scope scope;
     for (size_t k = 0; k < loops.size(); k++) {
-        Expr e = now(extent.at(loops[k].get()));
+        Expr e = fold_small_div_mod(now(extent.at(loops[k].get())), constant_loops, *ctx.prover);
         for (const VarNode *v : vars_of(e, VarRole::Index)) {
             bool outside = false;
             for (size_t j = 0; j < k; j++)

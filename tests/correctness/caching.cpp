@@ -131,3 +131,22 @@ TEST_CASE("op split vgemm: cached full tiles without checks, a plain tail", "[ca
         [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); }, 21, 4,
         95);
 }
+
+TEST_CASE("trmm in register tiles: a block-rectangular reduction moves outside the tile rows", "[cache]") {
+    // sum over r < min(floor_mult(i, 4) + 4, M) with the upper triangle masked: once m is split
+    // by 4, floor_mult(mo * 4 + mi, 4) folds to mo * 4, so r can run outside mi.
+    Dim m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
+    Param M("M", 1, 64);
+    Tensor L("L", {{m, M}, {r, M}}), X("X", {{r, M}, {n, 20}});
+    Func C("C", {{m, M}, {n, 20}});
+    C.compute([&](Expr i, Expr j) {
+        return sum(r, min(floor_mult(i, 4) + 4, M), select(r <= i, L(i, r), 0.0f) * X(r, j));
+    });
+    C.split(m, mo, mi, 4).split(n, no, ni, 8).reorder({mo, no, r, mi, ni}).unroll(mi).vectorize(ni).cache_write(no);
+    Pipeline p({C}, "trmm_blocked");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    REQUIRE_THAT(k.lowered(), Contains("allocate on stack C_tile[float32 * 32]"));
+    check_against_reference(
+        p, k, {L, X}, [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(M, 1 + l.back()); }, 40, 8, 73);
+}
