@@ -134,7 +134,9 @@ public:
      * provable (a CompileError otherwise; clamp it with min()). A loop of either part that
      * covers `d` cannot be padded (its extra iterations would write the other part). The tail
      * writes this Func's storage: it is not a tensor of its own, so it cannot be read, be an
-     * output or change storage. */
+     * output or change storage. A Func (or tail) can be split again, on any dim, within the
+     * range its earlier splits left (e.g. rows at floor_mult(M, 4), then columns at
+     * floor_mult(N, 32): a head of full tiles in both, and tails "<name>_tail", "<name>_tail2"). */
     Func split_op(const Dim &d, const Expr &point);
     /** Compute this Func where it is read: every read becomes its definition at the read's
      * indices, so it is never stored (no intermediate buffer, no loop nest of its own). A

@@ -397,7 +397,6 @@ Func Func::split_op(const Dim &d, const Expr &point) {
         throw_compile_error("split_op of '", d.name(), "' in Func '", name(), "': ", msg...);
     };
     if (!defined()) fail("define it (compute()) before splitting it");
-    if (node_->schedule.op_split.tail) fail("it is already split; split its tail instead");
     if (!point.defined() || !point.type().is_int()) fail("the split point must be an integer expression");
     size_t k = 0;
     while (k < node_->domain.size() && node_->domain[k].dim != d.node())
@@ -412,14 +411,17 @@ Func Func::split_op(const Dim &d, const Expr &point) {
                  d.name(), "'");
     }
     auto tail = std::make_shared<ir::TensorNode>();
-    tail->name = name() + "_tail";
+    size_t splits = node_->schedule.op_splits.size();
+    tail->name = name() + "_tail" + (splits ? std::to_string(splits + 1) : "");
     tail->id = next_tensor_id++;
     tail->type = node_->type;
     tail->is_input = false;
     // The tail's loop over d counts from the point: every use of d becomes d + point.
     std::map<const ir::VarNode *, Expr> shift{{d.node()->var.get(), ir::var_expr(d.node()->var) + point}};
-    tail->domain = node_->domain;
-    tail->domain[k].extent = node_->domain[k].extent - point;
+    // The tail covers what the earlier splits left of the op, from the point on.
+    ir::Layout base = ir::loop_domain(*node_);
+    tail->domain = base;
+    tail->domain[k].extent = base[k].extent - point;
     for (size_t j = k + 1; j < tail->domain.size(); j++)
         tail->domain[j].extent = ir::substitute(tail->domain[j].extent, shift);
     tail->storage = tail->domain;
@@ -427,7 +429,7 @@ Func Func::split_op(const Dim &d, const Expr &point) {
     tail->stores_into = node_->stores_into ? node_->stores_into : node_;
     for (const Expr &i : ir::store_indices(*node_))
         tail->store_indices.push_back(ir::substitute(i, shift));
-    node_->schedule.op_split = ir::OpSplit{d.node(), point, tail};
+    node_->schedule.op_splits.push_back(ir::OpSplit{d.node(), point, tail});
     return Func(tail);
 }
 

@@ -13,9 +13,9 @@ std::vector<Expr> store_indices(const TensorNode &t) {
 
 Layout loop_domain(const TensorNode &t) {
     Layout l = t.domain;
-    if (t.schedule.op_split.tail)
+    for (const OpSplit &s : t.schedule.op_splits)
         for (LayoutDim &d : l)
-            if (d.dim == t.schedule.op_split.dim) d.extent = t.schedule.op_split.point;
+            if (d.dim == s.dim) d.extent = s.point;
     return l;
 }
 

@@ -59,8 +59,10 @@ struct Schedule {
     /** Horizontal fusion: this Func's outermost loop and those of `hfuse` run as one loop. */
     std::vector<std::shared_ptr<const TensorNode>> hfuse;
     bool hfuse_member = false; ///< listed in another Func's hfuse group
-    OpSplit op_split;          ///< tail == nullptr: the op is not split
-    bool inlined = false;      ///< compute_inline: expanded into its readers, never stored
+    /** Operation splits, in order: each cuts the op's loops at its point (in the range the
+     * earlier ones left) and hands the rest to its tail. Empty: the op is not split. */
+    std::vector<OpSplit> op_splits;
+    bool inlined = false; ///< compute_inline: expanded into its readers, never stored
     /** compute_at: this Func's loops run inside `at_consumer`'s loop over `at_loop`. */
     std::shared_ptr<const TensorNode> at_consumer;
     std::shared_ptr<const DimNode> at_loop;

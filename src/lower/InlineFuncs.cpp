@@ -29,7 +29,7 @@ void select_inlined(LoweringContext &ctx) {
         if (ctx.is_output(f.get())) fail("it is an output of the pipeline, so it must be stored");
         if (!sch.empty() || sch.at_consumer)
             fail("it has a loop schedule, but an inlined Func has no loops of its own");
-        if (sch.op_split.tail) fail("its op is split, but an inlined Func has no loops of its own");
+        if (!sch.op_splits.empty()) fail("its op is split, but an inlined Func has no loops of its own");
         if (!sch.hfuse.empty() || sch.hfuse_member) fail("it is horizontally fused, but it has no loops of its own");
         bool own_storage = !f->storage_transforms.empty();
         for (size_t k = 0; k < f->domain.size(); k++)

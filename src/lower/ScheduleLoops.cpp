@@ -223,11 +223,11 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
             auto it = std::find(loops.begin(), loops.end(), s.parent);
             internal_check(it != loops.end(), "padded dim is not a loop");
             Expr ep = extent.at(s.parent.get());
-            const OpSplit &split = sch.op_split;
-            if (split.tail && uses_var(now(var_expr(split.dim->var)), s.parent->var.get()))
-                throw_compile_error("pad_loop of '", s.parent->name, "' in Func '", f->name, "': the loop covers '",
-                                    split.dim->name, "', where the op is split, so its padded iterations would ",
-                                    "write the other part; pad a loop of the tail, or split at a multiple instead");
+            for (const OpSplit &split : sch.op_splits)
+                if (uses_var(now(var_expr(split.dim->var)), s.parent->var.get()))
+                    throw_compile_error("pad_loop of '", s.parent->name, "' in Func '", f->name, "': the loop covers '",
+                                        split.dim->name, "', where the op is split, so its padded iterations would ",
+                                        "write the other part; pad a loop of the tail, or split at a multiple instead");
             guards.push_back(Guard{now(var_expr(s.parent->var)), now(ep), s.parent->name, true});
             extent[s.parent.get()] = simplify(ceil_mult_expr(ep, s.factor));
         } else {
@@ -272,11 +272,9 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
     return plan;
 }
 
-/** An op split's point must lie in [0, E] for every index of the dims outside it. */
-void check_split_point(const TensorNode &f, LoweringContext &ctx) {
-    const OpSplit &split = f.schedule.op_split;
+void check_split_point(const TensorNode &f, const OpSplit &split, const Layout &dom, LoweringContext &ctx) {
     Scope outside;
-    for (const LayoutDim &d : f.domain) {
+    for (const LayoutDim &d : dom) {
         if (d.dim == split.dim) {
             Expr point = simplify(split.point), e = simplify(d.extent);
             const char *bad = !ctx.prover->prove_nonneg(point, outside)                 ? "may be negative"
@@ -289,6 +287,17 @@ void check_split_point(const TensorNode &f, LoweringContext &ctx) {
             return;
         }
         outside.push_back(ScopeEntry{d.dim->var.get(), IntImm::make(0), d.extent});
+    }
+}
+
+/** Each op split's point must lie in [0, E] for every index of the dims outside it, where E is
+ * the extent the earlier splits left. */
+void check_split_points(const TensorNode &f, LoweringContext &ctx) {
+    Layout dom = f.domain;
+    for (const OpSplit &split : f.schedule.op_splits) {
+        check_split_point(f, split, dom, ctx);
+        for (LayoutDim &d : dom)
+            if (d.dim == split.dim) d.extent = split.point;
     }
 }
 
@@ -449,7 +458,7 @@ std::pair<CacheTile, Expr> cache_read_region(const TensorNode &f, const TensorPt
 
 Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     const Schedule &sch = f->schedule;
-    if (sch.op_split.tail) check_split_point(*f, ctx);
+    check_split_points(*f, ctx);
     Expr value = inline_reads(f->value, ctx);
     // A scheduled reduction: its body is computed per iteration of the reduction loops.
     const Reduce *red = nullptr;
@@ -782,7 +791,7 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
     auto fail = [&](auto &&...msg) {
         throw_compile_error("compute_at of Func '", f->name, "' in '", g->name, "' at '", d->name, "': ", msg...);
     };
-    if (f->schedule.op_split.tail) fail("its op is split");
+    if (!f->schedule.op_splits.empty()) fail("its op is split");
     if (!f->schedule.hfuse.empty() || f->schedule.hfuse_member) fail("it is horizontally fused");
     size_t fp = (size_t)(std::find(ops.begin(), ops.end(), f) - ops.begin());
     size_t gp = (size_t)(std::find(ops.begin(), ops.end(), g) - ops.begin());
@@ -901,9 +910,13 @@ void hfuse_group(const std::vector<TensorPtr> &group, const std::vector<TensorPt
 Stmt schedule_loops(LoweringContext &ctx) {
     // The ops: each Func, followed by the tails of its op splits.
     std::vector<TensorPtr> ops;
+    std::function<void(const TensorPtr &)> add = [&](const TensorPtr &op) {
+        ops.push_back(op);
+        for (const OpSplit &s : op->schedule.op_splits)
+            add(s.tail);
+    };
     for (const TensorPtr &f : ctx.funcs)
-        for (TensorPtr op = f; op; op = op->schedule.op_split.tail)
-            ops.push_back(op);
+        add(f);
     std::vector<Stmt> nests;
     for (const TensorPtr &op : ops)
         nests.push_back(schedule_func(op, ctx));

@@ -231,7 +231,10 @@ TEST_CASE("illegal operation splits are rejected with clear messages", "[error][
         REQUIRE_THROWS_WITH(F.split_op(batch, batch), Contains("uses 'batch'"));
         REQUIRE_THROWS_WITH(F.split_op(seq, Expr(1.5f)), Contains("must be an integer expression"));
         F.split_op(seq, floor_mult(len(batch), 4));
-        REQUIRE_THROWS_WITH(F.split_op(seq, 1), Contains("already split; split its tail instead"));
+        Func second = F.split_op(seq, len(batch)); // the head now ends at floor_mult(len, 4)
+        REQUIRE(second.name() == "F_tail2");
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("split_op of 'seq' in Func 'F': the split point") &&
+                                                         Contains("may exceed the extent"));
     }
     {
         Func F("F", {{batch, B}, {seq, len(batch)}});
