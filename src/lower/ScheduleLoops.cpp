@@ -424,14 +424,12 @@ std::pair<CacheTile, Expr> cache_read_region(const TensorNode &f, const TensorPt
         flat = simplify(Add::make(Mul::make(flat, IntImm::make(size[j])), c));
         Expr extent = simplify(substitute(t->domain[j].extent, shape_at));
         shape_at[t->domain[j].dim->var.get()] = idx[j];
-        if (!ctx.prover->prove_nonneg(idx[j], copy_scope)) {
-            Expr in = GE::make(idx[j], IntImm::make(0));
-            cond = cond.defined() ? And::make(cond, in) : in;
-        }
-        if (!ctx.prover->prove_nonneg(Sub::make(Sub::make(extent, idx[j]), IntImm::make(1)), copy_scope)) {
-            Expr in = LT::make(idx[j], extent);
-            cond = cond.defined() ? And::make(cond, in) : in;
-        }
+        // Keep only the bound conditions the prover cannot show.
+        auto require = [&](const Expr &holds, const Expr &nonneg) {
+            if (!ctx.prover->prove_nonneg(nonneg, copy_scope)) cond = cond.defined() ? And::make(cond, holds) : holds;
+        };
+        require(GE::make(idx[j], IntImm::make(0)), idx[j]);
+        require(LT::make(idx[j], extent), Sub::make(Sub::make(extent, idx[j]), IntImm::make(1)));
     }
     Stmt leaf = Store::make(tile.buffer, flat, Access::make(t, idx));
     if (cond.defined()) leaf = IfThenElse::make(cond, leaf, Store::make(tile.buffer, flat, make_zero(t->type)));
