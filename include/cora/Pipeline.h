@@ -26,6 +26,9 @@ struct CompileOptions {
     /** Drop schedule guards (split, padding, fusion) that the prover shows redundant: 1 yes,
      * 0 no (every guard stays, results are identical), negative: yes unless CORA_REMOVE_GUARDS=0. */
     int remove_guards = -1;
+    /** Build the aux arrays inside the kernel (as ahead-of-time libraries do) instead of taking
+     * them from the RaggedShape. Results are identical; the shape's shared arrays go unused. */
+    bool build_aux_in_kernel = false;
 };
 
 /** One argument of a compiled kernel, in ABI order. */
@@ -84,6 +87,7 @@ public:
     Kernel compile(const CompileOptions &opts = {}) const;
 
     const std::vector<Func> &outputs() const { return outputs_; }
+    const std::string &name() const { return name_; }
 
 private:
     std::vector<Func> outputs_;

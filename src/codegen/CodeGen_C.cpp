@@ -325,24 +325,42 @@ private:
 
 } // namespace
 
-std::string entry_symbol(const LoweredModule &m) {
-    std::string s = "cora_";
-    for (char c : m.name)
+std::string c_identifier(const std::string &name) {
+    std::string s;
+    for (char c : name)
         s += (std::isalnum((unsigned char)c) || c == '_') ? c : '_';
+    if (s.empty() || std::isdigit((unsigned char)s[0])) s = "_" + s;
     return s;
 }
 
-std::string codegen_c(const LoweredModule &m) {
+std::string entry_symbol(const LoweredModule &m) { return "cora_" + c_identifier(m.name); }
+
+namespace {
+
+bool in_abi(const ModuleArg &a) { return !a.built_in_kernel; }
+bool is_shape_arg(const ModuleArg &a) {
+    return a.kind == ModuleArg::Kind::Param || a.kind == ModuleArg::Kind::LengthArray;
+}
+bool is_tensor_arg(const ModuleArg &a) { return a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output; }
+
+/** `extern "C" int32_t symbol(const cora_arg_t *args, int32_t nargs, <extra>char *error, ...)`:
+ * checks the count, the kinds and the element types of `args` (ABI order), binds them to the
+ * body's variables, then runs `body`. */
+std::string emit_argv_function(const std::string &qualifiers, const std::string &symbol,
+                               const std::vector<const ModuleArg *> &args, const std::string &extra_params,
+                               const Stmt &body, const std::vector<std::pair<VarPtr, std::string>> &bind = {}) {
     CodeGen g;
-    g.os << kPrologue << "\nextern \"C\" int32_t " << entry_symbol(m)
-         << "(const cora_arg_t *args, int32_t nargs, char *error, int32_t error_size) {\n";
-    g.line("if (nargs != " + std::to_string(m.args.size()) + ") {");
-    g.line("    std::snprintf(error, error_size, \"expected " + std::to_string(m.args.size()) +
+    g.os << qualifiers << "int32_t " << symbol << "(const cora_arg_t *args, int32_t nargs, " << extra_params
+         << "char *error, int32_t error_size) {\n";
+    for (auto &[var, expr] : bind)
+        g.line(var->type.c_name() + " *" + g.name_of(var.get()) + " = " + expr + ";");
+    g.line("if (nargs != " + std::to_string(args.size()) + ") {");
+    g.line("    std::snprintf(error, error_size, \"expected " + std::to_string(args.size()) +
            " arguments, got %d\", (int)nargs);");
     g.line("    return 1;");
     g.line("}");
-    for (size_t i = 0; i < m.args.size(); i++) {
-        const ModuleArg &a = m.args[i];
+    for (size_t i = 0; i < args.size(); i++) {
+        const ModuleArg &a = *args[i];
         std::string ai = "args[" + std::to_string(i) + "]";
         std::string label = "argument " + std::to_string(i) + " ('" + c_escape(a.name, true) + "')";
         bool scalar = a.kind == ModuleArg::Kind::Param;
@@ -372,10 +390,150 @@ std::string codegen_c(const LoweredModule &m) {
                " = static_cast<" + (writable ? "" : "const ") + ct + " *>(" + ai + ".data);");
         g.line("const int64_t " + g.name_of(a.count_var.get()) + " = " + ai + ".count;");
     }
-    g.visit(m.body);
+    g.visit(body);
     g.line("return 0;");
     g.os << "}\n";
     return g.os.str();
+}
+
+std::vector<const ModuleArg *> select_args(const LoweredModule &m, bool (*keep)(const ModuleArg &)) {
+    std::vector<const ModuleArg *> v;
+    for (const ModuleArg &a : m.args)
+        if (keep(a)) v.push_back(&a);
+    return v;
+}
+
+/** A typed wrapper's parameter name for `a`, clear of the wrapper's own names. */
+std::string param_name(const ModuleArg &a) {
+    std::string n = c_identifier(a.name);
+    for (const char *own : {"args", "error", "error_size", "scratch", "sizes"})
+        if (n == own) return n + "_";
+    return n;
+}
+
+/** The typed parameter list of an AOT function: scalars for params, pointer + count for arrays. */
+std::string typed_params(const std::vector<const ModuleArg *> &args) {
+    std::string p;
+    for (const ModuleArg *a : args) {
+        std::string n = param_name(*a);
+        if (a->kind == ModuleArg::Kind::Param) {
+            p += "int64_t " + n + ", ";
+            continue;
+        }
+        bool writable = a->kind == ModuleArg::Kind::Output;
+        p += std::string(writable ? "" : "const ") + a->var->type.c_name() + " *" + n + ", int64_t " + n + "_count, ";
+    }
+    return p;
+}
+
+/** The body of a typed wrapper: pack its parameters into cora_arg_t and call `target`. */
+std::string typed_call(const std::vector<const ModuleArg *> &args, const std::string &target,
+                       const std::string &extra_args) {
+    std::string b = "    cora_arg_t args[" + std::to_string(std::max<size_t>(args.size(), 1)) + "] = {};\n";
+    for (size_t i = 0; i < args.size(); i++) {
+        const ModuleArg *a = args[i];
+        std::string n = param_name(*a), ai = "    args[" + std::to_string(i) + "]";
+        b += ai + ".name = \"" + c_escape(a->name, false) + "\";\n";
+        if (a->kind == ModuleArg::Kind::Param) {
+            b += ai + ".type_code = 2;\n" + ai + ".is_scalar = 1;\n" + ai + ".scalar = " + n + ";\n";
+        } else {
+            b += ai + ".type_code = " + std::to_string(type_code(a->var->type)) + ";\n" + ai +
+                 ".data = const_cast<void *>(static_cast<const void *>(" + n + "));\n" + ai + ".count = " + n +
+                 "_count;\n";
+        }
+    }
+    b += "    char scratch[1];\n    if (!error || error_size <= 0) { error = scratch; error_size = 1; }\n";
+    b += "    return " + target + "(args, " + std::to_string(args.size()) + ", " + extra_args + "error, error_size);\n";
+    return b;
+}
+
+} // namespace
+
+std::string codegen_c(const LoweredModule &m) {
+    return kPrologue + std::string("\n") +
+           emit_argv_function("extern \"C\" ", entry_symbol(m), select_args(m, in_abi), "", m.body);
+}
+
+AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name,
+                        const std::vector<std::string> &variant_conditions) {
+    internal_check(m.sizes_body.defined(), "codegen_c_aot: the module was lowered without build_aux_in_kernel");
+    internal_check(!variant_conditions.empty(), "codegen_c_aot: no target variant");
+    const std::string fn = c_identifier(function_name);
+    std::vector<const ModuleArg *> abi = select_args(m, in_abi), shape = select_args(m, is_shape_arg),
+                                   tensors = select_args(m, is_tensor_arg);
+    AotSource out;
+    const std::string argv_params = "(const cora_arg_t *args, int32_t nargs, char *error, int32_t error_size)";
+    size_t n = variant_conditions.size();
+    bool direct = n == 1 && variant_conditions[0].empty(); // no dispatch needed
+    std::string &src = out.wrappers;
+    src = kPrologue + std::string("\n");
+    if (direct) {
+        out.kernels.push_back(kPrologue + std::string("\n") +
+                              emit_argv_function("extern \"C\" ", fn + "_argv", abi, "", m.body));
+    } else {
+        // One kernel per target; the entry picks the first whose CPU check passes, once.
+        std::string pick = "    static const cora_entry_fn_t chosen = [] {\n";
+        for (size_t v = 0; v < n; v++) {
+            std::string sym = fn + "_argv_" + std::to_string(v);
+            out.kernels.push_back(kPrologue + std::string("\n") +
+                                  emit_argv_function("extern \"C\" ", sym, abi, "", m.body));
+            src += "extern \"C\" int32_t " + sym + argv_params + ";\n";
+            pick += variant_conditions[v].empty() ? "        return &" + sym + ";\n"
+                                                  : "        if (" + variant_conditions[v] + ") return &" + sym + ";\n";
+        }
+        if (!variant_conditions.back().empty()) pick += "        return (cora_entry_fn_t) nullptr;\n";
+        pick += "    }();\n";
+        src += "typedef int32_t (*cora_entry_fn_t)" + argv_params + ";\n";
+        src += "extern \"C\" int32_t " + fn + "_argv" + argv_params + " {\n" + pick +
+               "    if (!chosen) {\n        std::snprintf(error, error_size, \"" + c_escape(fn, true) +
+               ": this CPU supports none of the targets the library was built for\");\n        return 1;\n    }\n" +
+               "    return chosen(args, nargs, error, error_size);\n}\n";
+    }
+    if (direct) src += "extern \"C\" int32_t " + fn + "_argv" + argv_params + ";\n";
+    src += "\n" + emit_argv_function("static ", fn + "_sizes_argv", shape, "int64_t *sizes_out, ", m.sizes_body,
+                                     {{m.sizes_buffer, "sizes_out"}});
+    src += "\nextern \"C\" int32_t " + fn + "(" + typed_params(abi) + "char *error, int32_t error_size) {\n" +
+           typed_call(abi, fn + "_argv", "") + "}\n";
+    src += "\nextern \"C\" int32_t " + fn + "_buffer_sizes(" + typed_params(shape) +
+           "int64_t *sizes, char *error, int32_t error_size) {\n" + typed_call(shape, fn + "_sizes_argv", "sizes, ") +
+           "}\n";
+
+    std::string guard = "CORA_AOT_" + fn + "_H";
+    for (char &c : guard)
+        c = (char)std::toupper((unsigned char)c);
+    std::ostringstream h;
+    h << "/* " << fn << ".h: generated by cora. Do not edit.\n"
+      << " *\n"
+      << " * Every function returns 0 on success, or non-zero with a NUL-terminated message in `error`\n"
+      << " * (at most error_size bytes; error may be NULL) and no output written. Arrays are passed as a\n"
+      << " * pointer and an element count, which the kernel checks against the shape. */\n"
+      << "#ifndef " << guard << "\n#define " << guard << "\n\n#include <stdint.h>\n\n"
+      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+    h << "/** Element counts of the tensor arguments, as filled in by " << fn << "_buffer_sizes. */\nenum {\n";
+    for (size_t i = 0; i < tensors.size(); i++)
+        h << "    " << fn << "_size_" << c_identifier(tensors[i]->name) << " = " << i << ",\n";
+    h << "    " << fn << "_tensor_count = " << tensors.size() << "\n};\n\n";
+    h << "/** Run the kernel. Tensors are packed ragged storage of exactly the sizes " << fn
+      << "_buffer_sizes reports.\n";
+    for (const ModuleArg *a : abi) {
+        static const char *kinds[] = {"param", "length array", "aux array", "input tensor", "output tensor"};
+        h << " *   " << param_name(*a) << ": " << kinds[(int)a->kind];
+        if (a->kind == ModuleArg::Kind::Param)
+            h << " in [" << a->var->min_value << ", " << a->var->max_value << "]";
+        else if (a->kind == ModuleArg::Kind::LengthArray)
+            h << ", values in [" << a->uf->min_value << ", " << a->uf->max_value << "]";
+        h << "\n";
+    }
+    h << " */\nint32_t " << fn << "(" << typed_params(abi) << "char *error, int32_t error_size);\n\n";
+    h << "/** Check the shape arguments and write the element count of every tensor argument into\n"
+      << " * sizes[0 .. " << fn << "_tensor_count), indexed by the enum above. */\n";
+    h << "int32_t " << fn << "_buffer_sizes(" << typed_params(shape) << "int64_t *sizes, char *error, int32_t error_size);\n\n";
+    h << "/** The same kernel through the generic ABI of cora_runtime.h (arguments in the order above). */\n"
+      << "struct cora_arg_t;\nint32_t " << fn
+      << "_argv(const struct cora_arg_t *args, int32_t nargs, char *error, int32_t error_size);\n\n";
+    h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+    out.header = h.str();
+    return out;
 }
 
 } // namespace cora::ir

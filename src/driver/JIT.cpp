@@ -85,6 +85,8 @@ std::string toolchain_identity(const std::string &cxx) {
 
 } // namespace
 
+std::string run_command(const std::string &cmd, int *status) { return run_capture(cmd, status); }
+
 std::string default_cache_dir() {
     if (const char *d = std::getenv("CORA_CACHE_DIR"); d && *d) return d;
     if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cora";

@@ -32,6 +32,9 @@ struct JitOptions {
 std::string default_cache_dir();
 std::string default_cxx();
 
+/** Run `cmd` through the shell; returns its stdout and stderr, sets *status (0: success). */
+std::string run_command(const std::string &cmd, int *status);
+
 JitResult jit_compile(const std::string &source, const std::string &symbol, const JitOptions &opts);
 
 } // namespace cora::driver

@@ -9,6 +9,7 @@
 #include "codegen/CodeGen_C.h"
 #include "cora_runtime.h"
 #include "driver/JIT.h"
+#include "driver/Lowering.h"
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
 #include "runtime/RaggedShapeImpl.h"
@@ -54,6 +55,7 @@ LowerOptions lower_options(const CompileOptions &o) {
         const char *env = std::getenv("CORA_REMOVE_GUARDS");
         l.remove_guards = !(env && std::string(env) == "0");
     }
+    l.build_aux_in_kernel = o.build_aux_in_kernel;
     return l;
 }
 
@@ -77,6 +79,22 @@ KernelArgInfo::Kind info_kind(ModuleArg::Kind k) {
 
 } // namespace
 
+namespace driver {
+
+LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts) {
+    return lower(output_nodes(p.outputs()), name, lower_options(opts));
+}
+
+std::vector<KernelArgInfo> argument_info(const LoweredModule &m) {
+    std::vector<KernelArgInfo> v;
+    for (const ModuleArg &a : m.args)
+        if (!a.built_in_kernel)
+            v.push_back(KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
+    return v;
+}
+
+} // namespace driver
+
 Pipeline::Pipeline(std::vector<Func> outputs, std::string name) : outputs_(std::move(outputs)), name_(std::move(name)) {
     if (outputs_.empty()) throw_compile_error("pipeline '", name_, "' has no outputs");
 }
@@ -88,13 +106,11 @@ std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
 Kernel Pipeline::compile(const CompileOptions &opts) const {
     int debug = debug_level(opts);
     auto impl = std::make_shared<Kernel::Impl>();
-    impl->module = lower(output_nodes(outputs_), name_, lower_options(opts));
+    impl->module = driver::lower_pipeline(*this, name_, opts);
     impl->lowered = print(impl->module.body);
     impl->source = codegen_c(impl->module);
     if (debug >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
-    for (const ModuleArg &a : impl->module.args)
-        impl->arg_info.push_back(
-            KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
+    impl->arg_info = driver::argument_info(impl->module);
     driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
     impl->jit = driver::jit_compile(impl->source, entry_symbol(impl->module), jo);
     impl->entry = reinterpret_cast<cora_entry_fn>(impl->jit.entry);
@@ -124,6 +140,7 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
     }
     std::vector<cora_arg_t> args;
     for (const ModuleArg &a : impl_->module.args) {
+        if (a.built_in_kernel) continue;
         cora_arg_t c{};
         c.name = a.name.c_str();
         switch (a.kind) {

@@ -7,6 +7,8 @@
  * exactly its layout's size; every remap array is a permutation. A failed
  * check stops the kernel with a message naming the argument, expected and actual values.
  * (Argument count and element types are checked by the generated entry before this.)
+ * AOT kernels (build_aux_in_kernel) build their aux arrays after the param and length checks
+ * instead of checking them, and get a second body that only reports the tensor sizes.
  * Tests: tests/error/runtime_errors.cpp. */
 #include <map>
 #include <set>
@@ -98,12 +100,14 @@ Stmt check_permutation(const Permutation &perm) {
 } // namespace
 
 Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
-    std::vector<Stmt> checks;
-    for (const ModuleArg &a : ctx.args) {
+    // `inputs`: params and length arrays, which everything else is computed from; `checks`:
+    // the rest, which may read aux arrays (built between the two in AOT kernels).
+    std::vector<Stmt> inputs, checks;
+    for (ModuleArg &a : ctx.args) {
         switch (a.kind) {
         case ModuleArg::Kind::Param: {
             Expr p = var_expr(a.var);
-            checks.push_back(Assert::make(
+            inputs.push_back(Assert::make(
                 And::make(GE::make(p, IntImm::make(a.var->min_value)), LE::make(p, IntImm::make(a.var->max_value))),
                 {"param '" + a.name + "' = ", " is outside its declared range [" + std::to_string(a.var->min_value) +
                                                   ", " + std::to_string(a.var->max_value) + "]"},
@@ -111,7 +115,7 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
             break;
         }
         case ModuleArg::Kind::LengthArray: {
-            checks.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
+            inputs.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
                                           {"length array '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
             VarPtr i = make_var("i", VarRole::Index);
@@ -122,10 +126,14 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
                  ", expected a value in [" + std::to_string(a.uf->min_value) + ", " + std::to_string(a.uf->max_value) +
                      "]"},
                 {var_expr(i), v});
-            checks.push_back(For::make(i, IntImm::make(0), a.expected_count, ForKind::Serial, body));
+            inputs.push_back(For::make(i, IntImm::make(0), a.expected_count, ForKind::Serial, body));
             break;
         }
         case ModuleArg::Kind::AuxArray:
+            if (ctx.build_aux_in_kernel) {
+                a.built_in_kernel = true;
+                break;
+            }
             checks.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
                                           {"aux array '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
@@ -146,7 +154,20 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
     for (const Permutation &p : ctx.permutations)
         if (checked.insert(p.fn.get()).second) checks.push_back(check_permutation(p));
     checks.push_back(s);
-    return Block::make(checks);
+    if (!ctx.build_aux_in_kernel) {
+        inputs.insert(inputs.end(), checks.begin(), checks.end());
+        return Block::make(inputs);
+    }
+    ctx.sizes_buffer = make_var("sizes", VarRole::Buffer, Int64);
+    std::vector<Stmt> sizes;
+    for (const ModuleArg &a : ctx.args)
+        if (a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output)
+            sizes.push_back(Store::make(ctx.sizes_buffer, IntImm::make((int64_t)sizes.size()), a.expected_count));
+    std::vector<Stmt> sizes_body = inputs;
+    sizes_body.push_back(build_aux_arrays(Block::make(sizes), ctx));
+    ctx.sizes_body = Block::make(sizes_body);
+    inputs.push_back(build_aux_arrays(Block::make(checks), ctx));
+    return Block::make(inputs);
 }
 
 } // namespace cora::ir

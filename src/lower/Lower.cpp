@@ -10,7 +10,8 @@
  *   4. storage_lowering: storage transforms, dimension graph -> flat offsets through prefix-sum aux
  *      arrays, simplified (fusion maps cancel against prefix sums)
  *   5. allocate_intermediates: sizes computed by the library
- *   6. infer_arguments, then add_argument_checks
+ *   6. infer_arguments, then add_argument_checks (AOT: build_aux_arrays after the param and
+ *      length checks, so callers pass no aux arrays)
  *   7. materialize_ufs: UF calls become loads of argument arrays
  *   8. simplify
  *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops */
@@ -39,6 +40,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     LoweringContext ctx;
     ctx.debug = opts.debug;
     ctx.remove_guards = opts.remove_guards;
+    ctx.build_aux_in_kernel = opts.build_aux_in_kernel;
     ctx.prover = std::make_unique<ProverChain>(opts.use_z3);
     if (outputs.empty()) throw_compile_error("pipeline '", name, "' has no outputs");
     for (auto &o : outputs) {
@@ -65,6 +67,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     dump(ctx, "materialize_ufs", s);
     s = simplify(s);
     dump(ctx, "simplify", s);
+    if (ctx.sizes_body.defined()) ctx.sizes_body = simplify(materialize_ufs(ctx.sizes_body, ctx));
     s = hoist_loads(s, ctx);
     dump(ctx, "hoist_loads", s);
 
@@ -76,6 +79,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     m.name = name;
     m.args = ctx.args;
     m.body = s;
+    m.sizes_body = ctx.sizes_body;
+    m.sizes_buffer = ctx.sizes_buffer;
     return m;
 }
 

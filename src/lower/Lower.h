@@ -9,6 +9,9 @@ struct LowerOptions {
     int debug = 0;             ///< >= 1: print the IR after each pass and the prover statistics
     bool use_z3 = true;        ///< try Z3 on obligations the built-in prover does not prove
     bool remove_guards = true; ///< drop schedule guards the prover shows redundant
+    /** Build the aux arrays (prefix sums, fusion maps, longest-first orders) inside the kernel
+     * from the params and length arrays, so callers pass only those and the tensors (AOT). */
+    bool build_aux_in_kernel = false;
 };
 
 /** Lower the pipeline computing `outputs`. */

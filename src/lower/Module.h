@@ -23,6 +23,8 @@ struct ModuleArg {
     Expr expected_count;              ///< arrays: the count the layout requires (UF calls allowed)
     std::shared_ptr<const UFNode> uf; ///< LengthArray / AuxArray
     TensorPtr tensor;                 ///< Input / Output
+    /** AuxArray built by the kernel itself (AOT kernels): not in the ABI, see BuildAuxArrays.cpp. */
+    bool built_in_kernel = false;
 };
 
 struct LoweredModule {
@@ -30,6 +32,11 @@ struct LoweredModule {
     std::vector<ModuleArg> args;
     Stmt body;
     ProverStats prover_stats;
+    /** With aux arrays built in the kernel: a body that checks the params and length arrays,
+     * builds the aux arrays and stores each tensor argument's element count into `sizes_buffer`
+     * (inputs then outputs, in argument order). Empty otherwise. */
+    Stmt sizes_body;
+    VarPtr sizes_buffer;
 };
 
 /** Per-tensor storage facts decided by StorageLowering. */
@@ -49,6 +56,7 @@ struct Permutation {
 struct LoweringContext {
     int debug = 0;
     bool remove_guards = true; ///< false: every schedule guard stays (the prover still validates)
+    bool build_aux_in_kernel = false; ///< aux arrays are built by the kernel, not passed (AOT)
     std::unique_ptr<ProverChain> prover;
     std::vector<TensorPtr> funcs;   ///< computed tensors, producers first
     std::vector<TensorPtr> inlined; ///< Funcs expanded into their readers (compute_inline)
@@ -57,6 +65,8 @@ struct LoweringContext {
     std::map<const TensorNode *, TensorStorage> storage;
     std::vector<ModuleArg> args;
     std::vector<Permutation> permutations;
+    Stmt sizes_body; ///< see LoweredModule::sizes_body
+    VarPtr sizes_buffer;
     int guards_removed = 0, guards_kept = 0; ///< schedule guards proved redundant / kept
     bool is_output(const TensorNode *t) const {
         for (auto &o : outputs)

@@ -15,6 +15,8 @@ Stmt storage_lowering(const Stmt &s, LoweringContext &ctx);
 Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx);
 void infer_arguments(const Stmt &s, LoweringContext &ctx);
 Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx);
+/** `rest` inside heap allocations of the aux arrays, each built in place (BuildAuxArrays.cpp). */
+Stmt build_aux_arrays(const Stmt &rest, const LoweringContext &ctx);
 Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx);
 Stmt hoist_loads(const Stmt &s, LoweringContext &ctx);
 

@@ -26,7 +26,7 @@ struct Workload {
 void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reduction) {
     std::mt19937 rng(seed);
     auto cases = testing::length_cases(20, 4, seed, 1);
-    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0, placed_ops = 0, reduction_loops = 0, caches = 0;
+    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0, placed_ops = 0, reduction_loops = 0, caches = 0, built_aux = 0;
     // Random reorders are often illegal (a vloop moved outside the loop its extent uses); count
     // legal schedules, not attempts.
     for (int t = 0; legal < trials && t < 16 * trials; t++) {
@@ -44,11 +44,15 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
             all[0].hfuse(std::vector<Func>(all.begin() + 1, all.end()));
             desc += " hfuse(all)";
         }
+        // A third of the kernels build their aux arrays themselves, as AOT libraries do.
+        CompileOptions options;
+        options.build_aux_in_kernel = rng() % 3 == 0;
+        if (options.build_aux_in_kernel) desc += " [aux arrays built in the kernel]";
         INFO(w.name << " schedule: " << desc);
         Pipeline pipe(outs, w.name);
         std::optional<Kernel> k;
         try {
-            k.emplace(pipe.compile());
+            k.emplace(pipe.compile(options));
         } catch (const CompileError &e) {
             // Only a reorder across a dependence, a fuse of loops whose extents are not
             // (invariant, depends on the outer only), hfuse of loops of different kinds, or a
@@ -81,6 +85,7 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
         placed_ops += desc.find("compute_") != std::string::npos;
         reduction_loops += desc.find("reduction_loop") != std::string::npos;
         caches += desc.find("cache_") != std::string::npos;
+        built_aux += options.build_aux_in_kernel;
         // Two shapes per schedule: a rotating edge case and a random batch.
         for (size_t c : {(size_t)legal % 5, cases.size() - 1}) {
             INFO(testing::describe(cases[c]));
@@ -114,10 +119,11 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
     REQUIRE(fused_splits > 0); // op split + hfuse is exercised on every workload
     if (w.place) REQUIRE(placed_ops > 0);
     REQUIRE(caches > 0);
+    REQUIRE(built_aux > 0);
     std::cout << "differential " << w.name << ": " << legal << " legal schedules (" << illegal << " rejected), "
               << op_splits << " op splits, " << fused_splits << " fused with their tail, " << placed_ops
               << " with compute_inline/compute_at, " << reduction_loops << " with a reduction loop, " << caches
-              << " with cache_read/cache_write\n";
+              << " with cache_read/cache_write, " << built_aux << " building their aux arrays\n";
 }
 
 } // namespace

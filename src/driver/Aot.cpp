@@ -1,0 +1,132 @@
+/** \file Ahead-of-time libraries: lower with the aux arrays built in the kernel, generate one
+ * kernel per target plus the wrappers (dispatch, typed entry, size query), compile each with its
+ * own -march, link lib<fn>.so and write <fn>.h. Files appear atomically (temp + rename), so a
+ * build system never sees a half-written library. */
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/CodeGen_C.h"
+#include "cora/Generator.h"
+#include "driver/JIT.h"
+#include "driver/Lowering.h"
+#include "util/Error.h"
+
+namespace cora {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TargetInfo {
+    std::string name, march, cpu_check; ///< cpu_check: a C expression, empty for "no check"
+};
+
+std::string cpu_supports(std::initializer_list<const char *> features) {
+    std::string s = "(__builtin_cpu_init(), true)";
+    for (const char *f : features)
+        s += std::string(" && __builtin_cpu_supports(\"") + f + "\")";
+    return s;
+}
+
+TargetInfo parse_target(const std::string &name) {
+    if (name == "host") return {name, "-march=native", ""};
+    if (name == "x86-64-v4")
+        return {name, "-march=x86-64-v4", cpu_supports({"avx512f", "avx512bw", "avx512dq", "avx512vl"})};
+    if (name == "x86-64-v3") return {name, "-march=x86-64-v3", cpu_supports({"avx2", "fma", "bmi2"})};
+    if (name == "x86-64-v2") return {name, "-march=x86-64-v2", cpu_supports({"sse4.2", "popcnt"})};
+    if (name == "x86-64") return {name, "-march=x86-64", ""};
+    throw_compile_error("unknown target '", name, "'; expected host, x86-64-v4, x86-64-v3, x86-64-v2 or x86-64");
+}
+
+std::vector<TargetInfo> parse_targets(const std::string &list) {
+    std::vector<TargetInfo> v;
+    std::stringstream ss(list);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty()) v.push_back(parse_target(item));
+    if (v.empty()) throw_compile_error("no target given");
+    for (size_t i = 0; i < v.size(); i++)
+        if (v[i].name == "host" && v.size() > 1)
+            throw_compile_error("target 'host' has no run-time check and cannot be combined with other targets");
+    return v;
+}
+
+void write_file(const fs::path &p, const std::string &text) {
+    std::ofstream f(p);
+    f << text;
+    f.close();
+    if (!f) throw Error("cora: cannot write '" + p.string() + "'");
+}
+
+void compile(const std::string &cmd) {
+    int status = 0;
+    std::string log = driver::run_command(cmd, &status);
+    if (status != 0)
+        throw Error("cora: building the library failed. Command: " + cmd + "\n" + log.substr(0, 4000));
+}
+
+} // namespace
+
+AotResult compile_to_library(const Pipeline &pipeline, const AotOptions &options) {
+    std::string fn = options.function_name.empty() ? pipeline.name() : options.function_name;
+    if (fn.empty() || ir::c_identifier(fn) != fn || std::isdigit((unsigned char)fn[0]))
+        throw_compile_error("function name '", fn, "' is not a C identifier");
+    std::vector<TargetInfo> targets = parse_targets(options.target);
+    CompileOptions co = options.compile;
+    co.build_aux_in_kernel = true;
+    ir::LoweredModule m = driver::lower_pipeline(pipeline, fn, co);
+    std::vector<std::string> checks;
+    for (const TargetInfo &t : targets)
+        checks.push_back(t.cpu_check);
+    ir::AotSource src = ir::codegen_c_aot(m, fn, checks);
+
+    fs::path dir = options.output_dir.empty() ? fs::path(".") : fs::path(options.output_dir);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) throw Error("cora: cannot create output directory '" + dir.string() + "': " + ec.message());
+    // Build in a private directory, then move the results into place.
+    fs::path work = dir / (".cora-" + fn + "-" + std::to_string(getpid()));
+    fs::create_directories(work, ec);
+    if (ec) throw Error("cora: cannot create '" + work.string() + "': " + ec.message());
+
+    std::string cxx = options.compile.cxx.empty() ? driver::default_cxx() : options.compile.cxx;
+    const std::string common = " -std=c++17 -O3 -fPIC -fopenmp -w -c ";
+    std::vector<std::pair<std::string, fs::path>> sources; // file name, path in work
+    std::string objects;
+    auto build = [&](const std::string &name, const std::string &text, const std::string &march) {
+        fs::path cpp = work / name, obj = work / (name + ".o");
+        write_file(cpp, text);
+        compile(cxx + " " + march + common + "'" + cpp.string() + "' -o '" + obj.string() + "'");
+        sources.emplace_back(name, cpp);
+        objects += " '" + obj.string() + "'";
+    };
+    for (size_t i = 0; i < src.kernels.size(); i++)
+        build(src.kernels.size() == 1 ? fn + "_kernel.cpp" : fn + "_kernel_" + std::to_string(i) + ".cpp",
+              src.kernels[i], targets[i].march);
+    // The wrappers run on every CPU the library targets: the baseline ISA unless only the host.
+    build(fn + ".cpp", src.wrappers, targets.size() == 1 && targets[0].name == "host" ? "-march=native" : "-march=x86-64");
+    fs::path so_tmp = work / ("lib" + fn + ".so");
+    compile(cxx + " -shared -fopenmp -Wl,-soname,lib" + fn + ".so" + objects + " -o '" + so_tmp.string() + "'");
+    write_file(work / (fn + ".h"), src.header);
+
+    AotResult r;
+    auto publish = [&](const fs::path &from, const std::string &name) {
+        fs::path to = dir / name;
+        fs::rename(from, to, ec);
+        if (ec) throw Error("cora: cannot move '" + from.string() + "' to '" + to.string() + "': " + ec.message());
+        return to.string();
+    };
+    r.library = publish(so_tmp, "lib" + fn + ".so");
+    r.header = publish(work / (fn + ".h"), fn + ".h");
+    if (options.keep_sources)
+        for (auto &[name, path] : sources)
+            r.sources.push_back(publish(path, name));
+    fs::remove_all(work, ec);
+    r.arguments = driver::argument_info(m);
+    return r;
+}
+
+} // namespace cora

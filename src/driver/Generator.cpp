@@ -1,0 +1,170 @@
+/** \file Generators: compile-time parameters, the registry, and the generator command line. */
+#include "cora/Generator.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <iostream>
+
+#include "util/Error.h"
+
+namespace cora {
+
+GeneratorParam::GeneratorParam(Generator *owner, std::string name, int64_t default_value, std::string help)
+    : name_(std::move(name)), help_(std::move(help)), default_(default_value), value_(default_value) {
+    internal_check(owner != nullptr, "GeneratorParam '", name_, "' has no generator");
+    owner->params_.push_back(this);
+}
+
+void GeneratorParam::set(const std::string &text) {
+    if (text == "true" || text == "false") {
+        value_ = text == "true";
+        return;
+    }
+    char *end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(text.c_str(), &end, 0);
+    if (text.empty() || *end != '\0' || errno == ERANGE)
+        throw_compile_error("generator parameter '", name_, "': '", text, "' is not an integer or true/false");
+    value_ = v;
+}
+
+void Generator::set_params(const std::map<std::string, std::string> &values) {
+    for (auto &[name, text] : values) {
+        auto it = std::find_if(params_.begin(), params_.end(), [&](GeneratorParam *p) { return p->name() == name; });
+        if (it == params_.end()) {
+            std::string known;
+            for (GeneratorParam *p : params_)
+                known += (known.empty() ? "" : ", ") + p->name();
+            throw_compile_error("unknown generator parameter '", name, "' (known: ", known.empty() ? "none" : known,
+                                ")");
+        }
+        (*it)->set(text);
+    }
+}
+
+namespace {
+
+std::map<std::string, GeneratorFactory> &registry() {
+    static std::map<std::string, GeneratorFactory> r;
+    return r;
+}
+
+void print_usage(std::ostream &os, const char *prog) {
+    os << "usage: " << prog << " [-g generator] -o output_dir [-f function_name] [-t targets] [name=value ...]\n"
+       << "       " << prog << " --list | --help [-g generator]\n"
+       << "Writes lib<function>.so, <function>.h and the generated sources to output_dir.\n"
+       << "  -g  the generator (may be left out when only one is linked in)\n"
+       << "  -f  the C function's name (default: the generator's name)\n"
+       << "  -t  comma-separated targets, tried in order at run time: host (default), x86-64-v4,\n"
+       << "      x86-64-v3, x86-64-v2, x86-64\n"
+       << "  name=value  a generator parameter (integer or true/false)\n";
+}
+
+void print_params(std::ostream &os, const std::string &name, const Generator &g) {
+    os << "generator '" << name << "' parameters:" << (g.params().empty() ? " none" : "") << "\n";
+    for (const GeneratorParam *p : g.params())
+        os << "  " << p->name() << " (default " << p->default_value() << ")" << (p->help().empty() ? "" : ": ")
+           << p->help() << "\n";
+}
+
+} // namespace
+
+bool register_generator(const std::string &name, GeneratorFactory factory) {
+    if (!registry().emplace(name, std::move(factory)).second)
+        throw InternalError("two generators are registered as '" + name + "'");
+    return true;
+}
+
+std::vector<std::string> generator_names() {
+    std::vector<std::string> v;
+    for (auto &[name, f] : registry())
+        v.push_back(name);
+    return v;
+}
+
+std::unique_ptr<Generator> make_generator(const std::string &name) {
+    auto it = registry().find(name);
+    if (it == registry().end()) {
+        std::string known;
+        for (const std::string &n : generator_names())
+            known += (known.empty() ? "" : ", ") + n;
+        throw_compile_error("no generator '", name, "' (linked in: ", known.empty() ? "none" : known, ")");
+    }
+    return it->second();
+}
+
+int generator_main(int argc, char **argv) {
+    const char *prog = argc > 0 ? argv[0] : "generator";
+    std::string gen_name, fn, out_dir;
+    AotOptions options;
+    std::map<std::string, std::string> values;
+    bool list = false, help = false;
+    try {
+        for (int i = 1; i < argc; i++) {
+            std::string a = argv[i];
+            auto next = [&]() -> std::string {
+                if (i + 1 >= argc) throw_compile_error("option ", a, " needs a value");
+                return argv[++i];
+            };
+            if (a == "-g") {
+                gen_name = next();
+            } else if (a == "-o") {
+                out_dir = next();
+            } else if (a == "-f") {
+                fn = next();
+            } else if (a == "-t") {
+                options.target = next();
+            } else if (a == "--list") {
+                list = true;
+            } else if (a == "-h" || a == "--help") {
+                help = true;
+            } else if (a.find('=') != std::string::npos && a[0] != '-') {
+                values[a.substr(0, a.find('='))] = a.substr(a.find('=') + 1);
+            } else {
+                throw_compile_error("unknown argument '", a, "'");
+            }
+        }
+        if (list) {
+            for (const std::string &n : generator_names())
+                std::cout << n << "\n";
+            return 0;
+        }
+        if (gen_name.empty()) {
+            std::vector<std::string> names = generator_names();
+            if (names.size() != 1) {
+                print_usage(std::cerr, prog);
+                std::cerr << "error: " << names.size() << " generators are linked in; choose one with -g\n";
+                return 2;
+            }
+            gen_name = names[0];
+        }
+        std::unique_ptr<Generator> gen = make_generator(gen_name);
+        if (help) {
+            print_usage(std::cout, prog);
+            print_params(std::cout, gen_name, *gen);
+            return 0;
+        }
+        if (out_dir.empty()) {
+            print_usage(std::cerr, prog);
+            std::cerr << "error: no output directory (-o)\n";
+            return 2;
+        }
+        try {
+            gen->set_params(values);
+        } catch (const CompileError &) {
+            print_params(std::cerr, gen_name, *gen);
+            throw;
+        }
+        options.output_dir = out_dir;
+        options.function_name = fn.empty() ? gen_name : fn;
+        AotResult r = compile_to_library(Pipeline(gen->build(), options.function_name), options);
+        std::cout << "cora: wrote " << r.library << " and " << r.header << "\n";
+        return 0;
+    } catch (const std::exception &e) {
+        std::cerr << prog << ": error: " << e.what() << "\n";
+        return 1;
+    }
+}
+
+} // namespace cora

@@ -1,0 +1,16 @@
+/** \file Internal to the driver: a Pipeline lowered with CompileOptions (the JIT and AOT share it). */
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cora/Pipeline.h"
+#include "lower/Module.h"
+
+namespace cora::driver {
+
+ir::LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts);
+/** The arguments a caller passes, in ABI order (aux arrays built in the kernel left out). */
+std::vector<KernelArgInfo> argument_info(const ir::LoweredModule &m);
+
+} // namespace cora::driver

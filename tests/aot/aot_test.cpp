@@ -1,0 +1,125 @@
+// Ahead-of-time libraries built by cora_add_library at build time (tests/CMakeLists.txt): the
+// generated C functions, called with plain pointers, must match the reference evaluator on the
+// edge-case batches, report the buffer sizes the runtime computes, and reject bad arguments
+// with a message and without writing.
+#include "common/ragged_testing.h"
+
+#include "aot_projection.h"
+#include "aot_scores.h"
+#include "cora_runtime.h"
+#include "definitions.h"
+
+using namespace cora;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<int64_t> sizes_of_projection(const std::vector<int32_t> &len) {
+    std::vector<int64_t> sizes(aot_projection_tensor_count, -1);
+    char error[256];
+    REQUIRE(aot_projection_buffer_sizes((int64_t)len.size(), len.data(), (int64_t)len.size(), sizes.data(), error,
+                                        sizeof error) == 0);
+    return sizes;
+}
+
+} // namespace
+
+TEST_CASE("AOT packed projection (prefix sums, fusion maps, bulk padding) matches the reference", "[aot]") {
+    cora_aot_test::PackedProjection def(16, 8);
+    Pipeline pipe({def.Out}, "aot_projection_reference");
+    for (const auto &lengths : testing::length_cases(40, 8, 3)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(def.B, (int64_t)lengths.size()).set(def.len, lengths);
+        Buffer x = Buffer::alloc(def.X, shape), w = Buffer::alloc(def.W, shape), out = Buffer::alloc(def.Out, shape);
+        testing::fill_random(x, 1);
+        testing::fill_random(w, 2);
+        std::vector<int64_t> sizes = sizes_of_projection(lengths);
+        REQUIRE(sizes[aot_projection_size_X] == x.size());
+        REQUIRE(sizes[aot_projection_size_W] == w.size());
+        REQUIRE(sizes[aot_projection_size_Out] == out.size());
+        char error[256] = "";
+        int32_t status = aot_projection((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(),
+                                        x.data<float>(), x.size(), w.data<float>(), w.size(), out.data<float>(),
+                                        out.size(), error, sizeof error);
+        INFO(error);
+        REQUIRE(status == 0);
+        testing::require_close(out, def.Out, shape, reference_evaluate(pipe, shape, {{def.X, &x}, {def.W, &w}})[0]);
+    }
+}
+
+TEST_CASE("AOT ragged scores (nested raggedness, longest first, CPU dispatch) match the reference", "[aot]") {
+    cora_aot_test::RaggedScores def(true, 0.125f);
+    Pipeline pipe({def.S}, "aot_scores_reference");
+    for (const auto &lengths : testing::length_cases(64, 8, 5)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(def.B, (int64_t)lengths.size()).set(def.len, lengths);
+        Buffer q = Buffer::alloc(def.Q, shape), k = Buffer::alloc(def.K, shape), s = Buffer::alloc(def.S, shape);
+        testing::fill_random(q, 3);
+        testing::fill_random(k, 4);
+        int64_t sizes[aot_scores_tensor_count];
+        char error[256] = "";
+        REQUIRE(aot_scores_buffer_sizes((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(), sizes, error,
+                                        sizeof error) == 0);
+        REQUIRE(sizes[aot_scores_size_S] == s.size());
+        int32_t status = aot_scores((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(), q.data<float>(),
+                                    q.size(), k.data<float>(), k.size(), s.data<float>(), s.size(), error, sizeof error);
+        INFO(error);
+        REQUIRE(status == 0);
+        testing::require_close(s, def.S, shape, reference_evaluate(pipe, shape, {{def.Q, &q}, {def.K, &k}})[0]);
+
+        // The generic entry (cora_runtime.h) takes the same arguments.
+        std::vector<cora_arg_t> args(5);
+        args[0] = {"B", CORA_TYPE_INT64, 1, (int64_t)lengths.size(), nullptr, 0};
+        args[1] = {"len", CORA_TYPE_INT32, 0, 0, const_cast<int32_t *>(lengths.data()), (int64_t)lengths.size()};
+        args[2] = {"Q", CORA_TYPE_FLOAT32, 0, 0, q.raw(), q.size()};
+        args[3] = {"K", CORA_TYPE_FLOAT32, 0, 0, k.raw(), k.size()};
+        Buffer s2 = Buffer::alloc(def.S, shape);
+        args[4] = {"S", CORA_TYPE_FLOAT32, 0, 0, s2.raw(), s2.size()};
+        REQUIRE(aot_scores_argv(args.data(), 5, error, sizeof error) == 0);
+        for (int64_t i = 0; i < s.size(); i++)
+            REQUIRE(s2.at(i) == s.at(i));
+    }
+}
+
+TEST_CASE("AOT functions reject bad arguments with a message and write nothing", "[aot][error]") {
+    std::vector<int32_t> len = {3, 0, 17};
+    std::vector<int64_t> sizes = sizes_of_projection(len);
+    std::vector<float> x((size_t)sizes[aot_projection_size_X], 1.0f), w((size_t)sizes[aot_projection_size_W], 1.0f);
+    std::vector<float> out((size_t)sizes[aot_projection_size_Out], -7.0f);
+    char error[256] = "";
+    auto call = [&](int64_t b, const std::vector<int32_t> &l, int64_t out_count, char *err, int32_t err_size) {
+        return aot_projection(b, l.data(), (int64_t)l.size(), x.data(), (int64_t)x.size(), w.data(), (int64_t)w.size(),
+                              out.data(), out_count, err, err_size);
+    };
+    auto untouched = [&] {
+        for (float v : out)
+            REQUIRE(v == -7.0f);
+    };
+    SECTION("an output buffer of the wrong size") {
+        REQUIRE(call(3, len, (int64_t)out.size() - 1, error, sizeof error) != 0);
+        REQUIRE_THAT(std::string(error), Contains("buffer for tensor 'Out' has") && Contains("expected"));
+        untouched();
+    }
+    SECTION("a length outside its declared range") {
+        REQUIRE(call(3, {3, -1, 17}, (int64_t)out.size(), error, sizeof error) != 0);
+        REQUIRE_THAT(std::string(error), Contains("length array 'len': element 1 is -1, expected a value in [0, 100]"));
+        untouched();
+    }
+    SECTION("a length count that disagrees with the param") {
+        REQUIRE(call(2, len, (int64_t)out.size(), error, sizeof error) != 0);
+        REQUIRE_THAT(std::string(error), Contains("length array 'len' has 3 elements, expected 2"));
+        untouched();
+    }
+    SECTION("a param outside its range, with no error buffer") {
+        REQUIRE(call(0, {}, (int64_t)out.size(), nullptr, 0) != 0);
+        untouched();
+    }
+    SECTION("the size query checks the shape too") {
+        int64_t s[aot_projection_tensor_count];
+        std::vector<int32_t> bad = {1, 101};
+        REQUIRE(aot_projection_buffer_sizes(2, bad.data(), 2, s, error, sizeof error) != 0);
+        REQUIRE_THAT(std::string(error), Contains("element 1 is 101"));
+    }
+}

@@ -1,0 +1,49 @@
+// Definitions shared by the test generators (compiled ahead of time) and the AOT tests (which
+// evaluate the same definitions with the reference evaluator).
+#pragma once
+
+#include <cora/cora.h>
+
+namespace cora_aot_test {
+
+using namespace cora;
+
+constexpr int64_t kProjK = 12, kProjO = 24;
+
+/** Out[b, s, o] = sum_k X[b, s, k] * W[k, o] over packed tokens: fused storage padded to 16,
+ * the fused token loop bulk-padded to `pad` and tiled by `tile` (prefix sums and both fusion
+ * maps, with a pad segment). */
+struct PackedProjection {
+    Dim batch{"batch"}, seq{"seq"}, k{"k"}, o{"o"}, tok{"tok"}, to{"to"}, ti{"ti"}, r{"r"};
+    Param B{"B", 1, 64};
+    LengthArray len{"len", B, 0, 100};
+    Tensor X{"X", {{batch, B}, {seq, len(batch)}, {k, kProjK}}};
+    Tensor W{"W", {{k, kProjK}, {o, kProjO}}};
+    Func Out{"Out", {{batch, B}, {seq, len(batch)}, {o, kProjO}}};
+
+    PackedProjection(int64_t pad, int64_t tile) {
+        X.fuse_storage(batch, seq, tok, 16);
+        Out.compute([&](Expr b, Expr s, Expr oo) { return sum(r, kProjK, X(b, s, r) * W(r, oo)); });
+        Out.fuse_storage(batch, seq, tok, 16);
+        Out.fuse(batch, seq, tok).pad_loop(tok, pad).split(tok, to, ti, tile).reorder({to, ti, o}).vectorize(o);
+    }
+};
+
+/** S[b, i, j] = scale * sum_d Q[b, i, d] * K[b, j, d] for i, j < len(b): nested raggedness (a
+ * 2-D prefix sum per item), items taken longest first when `longest_first`. */
+struct RaggedScores {
+    static constexpr int64_t D = 8;
+    Dim batch{"batch"}, i{"i"}, j{"j"}, d{"d"}, rank{"rank"}, r{"r"};
+    Param B{"B", 1, 64};
+    LengthArray len{"len", B, 0, 64};
+    Tensor Q{"Q", {{batch, B}, {i, len(batch)}, {d, D}}};
+    Tensor K{"K", {{batch, B}, {j, len(batch)}, {d, D}}};
+    Func S{"S", {{batch, B}, {i, len(batch)}, {j, len(batch)}}};
+
+    RaggedScores(bool longest_first, float scale) {
+        S.compute([&, scale](Expr b, Expr ii, Expr jj) { return scale * sum(r, D, Q(b, ii, r) * K(b, jj, r)); });
+        if (longest_first) S.remap_longest_first(batch, rank, len(batch) * len(batch)).parallel(rank);
+    }
+};
+
+} // namespace cora_aot_test

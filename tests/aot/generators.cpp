@@ -1,0 +1,40 @@
+// Test generators: built into the `test_generators` program, run by cora_add_library at build
+// time (tests/CMakeLists.txt), and linked into aot_tests.
+#include <cora/Generator.h>
+
+#include "definitions.h"
+
+namespace {
+
+using namespace cora;
+
+class PackedProjectionGenerator : public Generator {
+public:
+    GeneratorParam pad{this, "pad", 16, "bulk padding of the fused token loop"};
+    GeneratorParam tile{this, "tile", 16, "token tile"};
+    std::vector<Func> build() override {
+        def_ = std::make_unique<cora_aot_test::PackedProjection>(pad, tile);
+        return {def_->Out};
+    }
+
+private:
+    std::unique_ptr<cora_aot_test::PackedProjection> def_;
+};
+
+class RaggedScoresGenerator : public Generator {
+public:
+    GeneratorParam longest_first{this, "longest_first", 1, "take batch items longest first"};
+    GeneratorParam scale_per_mille{this, "scale_per_mille", 125, "the score scale, in thousandths"};
+    std::vector<Func> build() override {
+        def_ = std::make_unique<cora_aot_test::RaggedScores>(longest_first != 0, (float)scale_per_mille / 1000.0f);
+        return {def_->S};
+    }
+
+private:
+    std::unique_ptr<cora_aot_test::RaggedScores> def_;
+};
+
+} // namespace
+
+CORA_REGISTER_GENERATOR(PackedProjectionGenerator, "packed_projection")
+CORA_REGISTER_GENERATOR(RaggedScoresGenerator, "ragged_scores")
