@@ -1,5 +1,6 @@
 # Installs cora from the build tree, then configures, builds and runs an external project
-# that uses find_package(cora CONFIG) and links cora::cora.
+# that uses find_package(cora CONFIG): links cora::cora (JIT) and builds an AOT library with
+# cora_add_library, used from plain C.
 foreach(var SOURCE_DIR BUILD_DIR WORK_DIR CORA_CACHE_DIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "run.cmake needs -D${var}=...")
@@ -21,3 +22,4 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/project -B ${WORK_DIR}/bui
      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 step(${CMAKE_COMMAND} -E env CORA_CACHE_DIR=${CORA_CACHE_DIR} ${WORK_DIR}/build/consumer)
+step(${WORK_DIR}/build/aot_consumer)
