@@ -1,0 +1,317 @@
+// cora against its baselines, all in this process (Google Benchmark). Groups (name before the
+// last '/'): trmm/M, vgemm_<data>_b<batch>, dense/2048 and jit. The first entry of a group is
+// cora; at the end, each baseline's time is printed as a ratio "baseline time / cora time"
+// (above 1: cora is faster). --benchmark_out=<file> writes JSON; bench/run.sh runs this with 1
+// and 2 threads and makes the table and plot in bench/results/.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <omp.h>
+
+#include "common/timing.h"
+#include "trmm/trmm_def.h"
+#include "vgemm.h"
+#ifdef CORA_BENCH_HALIDE
+#include "halide_matmul.h"
+#endif
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
+
+namespace {
+
+using namespace cora;
+
+std::vector<float> random_floats(int64_t n, uint32_t seed) {
+    std::vector<float> v((size_t)n);
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (float &x : v)
+        x = u(rng);
+    return v;
+}
+
+void set_flops(benchmark::State &state, double flop) {
+    state.counters["GFLOPS"] = benchmark::Counter(flop * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+#ifdef CORA_BENCH_HALIDE
+bench::HalideMatmul &halide() {
+    static bench::HalideMatmul h;
+    return h;
+}
+#endif
+
+// --- trmm: cora (JIT) vs cblas_strmm vs padded sgemm (and Halide's padded dense matmul) ---
+
+struct TrmmData {
+    apps::Trmm def;
+    Kernel kernel;
+    RaggedShape shape;
+    Buffer l, b, c;
+    std::vector<float> scratch;
+    int64_t m;
+    explicit TrmmData(int64_t size) : kernel(Pipeline({def.C}, "trmm").compile()), m(size) {
+        shape.set(def.M, m).set(def.N, m);
+        l = Buffer::alloc(def.L, shape), b = Buffer::alloc(def.B, shape), c = Buffer::alloc(def.C, shape);
+        std::vector<float> lv = random_floats(l.size(), 1), bv = random_floats(b.size(), 2);
+        std::copy(lv.begin(), lv.end(), l.data<float>());
+        std::copy(bv.begin(), bv.end(), b.data<float>());
+        scratch.resize((size_t)b.size());
+    }
+    double flop() const { return (double)m * (double)(m + 1) * (double)m; }
+};
+
+TrmmData &trmm_data(int64_t m) {
+    static std::map<int64_t, std::unique_ptr<TrmmData>> cache;
+    auto &p = cache[m];
+    if (!p) p = std::make_unique<TrmmData>(m);
+    return *p;
+}
+
+void register_trmm(int64_t m) {
+    std::string g = "trmm/" + std::to_string(m) + "/";
+    benchmark::RegisterBenchmark((g + "cora").c_str(), [m](benchmark::State &s) {
+        TrmmData &d = trmm_data(m);
+        for (auto _ : s)
+            d.kernel.run(d.shape, {{d.def.L, d.l}, {d.def.B, d.b}, {d.def.C, d.c}});
+        set_flops(s, d.flop());
+    });
+    benchmark::RegisterBenchmark((g + "cblas_strmm").c_str(), [m](benchmark::State &s) {
+        TrmmData &d = trmm_data(m);
+        for (auto _ : s) {
+            s.PauseTiming(); // strmm works in place: a fresh copy of B each time, not timed
+            std::copy(d.b.data<float>(), d.b.data<float>() + d.b.size(), d.scratch.begin());
+            s.ResumeTiming();
+            cblas_strmm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)m, (int)m, 1.0f,
+                        d.l.data<float>(), (int)m, d.scratch.data(), (int)m);
+        }
+        set_flops(s, d.flop());
+    });
+    benchmark::RegisterBenchmark((g + "padded_sgemm").c_str(), [m](benchmark::State &s) {
+        TrmmData &d = trmm_data(m);
+        for (auto _ : s)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)m, (int)m, 1.0f, d.l.data<float>(),
+                        (int)m, d.b.data<float>(), (int)m, 0.0f, d.scratch.data(), (int)m);
+        set_flops(s, d.flop());
+    });
+#ifdef CORA_BENCH_HALIDE
+    benchmark::RegisterBenchmark((g + "halide_padded").c_str(), [m](benchmark::State &s) {
+        TrmmData &d = trmm_data(m);
+        halide();
+        for (auto _ : s)
+            halide().run(d.l.data<float>(), d.b.data<float>(), d.scratch.data(), 1, (int)m, (int)m, (int)m);
+        set_flops(s, d.flop());
+    });
+#endif
+}
+
+// --- vgemm: cora (AOT, both inner-tile strategies) vs the per-matrix loop and padded batched ---
+
+struct VGemmData {
+    int64_t batch;
+    std::vector<int32_t> ms, ns, ks;
+    std::vector<int64_t> a_off{0}, w_off{0}, c_off{0};
+    std::vector<float> a, w, c, pa, pw, pc;
+    int32_t max_m = 0, max_n = 0, max_k = 0;
+    double flop = 0;
+    std::vector<std::pair<int64_t, int64_t>> tiles;
+
+    VGemmData(const std::vector<std::array<int32_t, 3>> &shapes) : batch((int64_t)shapes.size()) {
+        for (auto &s : shapes) {
+            ms.push_back(s[0]), ns.push_back(s[1]), ks.push_back(s[2]);
+            a_off.push_back(a_off.back() + (int64_t)s[0] * s[2]);
+            w_off.push_back(w_off.back() + (int64_t)s[2] * s[1]);
+            c_off.push_back(c_off.back() + (int64_t)s[0] * s[1]);
+            max_m = std::max(max_m, s[0]), max_n = std::max(max_n, s[1]), max_k = std::max(max_k, s[2]);
+            flop += 2.0 * s[0] * s[1] * s[2];
+        }
+        a = random_floats(a_off.back(), 3), w = random_floats(w_off.back(), 4);
+        c.resize((size_t)c_off.back());
+        pa.assign((size_t)batch * max_m * max_k, 0.5f), pw.assign((size_t)batch * max_k * max_n, 0.5f);
+        pc.resize((size_t)batch * max_m * max_n);
+        std::vector<int64_t> order((size_t)batch);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+            return (double)ms[x] * ns[x] * ks[x] > (double)ms[y] * ns[y] * ks[y];
+        });
+        for (int64_t b : order)
+            for (int64_t r = 0; r < ms[b]; r += 128)
+                tiles.emplace_back(b, r);
+    }
+    void cora() {
+        char error[256];
+        if (vgemm(batch, ks.data(), batch, ms.data(), batch, ns.data(), batch, a.data(), (int64_t)a.size(), w.data(),
+                  (int64_t)w.size(), c.data(), (int64_t)c.size(), error, sizeof error))
+            throw std::runtime_error(error);
+    }
+    void item_gemm(int64_t b, int64_t row0, int64_t rows) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, ns[b], ks[b], 1.0f,
+                    a.data() + a_off[b] + row0 * ks[b], ks[b], w.data() + w_off[b], ns[b], 0.0f,
+                    c.data() + c_off[b] + row0 * ns[b], ns[b]);
+    }
+    void sgemm_tiles() {
+        int threads = openblas_get_num_threads();
+        openblas_set_num_threads(1);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int64_t t = 0; t < (int64_t)tiles.size(); t++)
+            item_gemm(tiles[(size_t)t].first, tiles[(size_t)t].second,
+                      std::min<int64_t>(128, ms[tiles[(size_t)t].first] - tiles[(size_t)t].second));
+        openblas_set_num_threads(threads);
+    }
+    void loop() {
+        for (int64_t b = 0; b < batch; b++)
+            item_gemm(b, 0, ms[b]);
+    }
+    void padded() {
+        for (int64_t b = 0; b < batch; b++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, max_m, max_n, max_k, 1.0f,
+                        pa.data() + b * max_m * max_k, max_k, pw.data() + b * max_k * max_n, max_n, 0.0f,
+                        pc.data() + b * max_m * max_n, max_n);
+    }
+};
+
+std::vector<std::array<int32_t, 3>> vgemm_shapes(const std::string &file, int64_t batch, int32_t step, int32_t lo,
+                                                 int32_t hi) {
+    std::vector<std::array<int32_t, 3>> v;
+    std::ifstream f(std::string(CORA_SHARED_DIR) + "/datasets/" + file);
+    std::array<int32_t, 3> s;
+    while ((int64_t)v.size() < batch && f >> s[0] >> s[1] >> s[2])
+        v.push_back(s);
+    if ((int64_t)v.size() == batch) return v;
+    v.clear(); // the dataset is absent: the same distribution
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int32_t> d(lo / step, hi / step);
+    for (int64_t i = 0; i < batch; i++)
+        v.push_back({d(rng) * step, d(rng) * step, d(rng) * step});
+    return v;
+}
+
+void register_vgemm(const std::string &group, std::function<std::vector<std::array<int32_t, 3>>()> shapes) {
+    auto data = std::make_shared<std::unique_ptr<VGemmData>>();
+    auto get = [data, shapes]() -> VGemmData & {
+        if (!*data) *data = std::make_unique<VGemmData>(shapes());
+        return **data;
+    };
+    auto reg = [&](const std::string &variant, void (*fn)(VGemmData &)) {
+        benchmark::RegisterBenchmark((group + "/" + variant).c_str(), [get, fn](benchmark::State &s) {
+            VGemmData &d = get();
+            for (auto _ : s)
+                fn(d);
+            set_flops(s, d.flop);
+        });
+    };
+    reg("cora_micro_kernel", [](VGemmData &d) { d.cora(); });
+    reg("cora_sgemm_tiles", [](VGemmData &d) { d.sgemm_tiles(); });
+    reg("per_matrix_loop", [](VGemmData &d) { d.loop(); });
+    reg("padded_batched", [](VGemmData &d) { d.padded(); });
+#ifdef CORA_BENCH_HALIDE
+    reg("halide_padded", [](VGemmData &d) {
+        halide().run(d.pa.data(), d.pw.data(), d.pc.data(), (int)d.batch, d.max_m, d.max_n, d.max_k);
+    });
+#endif
+}
+
+// --- JIT: compile one op cold (empty cache directory) and load it again (cached) ---
+
+Pipeline jit_op() {
+    static Dim batch("batch"), seq("seq"), h("h");
+    static Param B("B", 1, 1024);
+    static LengthArray len("len", B, 0, 4096);
+    static Tensor X("X", {{batch, B}, {seq, len(batch)}, {h, 64}});
+    Func Y("Y", {{batch, B}, {seq, len(batch)}, {h, 64}});
+    Y.compute([&](Expr b, Expr s, Expr hh) { return X(b, s, hh) * 2.0f + 1.0f; });
+    return Pipeline({Y}, "jit_bench_scale");
+}
+
+void register_jit() {
+    static int counter = 0;
+    benchmark::RegisterBenchmark("jit/cold_compile", [](benchmark::State &s) {
+        for (auto _ : s) {
+            s.PauseTiming();
+            CompileOptions o;
+            o.cache_dir = (std::filesystem::temp_directory_path() /
+                           ("cora-bench-cold-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
+                              .string();
+            Pipeline p = jit_op();
+            s.ResumeTiming();
+            Kernel k = p.compile(o);
+            s.PauseTiming();
+            std::filesystem::remove_all(o.cache_dir);
+            s.ResumeTiming();
+        }
+    })->Unit(benchmark::kMillisecond)->Iterations(3);
+    benchmark::RegisterBenchmark("jit/cached_load", [](benchmark::State &s) {
+        CompileOptions o;
+        o.cache_dir = (std::filesystem::temp_directory_path() / ("cora-bench-cached-" + std::to_string(getpid())))
+                          .string();
+        jit_op().compile(o); // fill the cache
+        for (auto _ : s) {
+            s.PauseTiming();
+            Pipeline p = jit_op();
+            s.ResumeTiming();
+            Kernel k = p.compile(o);
+        }
+        std::filesystem::remove_all(o.cache_dir);
+    })->Unit(benchmark::kMillisecond)->Iterations(10);
+}
+
+/** Collects real time per iteration by name, to print the ratio table at the end. */
+class RatioReporter : public benchmark::ConsoleReporter {
+public:
+    std::vector<std::pair<std::string, double>> times;
+    void ReportRuns(const std::vector<Run> &runs) override {
+        for (const Run &r : runs)
+            if (!r.error_occurred && r.run_type == Run::RT_Iteration)
+                times.emplace_back(r.benchmark_name(), r.GetAdjustedRealTime());
+        ConsoleReporter::ReportRuns(runs);
+    }
+    void print_ratios() const {
+        std::printf("\nratios (baseline time / cora time; above 1: cora is faster), %d threads:\n",
+                    omp_get_max_threads());
+        std::map<std::string, double> first;
+        for (auto &[name, t] : times) {
+            std::string group = name.substr(0, name.rfind('/')), variant = name.substr(name.rfind('/') + 1);
+            if (group == "jit") {
+                std::printf("  %-28s %-22s %10.2f ms\n", group.c_str(), variant.c_str(), t);
+                continue;
+            }
+            if (!first.count(group)) {
+                first[group] = t;
+                continue;
+            }
+            std::printf("  %-28s %-22s %6.2fx\n", group.c_str(), variant.c_str(), t / first[group]);
+        }
+    }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+    for (int64_t m : {1024, 2048, 4096})
+        register_trmm(m);
+    for (int64_t b : {16, 64})
+        register_vgemm("vgemm_large_b" + std::to_string(b),
+                       [b] { return vgemm_shapes("vbatch_gemm_data.txt", b, 128, 512, 1408); });
+    register_vgemm("vgemm_small_b64", [] { return vgemm_shapes("vbatch_gemm_data_small.txt", 64, 64, 64, 384); });
+    // The dense-tile path: one 2048^3 item through the same generated micro-kernel.
+    register_vgemm("dense_2048", [] { return std::vector<std::array<int32_t, 3>>{{2048, 2048, 2048}}; });
+    register_jit();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    RatioReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    reporter.print_ratios();
+    benchmark::Shutdown();
+    return 0;
+}
