@@ -9,7 +9,7 @@
 
 #include "common/timing.h"
 #include "trmm/trmm_def.h"
-#include "vgemm.h"
+#include "vgemm/vgemm_problem.h"
 #ifdef CORA_BENCH_HALIDE
 #include "halide_matmul.h"
 #endif
@@ -17,16 +17,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
-
-extern "C" void openblas_set_num_threads(int);
-extern "C" int openblas_get_num_threads(void);
 
 namespace {
 
@@ -118,106 +113,41 @@ void register_trmm(int64_t m) {
 
 // --- vgemm: cora (AOT, both inner-tile strategies) vs the per-matrix loop and padded batched ---
 
-struct VGemmData {
-    int64_t batch;
-    std::vector<int32_t> ms, ns, ks;
-    std::vector<int64_t> a_off{0}, w_off{0}, c_off{0};
-    std::vector<float> a, w, c, pa, pw, pc;
-    int32_t max_m = 0, max_n = 0, max_k = 0;
-    double flop = 0;
-    std::vector<std::pair<int64_t, int64_t>> tiles;
-
-    VGemmData(const std::vector<std::array<int32_t, 3>> &shapes) : batch((int64_t)shapes.size()) {
-        for (auto &s : shapes) {
-            ms.push_back(s[0]), ns.push_back(s[1]), ks.push_back(s[2]);
-            a_off.push_back(a_off.back() + (int64_t)s[0] * s[2]);
-            w_off.push_back(w_off.back() + (int64_t)s[2] * s[1]);
-            c_off.push_back(c_off.back() + (int64_t)s[0] * s[1]);
-            max_m = std::max(max_m, s[0]), max_n = std::max(max_n, s[1]), max_k = std::max(max_k, s[2]);
-            flop += 2.0 * s[0] * s[1] * s[2];
-        }
-        a = random_floats(a_off.back(), 3), w = random_floats(w_off.back(), 4);
-        c.resize((size_t)c_off.back());
-        pa.assign((size_t)batch * max_m * max_k, 0.5f), pw.assign((size_t)batch * max_k * max_n, 0.5f);
-        pc.resize((size_t)batch * max_m * max_n);
-        std::vector<int64_t> order((size_t)batch);
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-            return (double)ms[x] * ns[x] * ks[x] > (double)ms[y] * ns[y] * ks[y];
-        });
-        for (int64_t b : order)
-            for (int64_t r = 0; r < ms[b]; r += 128)
-                tiles.emplace_back(b, r);
-    }
-    void cora() {
-        char error[256];
-        if (vgemm(batch, ks.data(), batch, ms.data(), batch, ns.data(), batch, a.data(), (int64_t)a.size(), w.data(),
-                  (int64_t)w.size(), c.data(), (int64_t)c.size(), error, sizeof error))
-            throw std::runtime_error(error);
-    }
-    void item_gemm(int64_t b, int64_t row0, int64_t rows) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, ns[b], ks[b], 1.0f,
-                    a.data() + a_off[b] + row0 * ks[b], ks[b], w.data() + w_off[b], ns[b], 0.0f,
-                    c.data() + c_off[b] + row0 * ns[b], ns[b]);
-    }
-    void sgemm_tiles() {
-        int threads = openblas_get_num_threads();
-        openblas_set_num_threads(1);
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int64_t t = 0; t < (int64_t)tiles.size(); t++)
-            item_gemm(tiles[(size_t)t].first, tiles[(size_t)t].second,
-                      std::min<int64_t>(128, ms[tiles[(size_t)t].first] - tiles[(size_t)t].second));
-        openblas_set_num_threads(threads);
-    }
-    void loop() {
-        for (int64_t b = 0; b < batch; b++)
-            item_gemm(b, 0, ms[b]);
-    }
-    void padded() {
-        for (int64_t b = 0; b < batch; b++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, max_m, max_n, max_k, 1.0f,
-                        pa.data() + b * max_m * max_k, max_k, pw.data() + b * max_k * max_n, max_n, 0.0f,
-                        pc.data() + b * max_m * max_n, max_n);
-    }
-};
-
-std::vector<std::array<int32_t, 3>> vgemm_shapes(const std::string &file, int64_t batch, int32_t step, int32_t lo,
-                                                 int32_t hi) {
-    std::vector<std::array<int32_t, 3>> v;
-    std::ifstream f(std::string(CORA_SHARED_DIR) + "/datasets/" + file);
-    std::array<int32_t, 3> s;
-    while ((int64_t)v.size() < batch && f >> s[0] >> s[1] >> s[2])
-        v.push_back(s);
-    if ((int64_t)v.size() == batch) return v;
-    v.clear(); // the dataset is absent: the same distribution
-    std::mt19937 rng(42);
-    std::uniform_int_distribution<int32_t> d(lo / step, hi / step);
-    for (int64_t i = 0; i < batch; i++)
-        v.push_back({d(rng) * step, d(rng) * step, d(rng) * step});
-    return v;
+std::vector<apps::GemmShape> vgemm_shapes(const std::string &file, int64_t batch, int32_t step, int32_t lo,
+                                          int32_t hi) {
+    bool from_file = false; // absent dataset: the same distribution
+    return apps::load_gemm_shapes(std::string(CORA_SHARED_DIR) + "/datasets/" + file, batch, 0, step, lo, hi,
+                                  &from_file);
 }
 
-void register_vgemm(const std::string &group, std::function<std::vector<std::array<int32_t, 3>>()> shapes) {
-    auto data = std::make_shared<std::unique_ptr<VGemmData>>();
-    auto get = [data, shapes]() -> VGemmData & {
-        if (!*data) *data = std::make_unique<VGemmData>(shapes());
+/** The variants of one vgemm group; the problem is built on first use (not for filtered-out runs). */
+void register_vgemm(const std::string &group, std::function<std::vector<apps::GemmShape>()> shapes) {
+    struct Data {
+        apps::VGemmProblem problem;
+        std::vector<float> c;
+        explicit Data(const std::vector<apps::GemmShape> &s) : problem(s), c((size_t)problem.c_size()) {}
+    };
+    auto data = std::make_shared<std::unique_ptr<Data>>();
+    auto get = [data, shapes]() -> Data & {
+        if (!*data) *data = std::make_unique<Data>(shapes());
         return **data;
     };
-    auto reg = [&](const std::string &variant, void (*fn)(VGemmData &)) {
+    auto reg = [&](const std::string &variant, void (*fn)(Data &)) {
         benchmark::RegisterBenchmark((group + "/" + variant).c_str(), [get, fn](benchmark::State &s) {
-            VGemmData &d = get();
+            Data &d = get();
             for (auto _ : s)
                 fn(d);
-            set_flops(s, d.flop);
+            set_flops(s, d.problem.flop);
         });
     };
-    reg("cora_micro_kernel", [](VGemmData &d) { d.cora(); });
-    reg("cora_sgemm_tiles", [](VGemmData &d) { d.sgemm_tiles(); });
-    reg("per_matrix_loop", [](VGemmData &d) { d.loop(); });
-    reg("padded_batched", [](VGemmData &d) { d.padded(); });
+    reg("cora_micro_kernel", [](Data &d) { d.problem.cora(d.c.data()); });
+    reg("cora_sgemm_tiles", [](Data &d) { d.problem.sgemm_tiles(d.c.data()); });
+    reg("per_matrix_loop", [](Data &d) { d.problem.per_matrix_loop(d.c.data()); });
+    reg("padded_batched", [](Data &d) { d.problem.padded_batched(); });
 #ifdef CORA_BENCH_HALIDE
-    reg("halide_padded", [](VGemmData &d) {
-        halide().run(d.pa.data(), d.pw.data(), d.pc.data(), (int)d.batch, d.max_m, d.max_n, d.max_k);
+    reg("halide_padded", [](Data &d) {
+        apps::VGemmProblem &p = d.problem;
+        halide().run(p.padded_a(), p.padded_w(), p.padded_c(), (int)p.batch, p.max_m, p.max_n, p.max_k);
     });
 #endif
 }
@@ -306,10 +236,13 @@ int main(int argc, char **argv) {
                        [b] { return vgemm_shapes("vbatch_gemm_data.txt", b, 128, 512, 1408); });
     register_vgemm("vgemm_small_b64", [] { return vgemm_shapes("vbatch_gemm_data_small.txt", 64, 64, 64, 384); });
     // The dense-tile path: one 2048^3 item through the same generated micro-kernel.
-    register_vgemm("dense_2048", [] { return std::vector<std::array<int32_t, 3>>{{2048, 2048, 2048}}; });
+    register_vgemm("dense_2048", [] { return std::vector<apps::GemmShape>{{2048, 2048, 2048}}; });
     register_jit();
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+#ifdef CORA_BENCH_HALIDE
+    halide(); // JIT-compile the Halide pipeline before any timing
+#endif
     RatioReporter reporter;
     benchmark::RunSpecifiedBenchmarks(&reporter);
     reporter.print_ratios();
