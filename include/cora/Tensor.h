@@ -157,8 +157,10 @@ public:
      * the same guards. With the reduction dim scheduled inside `at` (e.g. split rows and
      * columns into 4 x 16 tiles and reorder the reduction dim outside the tile's loops), this
      * is a register-blocked micro-kernel. The loops inside `at` over the Func's dims must have
-     * constant extents (at most 16384 elements in all), and every reduction loop must be
-     * inside `at` (CompileError otherwise).
+     * constant extents (at most 16384 elements in all; CompileError otherwise). Reduction
+     * loops may also run outside `at` (k-panels: split k and put the panel loop outside the
+     * tile's loop): the elements are then initialised in storage before the outermost
+     * reduction loop, and each visit of the tile loads them, accumulates and stores them back.
      *
      * A definition that is one reduction (sum/maximum/minimum over k) can name k in split,
      * reorder and unroll: k then becomes a loop of the nest (innermost until reordered), the

@@ -37,7 +37,9 @@
  * loop's body, else the outermost reduction loop) the nest is: an init nest over the inner
  * loops over the Func's dims (their guards only) storing the identity, then the update nest
  * over all inner loops. cache_write(at): the element state is a stack tile indexed by the inner
- * loops over the Func's dims (constant extents), written back under their guards.
+ * loops over the Func's dims (constant extents), written back under their guards. With
+ * reduction loops outside `at` (k-panels), storage is initialised before the outermost one
+ * and each tile starts from storage instead of the identity.
  * cache_read(t, at): the box of t read inside `at` (symbolic bounds; constant size, start
  * outside `at`) is copied into a stack tile as `at`'s body starts, zeros outside t's shape.
  * Requires: a validated pipeline. Ensures: one loop nest per Func, producers first, each
@@ -666,10 +668,10 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     std::optional<size_t> cache_pos;
     if (sch.cache_write_at) cache_pos = position_of(sch.cache_write_at, "cache_write");
     size_t inner = cache_pos ? *cache_pos + 1 : first_reduction;
-    if (cache_pos && first_reduction < inner)
-        throw_compile_error("cache_write at '", sch.cache_write_at->name, "' in Func '", f->name, "': reduction loop '",
-                            loops[first_reduction]->name, "' is outside it; reorder the reduction loops inside '",
-                            sch.cache_write_at->name, "'");
+    // Reduction loops outside the tile (k-panels): storage holds the partial result between
+    // the tile's visits; it is initialised before the outermost reduction loop and each visit
+    // loads it into the tile.
+    const bool tile_accumulates = cache_pos && red && first_reduction < inner;
     auto guard_uses_reduction = [&](const Expr &c) {
         for (size_t k = 0; k < n; k++)
             if (is_reduction[k] && uses_var(c, loops[k]->var.get())) return true;
@@ -719,7 +721,10 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
                                 "': the tile has ", tile_size, " elements, more than ", kMaxTileElements,
                                 "; cache at an inner loop");
         std::vector<Stmt> parts;
-        if (red)
+        if (tile_accumulates)
+            parts.push_back(nest(inner_elements,
+                                 with_lets(Store::make(tile, tile_index, Access::make(target, at)), true), true));
+        else if (red)
             parts.push_back(
                 nest(inner_elements, Store::make(tile, tile_index, reduce_identity(red->op, f->type)), true));
         Expr updated = red ? combine(Load::make(tile, tile_index)) : element;
@@ -736,9 +741,18 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     } else {
         inner_part = with_lets(Provide::make(target, at, element), false);
     }
-    std::vector<size_t> outer_positions;
+    std::vector<size_t> outer_positions, panel_positions, panel_elements;
     for (size_t k = 0; k < inner; k++)
-        outer_positions.push_back(k);
+        (tile_accumulates && k >= first_reduction ? panel_positions : outer_positions).push_back(k);
+    if (tile_accumulates) {
+        // The loops from the outermost reduction loop to the tile, after an init of storage
+        // over all the element loops from there on.
+        for (size_t k = first_reduction; k < n; k++)
+            if (!is_reduction[k]) panel_elements.push_back(k);
+        Stmt init =
+            nest(panel_elements, with_lets(Provide::make(target, at, reduce_identity(red->op, f->type)), true), true);
+        inner_part = Block::make({init, nest(panel_positions, inner_part, false)});
+    }
     Stmt body = nest(outer_positions, inner_part, false);
     for (const Expr &c : guards_at[0])
         body = IfThenElse::make(c, body);

@@ -18,13 +18,18 @@ TEST_CASE("vgemm with the reduction loop scheduled, register tiles and packed pa
     // 1: + cache_write: a 4 x 8 accumulator tile per (mo, no)
     // 2: + reduction split, X and Y panels copied per ro (cache_read)
     // 3: as 2 with the prover off: guards stay, numbers equal
-    for (int variant = 0; variant < 4; variant++) {
+    // 4: k-panels: ro outside the tile loop (C accumulates across panels), Y panel per no
+    // 5: as 4 with the prover off
+    for (int variant = 0; variant < 6; variant++) {
         DYNAMIC_SECTION("variant " << variant) {
             Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
             C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), X(b, i, r) * Y(b, r, j)); });
             C.split(m, mo, mi, 4).split(n, no, ni, 8);
             if (variant <= 1) {
                 C.reorder({batch, mo, no, r, mi, ni});
+            } else if (variant >= 4) {
+                C.split(r, ro, ri, 8).reorder({batch, mo, ro, no, ri, mi, ni});
+                C.cache_read(Y, no);
             } else {
                 C.split(r, ro, ri, 8).reorder({batch, mo, no, ro, ri, mi, ni});
                 C.cache_read(X, ro).cache_read(Y, ro);
@@ -32,7 +37,7 @@ TEST_CASE("vgemm with the reduction loop scheduled, register tiles and packed pa
             C.unroll(mi).vectorize(ni);
             if (variant >= 1) C.cache_write(no);
             CompileOptions opts;
-            opts.remove_guards = variant != 3;
+            opts.remove_guards = variant != 3 && variant != 5;
             Pipeline p({C}, "vgemm_cache_" + std::to_string(variant));
             Kernel k = p.compile(opts);
             const std::string ir = k.lowered();
@@ -47,7 +52,14 @@ TEST_CASE("vgemm with the reduction loop scheduled, register tiles and packed pa
             } else {
                 REQUIRE_THAT(ir, Contains("allocate on stack C_tile[float32 * 32]"));
             }
-            if (variant >= 2) {
+            if (variant >= 4) {
+                // C is zeroed before the panel loop; each tile visit starts from C.
+                size_t init = ir.find("] = 0f"), panels = ir.find("for ro in"), tile = ir.find("C_tile[");
+                REQUIRE(init < panels);
+                REQUIRE(panels < tile);
+                REQUIRE(tile != std::string::npos);
+                REQUIRE_THAT(ir, Contains("allocate on stack Y_cache[float32 * 64]"));
+            } else if (variant >= 2) {
                 REQUIRE_THAT(ir, Contains("allocate on stack X_cache[float32 * 32]"));
                 REQUIRE_THAT(ir, Contains("allocate on stack Y_cache[float32 * 64]"));
             }
@@ -78,13 +90,15 @@ TEST_CASE("row maximum with a split reduction loop and a cached accumulator", "[
     LengthArray len("len", B, 0, 30);
     Tensor A("A", {{batch, B}, {seq, len(batch)}, {k, 12}});
     auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
-    for (int variant = 0; variant < 2; variant++) {
+    for (int variant = 0; variant < 3; variant++) {
         DYNAMIC_SECTION("variant " << variant) {
             Func Mx("Mx", {{batch, B}, {seq, len(batch)}});
             Mx.compute([&](Expr b, Expr s) { return maximum(k, 12, A(b, s, k) - cast(Float32, s)); });
             // The 12-long reduction split by 5: its last block is guarded (k < 12).
             Mx.split(k, ko, ki, 5).unroll(ki);
             if (variant == 1) Mx.cache_write(seq);
+            // 2: the panel loop ko outside the rows: the maximum is kept in Mx between panels
+            if (variant == 2) Mx.reorder({batch, ko, seq, ki}).cache_write(seq);
             Pipeline p({Mx}, "max_cache_" + std::to_string(variant));
             Kernel kern = p.compile();
             INFO(kern.lowered());
