@@ -5,28 +5,33 @@
 
 namespace cora::apps {
 
-constexpr int64_t kTileRows = 4, kTileCols = 32;
+constexpr int64_t kTileRows = 8, kTileCols = 32;
 /** Rows per block (the unit of the triangle's padding and of load balancing) and the k-panel
  * length: equal, so that a block's reduction is a whole number of panels. */
-constexpr int64_t kBlockRows = 64, kPanel = kBlockRows;
+constexpr int64_t kBlockRows = 128, kPanel = kBlockRows;
+constexpr int64_t kBlockCols = 256;
 
 /** The trmm pipeline. The reduction runs over r < min(floor_mult(i, 64) + 64, M), over the
  * block-padded lower triangle Lb: per 64-row block the reduction is rectangular, so the
  * k-panel loop can run outside the block's 4 x 32 register tiles. */
 struct Trmm {
-    Dim m{"m"}, n{"n"}, r{"r"}, mb{"mb"}, mr{"mr"}, mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"}, ko{"ko"}, ki{"ki"},
+    Dim m{"m"}, n{"n"}, r{"r"}, nb{"nb"}, nc{"nc"}, mb{"mb"}, mr{"mr"}, mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"}, ko{"ko"}, ki{"ki"},
         rank{"rank"};
     Param M{"M", 1, 16384}, N{"N", 1, 16384};
     Tensor L{"L", {{m, M}, {r, M}}}, B{"B", {{r, M}, {n, N}}};
     /** Row i of L up to the end of its 64-row block, upper triangle zeroed: a ragged tensor of
      * about M^2 / 2 + 32 M elements, so the tile reads plain loads (no select in the vector loop). */
     Func Lb{"Lb", {{m, M}, {r, min(floor_mult(m.var(), kBlockRows) + kBlockRows, M)}}};
+    /** B in 32-column panels, each panel's rows contiguous: a tile's k-steps read one stream. */
+    Func Bp{"Bp", {{r, M}, {n, N}}};
     Func C{"C", {{m, M}, {n, N}}};
 
     Trmm() {
         Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
+        Bp.compute([&](Expr k, Expr j) { return B(k, j); });
+        Bp.split_storage(n, no, ni, kTileCols).reorder_storage({no, r, ni});
         C.compute([&](Expr i, Expr j) {
-            return sum(r, min(floor_mult(i, kBlockRows) + kBlockRows, M), Lb(i, r) * B(r, j));
+            return sum(r, min(floor_mult(i, kBlockRows) + kBlockRows, M), Lb(i, r) * Bp(r, j));
         });
         // Operation splits: a head of full 64-row blocks and 32-column tiles (no guard at all),
         // the last rows (fewer than 64) and the last columns of the head rows (fewer than 32).
@@ -38,13 +43,13 @@ struct Trmm {
         C.split(m, mb, mr, kBlockRows)
             .split(mr, mo, mi, kTileRows)
             .remap_longest_first(mb, rank, mb.var())
-            .split(n, no, ni, kTileCols)
+            .split(n, nc, ni, kTileCols)
+            .split(nc, nb, no, kBlockCols / kTileCols)
             .split(r, ko, ki, kPanel)
-            .reorder({rank, ko, no, mo, ki, mi, ni})
+            .reorder({rank, nb, ko, no, mo, ki, mi, ni})
             .parallel(rank)
             .unroll(mi)
             .vectorize(ni)
-            .cache_read(B, no)
             .cache_write(mo);
         rows_tail.split(m, mb, mr, kBlockRows)
             .split(mr, mo, mi, kTileRows)

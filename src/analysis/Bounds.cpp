@@ -258,4 +258,30 @@ bool BoundsProver::prove_nonneg(const Expr &e, const Scope &scope) {
     return false;
 }
 
+Expr fold_small_div_mod(const Expr &e, const Scope &scope, Prover &prover) {
+    struct Folder : IRMutator {
+        const Scope *scope;
+        Prover *prover;
+        bool small(const Expr &x, const Expr &c) {
+            const int64_t *k = as_const_int(c);
+            return k && *k > 0 && x.type().is_int() && prover->prove_nonneg(x, *scope) &&
+                   prover->prove_nonneg(Sub::make(IntImm::make(*k - 1), x), *scope);
+        }
+        Expr mutate_node(const Div *op, const Expr &self) override {
+            Expr a = mutate(op->a);
+            if (small(a, op->b)) return make_zero(op->type);
+            return a.same_as(op->a) ? self : Div::make(a, op->b);
+        }
+        Expr mutate_node(const Mod *op, const Expr &self) override {
+            Expr a = mutate(op->a);
+            if (small(a, op->b)) return a;
+            return a.same_as(op->a) ? self : Mod::make(a, op->b);
+        }
+        using IRMutator::mutate_node;
+    } folder;
+    folder.scope = &scope;
+    folder.prover = &prover;
+    return simplify(folder.mutate(e));
+}
+
 } // namespace cora::ir

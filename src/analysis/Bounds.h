@@ -52,4 +52,8 @@ private:
     std::string failure_;
 };
 
+/** `e` with x / c and x % c (c a positive constant) replaced by 0 and x where the prover shows
+ * 0 <= x < c over `scope`, then simplified: (o * 32 + i) / 32 becomes o for i in [0, 32). */
+Expr fold_small_div_mod(const Expr &e, const Scope &scope, Prover &prover);
+
 } // namespace cora::ir

@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
+#include "analysis/Simplify.h"
 #include "ir/IRVisitor.h"
 #include "util/Error.h"
 
@@ -53,6 +56,15 @@ inline int cora_threads() {
     }();
     return n;
 }
+// Whole-vector loads and stores of a vectorized loop (see CodeGen::emit_vector_loop).
+template <class V, class T> inline V cora_vload(const T *p) {
+    V v;
+    __builtin_memcpy(&v, p, sizeof(V));
+    return v;
+}
+template <class V, class T> inline void cora_vstore(T *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
+// s - 0 folds to s exactly (s + 0 does not, for s = -0), so this is a plain broadcast.
+template <class V, class S> inline V cora_splat(S s) { return s - V{}; }
 const char *cora_type_name(int32_t code) {
     switch (code) {
     case 1: return "int32";
@@ -205,6 +217,7 @@ protected:
     void visit_node(const Reduce *) override { throw InternalError("codegen: reduction was not lowered"); }
 
     void visit_node(const For *op) override {
+        if (op->for_kind == ForKind::Vectorized && emit_vector_loop(op)) return;
         std::string v = name_of(op->var.get());
         std::string ext = expr(op->extent), mn = expr(op->min);
         // OpenMP allows no parallel (or further simd) construct inside a simd region, and one
@@ -318,6 +331,71 @@ protected:
     }
 
 private:
+    /** A vectorized loop of constant extent W whose body is one Store (under lets) at
+     * base + i, reading only base' + i (contiguous) or values that do not use i, through
+     * + - * (and / for floats), becomes one statement on W-wide vectors (clang's vector
+     * extension). After the enclosing tile loops are unrolled, every access of a cache_write
+     * tile has a constant offset, so clang keeps the tile in vector registers; the scalar
+     * loop under `omp simd` often spills it. Returns false (nothing emitted) otherwise. */
+    bool emit_vector_loop(const For *op) {
+        const int64_t *w = as_const_int(op->extent);
+        if (!w || *w < 2 || *w > 64) return false;
+        std::map<const VarNode *, Expr> lets;
+        Stmt body = op->body;
+        while (const LetStmt *l = body.as<LetStmt>()) {
+            lets[l->var.get()] = substitute(l->value, lets);
+            body = l->body;
+        }
+        const Store *st = body.as<Store>();
+        if (!st) return false;
+        Type t = st->buffer->type;
+        if (t.bits < 32 || t.bytes() * *w > 256) return false;
+        const VarNode *i = op->var.get();
+        Expr i_from_min = Sub::make(var_expr(op->var), op->min);
+        // Index e = base + (i - min) exactly: its step in i is 1.
+        auto contiguous_base = [&](const Expr &e) -> std::optional<Expr> {
+            Expr step = simplify(Sub::make(substitute(e, i, Add::make(var_expr(op->var), IntImm::make(1))), e));
+            const int64_t *k = as_const_int(step);
+            if (!k || *k != 1) return std::nullopt;
+            return simplify(substitute(e, i, op->min));
+        };
+        std::string vt = "cora_v" + std::to_string(*w) + "_" + t.c_name();
+        std::function<std::optional<std::string>(const Expr &)> vec = [&](const Expr &e) -> std::optional<std::string> {
+            if (!uses_var(e, i)) return "cora_splat<" + vt + ">(" + expr(e) + ")";
+            if (e.type() != t) return std::nullopt;
+            if (const Load *ld = e.as<Load>()) {
+                auto base = contiguous_base(ld->index);
+                if (!base) return std::nullopt;
+                return "cora_vload<" + vt + ">(&" + name_of(ld->buffer.get()) + "[" + expr(*base) + "])";
+            }
+            auto binary = [&](const Expr &a, const char *o, const Expr &b) -> std::optional<std::string> {
+                // A side that does not use i stays scalar: the vector extension broadcasts it.
+                auto side = [&](const Expr &x) { return uses_var(x, i) ? vec(x) : std::optional(expr(x)); };
+                auto va = side(a), vb = side(b);
+                if (!va || !vb) return std::nullopt;
+                return "(" + *va + " " + o + " " + *vb + ")";
+            };
+            if (const Add *a = e.as<Add>()) return binary(a->a, "+", a->b);
+            if (const Sub *a = e.as<Sub>()) return binary(a->a, "-", a->b);
+            if (const Mul *a = e.as<Mul>()) return binary(a->a, "*", a->b);
+            if (const Div *a = e.as<Div>(); a && t.is_float()) return binary(a->a, "/", a->b);
+            return std::nullopt;
+        };
+        Expr index = substitute(st->index, lets), value = substitute(st->value, lets);
+        auto base = contiguous_base(index);
+        if (!base) return false;
+        auto v = vec(value);
+        if (!v) return false;
+        line("{");
+        indent++;
+        line("typedef " + t.c_name() + " " + vt + " __attribute__((vector_size(" + std::to_string(t.bytes() * *w) +
+             ")));");
+        line("cora_vstore(&" + name_of(st->buffer.get()) + "[" + expr(*base) + "], " + *v + ");");
+        indent--;
+        line("}");
+        return true;
+    }
+
     std::vector<std::string> live_allocations_;
     std::map<const VarNode *, std::string> names_;
     std::set<std::string> used_;

@@ -316,32 +316,64 @@ bool equal_all(const std::vector<Expr> &a, const std::vector<Expr> &b) {
     return true;
 }
 
-/** `e` with x / c and x % c (c a positive constant) replaced by 0 and x where the prover shows
- * 0 <= x < c over `scope`, then simplified. */
-Expr fold_small_div_mod(const Expr &e, const Scope &scope, Prover &prover) {
-    struct Folder : IRMutator {
-        const Scope *scope;
-        Prover *prover;
-        bool small(const Expr &x, const Expr &c) {
-            const int64_t *k = as_const_int(c);
-            return k && *k > 0 && x.type().is_int() && prover->prove_nonneg(x, *scope) &&
-                   prover->prove_nonneg(Sub::make(IntImm::make(*k - 1), x), *scope);
+/** Whether e is a multiple of c (c > 0) for every value of its variables, shown syntactically. */
+bool multiple_of(const Expr &e, int64_t c) {
+    if (const int64_t *k = as_const_int(e)) return *k % c == 0;
+    if (const Add *a = e.as<Add>()) return multiple_of(a->a, c) && multiple_of(a->b, c);
+    if (const Sub *a = e.as<Sub>()) return multiple_of(a->a, c) && multiple_of(a->b, c);
+    if (const Min *a = e.as<Min>()) return multiple_of(a->a, c) && multiple_of(a->b, c);
+    if (const Max *a = e.as<Max>()) return multiple_of(a->a, c) && multiple_of(a->b, c);
+    if (const Mul *a = e.as<Mul>()) return multiple_of(a->a, c) || multiple_of(a->b, c);
+    return false;
+}
+
+/** The value of a guard `value < extent` without the innermost loops it does not need:
+ * a + i * s < e, with i a loop over [0, c) that a and e do not use and a, e multiples of c * s,
+ * holds exactly when a < e (a < e means a <= e - c * s). E.g. the split guard
+ * nb * 1024 + no * 32 + ni < floor_mult(N, 32) moves out of the vectorized ni loop. */
+Expr peel_aligned_loops(Expr value, const Expr &extent, const std::vector<DimPtr> &loops,
+                        const std::vector<Expr> &extents) {
+    for (size_t k = loops.size(); k-- > 0;) {
+        const VarNode *i = loops[k]->var.get();
+        if (!uses_var(value, i)) continue;
+        const int64_t *c = as_const_int(extents[k]);
+        if (!c || *c <= 0 || uses_var(extent, i)) break;
+        // The additive terms of value: exactly one uses i, as i or i * s.
+        std::vector<Expr> terms, todo{value};
+        while (!todo.empty()) {
+            Expr t = todo.back();
+            todo.pop_back();
+            if (const Add *a = t.as<Add>()) {
+                todo.push_back(a->a);
+                todo.push_back(a->b);
+            } else {
+                terms.push_back(t);
+            }
         }
-        Expr mutate_node(const Div *op, const Expr &self) override {
-            Expr a = mutate(op->a);
-            if (small(a, op->b)) return make_zero(op->type);
-            return a.same_as(op->a) ? self : Div::make(a, op->b);
+        Expr rest;
+        int64_t step = 0;
+        for (const Expr &t : terms) {
+            if (!uses_var(t, i)) {
+                rest = rest.defined() ? Add::make(rest, t) : t;
+                continue;
+            }
+            const VarNode *v = t.as<VarNode>();
+            const Mul *m = t.as<Mul>();
+            if (step == 0 && v == i) {
+                step = 1;
+            } else if (step == 0 && m && (m->a.as<VarNode>() == i || m->b.as<VarNode>() == i)) {
+                const int64_t *s = as_const_int(m->a.as<VarNode>() == i ? m->b : m->a);
+                if (!s || *s <= 0) return value;
+                step = *s;
+            } else {
+                return value;
+            }
         }
-        Expr mutate_node(const Mod *op, const Expr &self) override {
-            Expr a = mutate(op->a);
-            if (small(a, op->b)) return a;
-            return a.same_as(op->a) ? self : Mod::make(a, op->b);
-        }
-        using IRMutator::mutate_node;
-    } folder;
-    folder.scope = &scope;
-    folder.prover = &prover;
-    return simplify(folder.mutate(e));
+        if (step == 0 || !rest.defined() || !multiple_of(rest, *c * step) || !multiple_of(extent, *c * step))
+            return value;
+        value = simplify(rest);
+    }
+    return value;
 }
 
 /** The largest per-tile cache (elements); it lives on the stack of a loop body. */
@@ -551,6 +583,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     std::vector<std::vector<Expr>> guards_at(loops.size() + 1);
     for (const Guard &g : guards) {
         Expr v = now(g.value), e = now(g.extent);
+        v = peel_aligned_loops(v, e, loops, extents);
         size_t depth = 0;
         for (size_t k = 0; k < loops.size(); k++) {
             if (uses_var(v, loops[k]->var.get()) || uses_var(e, loops[k]->var.get())) depth = k + 1;

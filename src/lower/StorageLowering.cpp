@@ -2,8 +2,13 @@
  * (analysis/StorageLayout: dimension graph -> offsets through prefix-sum aux arrays).
  * Provide becomes Store and Access becomes Load at the flat offset of the indices (through the
  * tensor's storage transforms, if any); offsets are simplified so fused-loop maps cancel.
+ * A blocked layout (split_storage) divides an index by the block: where the offset has a
+ * division or modulo, the enclosing domain-dim lets are substituted and the quotients the loop
+ * ranges make constant are folded, e.g. (no * 32 + ni) / 32 -> no for ni in [0, 32), so a
+ * vectorized loop over ni reads contiguous elements instead of gathering.
  * Requires: no Reduce. Ensures: no Provide/Access; offsets use UF calls (aux, length arrays)
  * that materialize_ufs turns into loads. Tests: tests/unit/storage_layout.cpp. */
+#include "analysis/Bounds.h"
 #include "analysis/Simplify.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
@@ -40,13 +45,39 @@ protected:
         const TensorStorage &st = storage_of(op->tensor);
         return Store::make(st.buffer, offset_of(st, *op->tensor, idx), v);
     }
+    Stmt mutate_node(const LetStmt *op, const Stmt &self) override {
+        lets_.emplace_back(op->var.get(), op->value);
+        Stmt s = IRMutator::mutate_node(op, self);
+        lets_.pop_back();
+        return s;
+    }
+    Stmt mutate_node(const For *op, const Stmt &self) override {
+        loops_.push_back(ScopeEntry{op->var.get(), op->min, op->extent});
+        Stmt s = IRMutator::mutate_node(op, self);
+        loops_.pop_back();
+        return s;
+    }
 
 private:
     /** Simplified here, while fusion-map calls are still UF calls: P(fo(t)) + fi(t) -> t. */
-    static Expr offset_of(const TensorStorage &st, const TensorNode &t, const std::vector<Expr> &idx) {
-        return simplify(flat_offset(st.flat, st.layout, physical_indices(t, idx)));
+    Expr offset_of(const TensorStorage &st, const TensorNode &t, const std::vector<Expr> &idx) {
+        Expr offset = simplify(flat_offset(st.flat, st.layout, physical_indices(t, idx)));
+        size_t before = count_div_mod(offset);
+        if (before == 0 || lets_.empty()) return offset;
+        Expr in_loops = offset;
+        for (size_t k = lets_.size(); k-- > 0;) // innermost first: a let's value may use outer ones
+            in_loops = substitute(in_loops, lets_[k].first, lets_[k].second);
+        in_loops = fold_small_div_mod(simplify(in_loops), loops_, *ctx_.prover);
+        return count_div_mod(in_loops) < before ? in_loops : offset;
+    }
+    static size_t count_div_mod(const Expr &e) {
+        size_t n = 0;
+        visit_exprs(e, [&](const Expr &x) { n += x.as<Div>() || x.as<Mod>(); });
+        return n;
     }
     LoweringContext &ctx_;
+    std::vector<std::pair<const VarNode *, Expr>> lets_; ///< enclosing lets, outermost first
+    Scope loops_;                                         ///< enclosing loops, outermost first
 };
 
 } // namespace
