@@ -7,20 +7,20 @@ namespace cora::apps {
 
 constexpr int64_t kTileRows = 8, kTileCols = 32;
 /** Rows per block (the unit of the triangle's padding and of load balancing) and the k-panel
- * length: equal, so that a block's reduction is a whole number of panels. */
+ * length: equal, so that a block's reduction is a whole number of panels (no guard on k). */
 constexpr int64_t kBlockRows = 128, kPanel = kBlockRows;
 constexpr int64_t kBlockCols = 256;
 
 /** The trmm pipeline. The reduction runs over r < min(floor_mult(i, 64) + 64, M), over the
- * block-padded lower triangle Lb: per 64-row block the reduction is rectangular, so the
+ * block-padded lower triangle Lb: per 128-row block the reduction is rectangular, so the
  * k-panel loop can run outside the block's 4 x 32 register tiles. */
 struct Trmm {
     Dim m{"m"}, n{"n"}, r{"r"}, nb{"nb"}, nc{"nc"}, mb{"mb"}, mr{"mr"}, mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"}, ko{"ko"}, ki{"ki"},
         rank{"rank"};
     Param M{"M", 1, 16384}, N{"N", 1, 16384};
     Tensor L{"L", {{m, M}, {r, M}}}, B{"B", {{r, M}, {n, N}}};
-    /** Row i of L up to the end of its 64-row block, upper triangle zeroed: a ragged tensor of
-     * about M^2 / 2 + 32 M elements, so the tile reads plain loads (no select in the vector loop). */
+    /** Row i of L up to the end of its 128-row block, upper triangle zeroed: a ragged tensor of
+     * about M^2 / 2 + 64 M elements, so the tile reads plain loads (no select in the vector loop). */
     Func Lb{"Lb", {{m, M}, {r, min(floor_mult(m.var(), kBlockRows) + kBlockRows, M)}}};
     /** B in 32-column panels, each panel's rows contiguous: a tile's k-steps read one stream. */
     Func Bp{"Bp", {{r, M}, {n, N}}};
@@ -33,13 +33,16 @@ struct Trmm {
         C.compute([&](Expr i, Expr j) {
             return sum(r, min(floor_mult(i, kBlockRows) + kBlockRows, M), Lb(i, r) * Bp(r, j));
         });
-        // Operation splits: a head of full 64-row blocks and 32-column tiles (no guard at all),
-        // the last rows (fewer than 64) and the last columns of the head rows (fewer than 32).
+        // Operation splits: a head of full 128-row blocks and 32-column tiles (no guard at all);
+        // the last rows (fewer than 128: full 32-column tiles, then the last columns); the last
+        // columns of the head rows (fewer than 32).
         Func rows_tail = C.split_op(m, floor_mult(M, kBlockRows));
+        Func corner = rows_tail.split_op(n, floor_mult(N, kTileCols));
         Func cols_tail = C.split_op(n, floor_mult(N, kTileCols));
-        // Per 64-row block (longest first, in parallel), per k-panel of 64 rows of B, per
-        // 32-column strip: the strip's 64 x 32 panel of B is packed once (cache_read) and used
-        // by the block's 16 register tiles of 4 x 32, each accumulating the panel into C.
+        // Per 128-row block (longest first, in parallel), per 256-column block, per k-panel of
+        // 128 rows: each 8 x 32 register tile accumulates the panel into C, reading the panel of
+        // Bp (128 x 32, contiguous) and 8 rows of Lb. The column block keeps C's 128 x 256 block
+        // in L2 across the panels.
         C.split(m, mb, mr, kBlockRows)
             .split(mr, mo, mi, kTileRows)
             .remap_longest_first(mb, rank, mb.var())
@@ -51,13 +54,17 @@ struct Trmm {
             .unroll(mi)
             .vectorize(ni)
             .cache_write(mo);
+        // The last rows run over the whole reduction: 8 x 32 tiles, in parallel over columns.
         rows_tail.split(m, mb, mr, kBlockRows)
             .split(mr, mo, mi, kTileRows)
             .split(n, no, ni, kTileCols)
-            .reorder({mb, mo, no, r, mi, ni})
+            .reorder({mb, no, mo, r, mi, ni})
+            .parallel(no)
             .unroll(mi)
             .vectorize(ni)
-            .cache_write(no);
+            .cache_write(mo);
+        corner.split(m, mb, mr, kBlockRows).split(mr, mo, mi, kTileRows).reorder({mb, mo, n, r, mi}).unroll(mi);
+        corner.cache_write(n);
         cols_tail.split(m, mb, mr, kBlockRows).split(mr, mo, mi, kTileRows).reorder({mb, mo, n, r, mi}).unroll(mi);
         cols_tail.cache_write(n);
     }
