@@ -1,0 +1,165 @@
+// The CPU micro-kernel path: vectorized loops emitted as whole-vector statements, split guards
+// peeled out of aligned inner loops, blocked-layout offsets folded over loop ranges, and a
+// k-panel trmm. Each kernel equals the reference on the edge-case batches, and the generated
+// code has the shape that makes it fast.
+#include "common/ragged_testing.h"
+
+using namespace cora;
+using Catch::Matchers::Contains;
+using testing::check_against_reference;
+using testing::count_occurrences;
+
+namespace {
+
+/** The body of the loop over `var` in the lowered IR (up to the next line at its indentation). */
+std::string loop_body(const std::string &ir, const std::string &var) {
+    size_t at = ir.find("for " + var + " in");
+    if (at == std::string::npos) return "";
+    size_t line_start = ir.rfind('\n', at) + 1;
+    size_t indent = at - line_start;
+    size_t end = at;
+    while (true) {
+        end = ir.find('\n', end + 1);
+        if (end == std::string::npos) return ir.substr(at);
+        size_t next = end + 1;
+        size_t spaces = 0;
+        while (next + spaces < ir.size() && ir[next + spaces] == ' ')
+            spaces++;
+        if (spaces <= indent) return ir.substr(at, end - at);
+    }
+}
+
+} // namespace
+
+TEST_CASE("contiguous vectorized loops become vector statements; others stay scalar loops", "[vector]") {
+    Dim batch("batch"), seq("seq"), h("h"), ho("ho"), hi("hi");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 40);
+    Tensor X("X", {{batch, B}, {seq, len(batch)}, {h, 48}}), Y("Y", {{batch, B}, {h, 48}, {seq, len(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    SECTION("contiguous reads, a broadcast and a scalar operand") {
+        Func O("O", {{batch, B}, {seq, len(batch)}, {h, 48}});
+        O.compute([&](Expr b, Expr s, Expr j) { return X(b, s, j) * X(b, s, 0) + 2.0f; });
+        O.split(h, ho, hi, 16).vectorize(hi);
+        Pipeline p({O}, "vec_contiguous");
+        Kernel k = p.compile();
+        INFO(k.source());
+        REQUIRE_THAT(k.source(), Contains("cora_vstore(&O_["));
+        REQUIRE_THAT(k.source(), Contains("vector_size(64)"));
+        check_against_reference(p, k, {X}, bind, 40, 8, 301);
+    }
+    SECTION("a strided read (transpose) keeps the scalar loop") {
+        Func O("O", {{batch, B}, {seq, len(batch)}, {h, 48}});
+        O.compute([&](Expr b, Expr s, Expr j) { return Y(b, j, s) + 1.0f; });
+        O.split(h, ho, hi, 16).vectorize(hi);
+        Pipeline p({O}, "vec_strided");
+        Kernel k = p.compile();
+        INFO(k.source());
+        REQUIRE(count_occurrences(k.source(), "cora_vstore(&") == 0);
+        REQUIRE_THAT(k.source(), Contains("#pragma omp simd"));
+        check_against_reference(p, k, {Y}, bind, 40, 8, 302);
+    }
+    SECTION("a guarded (ragged) vectorized loop keeps the scalar loop") {
+        Func O("O", {{batch, B}, {seq, len(batch)}});
+        Tensor Z("Z", {{batch, B}, {seq, len(batch)}});
+        O.compute([&](Expr b, Expr s) { return Z(b, s) * 3.0f; });
+        O.split(seq, ho, hi, 8).vectorize(hi); // the last block of a row runs past len(b)
+        Pipeline p({O}, "vec_guarded");
+        Kernel k = p.compile();
+        INFO(k.source());
+        REQUIRE(count_occurrences(k.source(), "cora_vstore(&") == 0);
+        check_against_reference(p, k, {Z}, bind, 40, 8, 303);
+    }
+    SECTION("a register tile: init with a splat, accumulate, write back") {
+        Dim r("r"), mo("mo"), mi("mi");
+        Tensor Wt("Wt", {{h, 48}, {r, 48}});
+        Func O("O", {{batch, B}, {seq, len(batch)}, {h, 48}});
+        O.compute([&](Expr b, Expr s, Expr j) { return sum(r, 48, X(b, s, r) * Wt(r, j)); });
+        O.split(seq, mo, mi, 4).split(h, ho, hi, 16).reorder({batch, mo, ho, r, mi, hi}).unroll(mi).vectorize(hi);
+        O.cache_write(ho);
+        Pipeline p({O}, "vec_tile");
+        Kernel k = p.compile();
+        INFO(k.source());
+        REQUIRE_THAT(k.source(), Contains("cora_splat<"));
+        REQUIRE(count_occurrences(k.source(), "cora_vstore(&O_tile_[") >= 1);
+        check_against_reference(p, k, {X, Wt}, bind, 40, 8, 304);
+    }
+}
+
+TEST_CASE("a split guard leaves an aligned inner loop; blocked layouts read contiguously", "[vector]") {
+    Dim r("r"), n("n"), nc("nc"), nb("nb"), no("no"), ni("ni"), rb("rb"), rbi("rbi");
+    Param K("K", 1, 64), N("N", 1, 300);
+    Tensor X("X", {{r, K}, {n, N}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) {
+        s.set(K, 1 + (int64_t)l.size()).set(N, std::max<int64_t>(1, l.back() * 7 % 300));
+    };
+    // Bp: X stored in 16-column panels, each panel's rows contiguous. O reads Bp over a column
+    // split whose outer loop is split again: the guard nc < ceil(N/16) sits on `no`, and the
+    // guard on the vectorized ni, nb*64 + no*16 + ni < floor_mult(N, 16), peels to `no` too.
+    Func Bp("Bp", {{r, K}, {n, N}}), O("O", {{r, K}, {n, N}});
+    Bp.compute([&](Expr k, Expr j) { return X(k, j); });
+    Bp.split_storage(n, rb, rbi, 16).reorder_storage({rb, r, rbi});
+    O.compute([&](Expr k, Expr j) { return Bp(k, j) * 2.0f; });
+    Func tail = O.split_op(n, floor_mult(N, 16));
+    O.split(n, nc, ni, 16).split(nc, nb, no, 4).reorder({nb, r, no, ni}).vectorize(ni);
+    tail.reorder({r, n});
+    Pipeline p({O}, "peeled_guard");
+    Kernel k = p.compile();
+    const std::string ir = k.lowered();
+    INFO(ir);
+    const std::string inner = loop_body(ir, "ni");
+    REQUIRE(!inner.empty());
+    REQUIRE(count_occurrences(inner, "if (") == 0); // no guard left inside the vector loop
+    REQUIRE(count_occurrences(inner, " / 16") == 0); // Bp's offset: (no * 16 + ni) / 16 folded
+    REQUIRE(count_occurrences(inner, " % 16") == 0);
+    REQUIRE_THAT(k.source(), Contains("cora_vstore(&O_["));
+    check_against_reference(p, k, {X}, bind, 60, 4, 311);
+}
+
+TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and 8 x 32 tiles", "[vector][trmm]") {
+    // The schedule of apps/trmm (blocks of 128 rows, panels of 128, 8 x 32 tiles, op splits
+    // for the last rows and columns) at sizes that leave every part non-empty.
+    Dim m("m"), n("n"), r("r"), mb("mb"), mr("mr"), mo("mo"), mi("mi"), nc("nc"), nb("nb"), no("no"), ni("ni"),
+        ko("ko"), ki("ki"), rank("rank");
+    Param M("M", 1, 400), N("N", 1, 400);
+    Tensor L("L", {{m, M}, {r, M}}), B("B", {{r, M}, {n, N}});
+    const int64_t blk = 16, tr = 4, tc = 16;
+    Func Lb("Lb", {{m, M}, {r, min(floor_mult(m.var(), blk) + blk, M)}});
+    Func Bp("Bp", {{r, M}, {n, N}}), C("C", {{m, M}, {n, N}});
+    Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
+    Bp.compute([&](Expr k, Expr j) { return B(k, j); });
+    Bp.split_storage(n, no, ni, tc).reorder_storage({no, r, ni});
+    C.compute([&](Expr i, Expr j) { return sum(r, min(floor_mult(i, blk) + blk, M), Lb(i, r) * Bp(r, j)); });
+    Func rows_tail = C.split_op(m, floor_mult(M, blk));
+    Func corner = rows_tail.split_op(n, floor_mult(N, tc));
+    Func cols_tail = C.split_op(n, floor_mult(N, tc));
+    C.split(m, mb, mr, blk)
+        .split(mr, mo, mi, tr)
+        .remap_longest_first(mb, rank, mb.var())
+        .split(n, nc, ni, tc)
+        .split(nc, nb, no, 2)
+        .split(r, ko, ki, blk)
+        .reorder({rank, nb, ko, no, mo, ki, mi, ni})
+        .parallel(rank)
+        .unroll(mi)
+        .vectorize(ni)
+        .cache_write(mo);
+    rows_tail.split(m, mb, mr, blk).split(mr, mo, mi, tr).split(n, no, ni, tc).reorder({mb, no, mo, r, mi, ni});
+    rows_tail.parallel(no).unroll(mi).vectorize(ni).cache_write(mo);
+    corner.split(m, mb, mr, blk).split(mr, mo, mi, tr).reorder({mb, mo, n, r, mi}).unroll(mi).cache_write(n);
+    cols_tail.split(m, mb, mr, blk).split(mr, mo, mi, tr).reorder({mb, mo, n, r, mi}).unroll(mi).cache_write(n);
+    Pipeline p({C}, "trmm_kpanel");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    REQUIRE(count_occurrences(loop_body(k.lowered(), "ki"), "if (") == 0);
+    REQUIRE_THAT(k.source(), Contains("cora_vstore(&C_tile_["));
+    for (int64_t mm : {1, 15, 16, 17, 48, 67}) {
+        for (int64_t nn : {1, 16, 33, 64}) {
+            DYNAMIC_SECTION("M = " << mm << ", N = " << nn) {
+                check_against_reference(
+                    p, k, {L, B}, [&](RaggedShape &s, const std::vector<int32_t> &) { s.set(M, mm).set(N, nn); }, 1,
+                    1, 321);
+            }
+        }
+    }
+}
