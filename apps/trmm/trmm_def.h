@@ -15,8 +15,8 @@ constexpr int64_t kBlockCols = 256;
  * block-padded lower triangle Lb: per 128-row block the reduction is rectangular, so the
  * k-panel loop can run outside the block's 4 x 32 register tiles. */
 struct Trmm {
-    Dim m{"m"}, n{"n"}, r{"r"}, nb{"nb"}, nc{"nc"}, mb{"mb"}, mr{"mr"}, mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"}, ko{"ko"}, ki{"ki"},
-        rank{"rank"};
+    Dim m{"m"}, n{"n"}, r{"r"}, nb{"nb"}, nc{"nc"}, mb{"mb"}, mr{"mr"}, mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"},
+        ko{"ko"}, ki{"ki"}, rank{"rank"};
     Param M{"M", 1, 16384}, N{"N", 1, 16384};
     Tensor L{"L", {{m, M}, {r, M}}}, B{"B", {{r, M}, {n, N}}};
     /** Row i of L up to the end of its 128-row block, upper triangle zeroed: a ragged tensor of

@@ -605,7 +605,8 @@ AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name
     h << " */\nint32_t " << fn << "(" << typed_params(abi) << "char *error, int32_t error_size);\n\n";
     h << "/** Check the shape arguments and write the element count of every tensor argument into\n"
       << " * sizes[0 .. " << fn << "_tensor_count), indexed by the enum above. */\n";
-    h << "int32_t " << fn << "_buffer_sizes(" << typed_params(shape) << "int64_t *sizes, char *error, int32_t error_size);\n\n";
+    h << "int32_t " << fn << "_buffer_sizes(" << typed_params(shape)
+      << "int64_t *sizes, char *error, int32_t error_size);\n\n";
     h << "/** The same kernel through the generic ABI of cora_runtime.h (arguments in the order above). */\n"
       << "struct cora_arg_t;\nint32_t " << fn
       << "_argv(const struct cora_arg_t *args, int32_t nargs, char *error, int32_t error_size);\n\n";

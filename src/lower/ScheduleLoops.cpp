@@ -755,8 +755,8 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
                                 "; cache at an inner loop");
         std::vector<Stmt> parts;
         if (tile_accumulates)
-            parts.push_back(nest(inner_elements,
-                                 with_lets(Store::make(tile, tile_index, Access::make(target, at)), true), true));
+            parts.push_back(
+                nest(inner_elements, with_lets(Store::make(tile, tile_index, Access::make(target, at)), true), true));
         else if (red)
             parts.push_back(
                 nest(inner_elements, Store::make(tile, tile_index, reduce_identity(red->op, f->type)), true));

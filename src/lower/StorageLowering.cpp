@@ -77,7 +77,7 @@ private:
     }
     LoweringContext &ctx_;
     std::vector<std::pair<const VarNode *, Expr>> lets_; ///< enclosing lets, outermost first
-    Scope loops_;                                         ///< enclosing loops, outermost first
+    Scope loops_;                                        ///< enclosing loops, outermost first
 };
 
 } // namespace

@@ -153,9 +153,8 @@ TEST_CASE("trmm in register tiles: a block-rectangular reduction moves outside t
     Param M("M", 1, 64);
     Tensor L("L", {{m, M}, {r, M}}), X("X", {{r, M}, {n, 20}});
     Func C("C", {{m, M}, {n, 20}});
-    C.compute([&](Expr i, Expr j) {
-        return sum(r, min(floor_mult(i, 4) + 4, M), select(r <= i, L(i, r), 0.0f) * X(r, j));
-    });
+    C.compute(
+        [&](Expr i, Expr j) { return sum(r, min(floor_mult(i, 4) + 4, M), select(r <= i, L(i, r), 0.0f) * X(r, j)); });
     C.split(m, mo, mi, 4).split(n, no, ni, 8).reorder({mo, no, r, mi, ni}).unroll(mi).vectorize(ni).cache_write(no);
     Pipeline p({C}, "trmm_blocked");
     Kernel k = p.compile();

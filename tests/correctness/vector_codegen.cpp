@@ -109,7 +109,7 @@ TEST_CASE("a split guard leaves an aligned inner loop; blocked layouts read cont
     INFO(ir);
     const std::string inner = loop_body(ir, "ni");
     REQUIRE(!inner.empty());
-    REQUIRE(count_occurrences(inner, "if (") == 0); // no guard left inside the vector loop
+    REQUIRE(count_occurrences(inner, "if (") == 0);  // no guard left inside the vector loop
     REQUIRE(count_occurrences(inner, " / 16") == 0); // Bp's offset: (no * 16 + ni) / 16 folded
     REQUIRE(count_occurrences(inner, " % 16") == 0);
     REQUIRE_THAT(k.source(), Contains("cora_vstore(&O_["));
@@ -157,8 +157,8 @@ TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and 8 x 32 tiles
         for (int64_t nn : {1, 16, 33, 64}) {
             DYNAMIC_SECTION("M = " << mm << ", N = " << nn) {
                 check_against_reference(
-                    p, k, {L, B}, [&](RaggedShape &s, const std::vector<int32_t> &) { s.set(M, mm).set(N, nn); }, 1,
-                    1, 321);
+                    p, k, {L, B}, [&](RaggedShape &s, const std::vector<int32_t> &) { s.set(M, mm).set(N, nn); }, 1, 1,
+                    321);
             }
         }
     }
