@@ -5,28 +5,34 @@
 
 namespace cora::apps {
 
-constexpr int64_t kTileRows = 8, kTileCols = 32;
-/** Rows per block (the unit of the triangle's padding and of load balancing) and the k-panel
- * length: equal, so that a block's reduction is a whole number of panels (no guard on k). */
-constexpr int64_t kBlockRows = 128, kPanel = kBlockRows;
-constexpr int64_t kBlockCols = 256;
+/** The blocking (defaults: what the app and the benchmarks run; the tests use smaller blocks
+ * so that small sizes exercise every part). block_rows is both the rows per block (the unit of
+ * the triangle's padding and of load balancing) and the k-panel length, so that a block's
+ * reduction is a whole number of panels (no guard on k). block_cols is a multiple of tile_cols. */
+struct TrmmBlocking {
+    int64_t tile_rows = 8, tile_cols = 32, block_rows = 128, block_cols = 256;
+};
 
-/** The trmm pipeline. The reduction runs over r < min(floor_mult(i, 64) + 64, M), over the
- * block-padded lower triangle Lb: per 128-row block the reduction is rectangular, so the
- * k-panel loop can run outside the block's 4 x 32 register tiles. */
+/** The trmm pipeline. The reduction runs over r < min(floor_mult(i, block_rows) + block_rows, M),
+ * over the block-padded lower triangle Lb: per block the reduction is rectangular, so the
+ * k-panel loop can run outside the block's register tiles. */
 struct Trmm {
     Dim m{"m"}, n{"n"}, r{"r"}, nb{"nb"}, nc{"nc"}, mb{"mb"}, mr{"mr"}, mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"},
         ko{"ko"}, ki{"ki"}, rank{"rank"};
     Param M{"M", 1, 16384}, N{"N", 1, 16384};
     Tensor L{"L", {{m, M}, {r, M}}}, B{"B", {{r, M}, {n, N}}};
-    /** Row i of L up to the end of its 128-row block, upper triangle zeroed: a ragged tensor of
-     * about M^2 / 2 + 64 M elements, so the tile reads plain loads (no select in the vector loop). */
-    Func Lb{"Lb", {{m, M}, {r, min(floor_mult(m.var(), kBlockRows) + kBlockRows, M)}}};
-    /** B in 32-column panels, each panel's rows contiguous: a tile's k-steps read one stream. */
+    /** Row i of L up to the end of its block, upper triangle zeroed: a ragged tensor of about
+     * M^2 / 2 + M * block_rows / 2 elements, so the tile reads plain loads (no select in the
+     * vector loop). */
+    Func Lb;
+    /** B in tile_cols-column panels, each panel's rows contiguous: a tile's k-steps read one stream. */
     Func Bp{"Bp", {{r, M}, {n, N}}};
     Func C{"C", {{m, M}, {n, N}}};
 
-    Trmm() {
+    explicit Trmm(const TrmmBlocking &blocking = {})
+        : Lb("Lb", {{m, M}, {r, min(floor_mult(m.var(), blocking.block_rows) + blocking.block_rows, M)}}) {
+        const int64_t kTileRows = blocking.tile_rows, kTileCols = blocking.tile_cols;
+        const int64_t kBlockRows = blocking.block_rows, kPanel = kBlockRows, kBlockCols = blocking.block_cols;
         Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
         Bp.compute([&](Expr k, Expr j) { return B(k, j); });
         Bp.split_storage(n, no, ni, kTileCols).reorder_storage({no, r, ni});

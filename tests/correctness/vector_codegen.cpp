@@ -3,6 +3,7 @@
 // k-panel trmm. Each kernel equals the reference on the edge-case batches, and the generated
 // code has the shape that makes it fast.
 #include "common/ragged_testing.h"
+#include "trmm/trmm_def.h"
 
 using namespace cora;
 using Catch::Matchers::Contains;
@@ -116,39 +117,11 @@ TEST_CASE("a split guard leaves an aligned inner loop; blocked layouts read cont
     check_against_reference(p, k, {X}, bind, 60, 4, 311);
 }
 
-TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and 8 x 32 tiles", "[vector][trmm]") {
-    // The schedule of apps/trmm (blocks of 128 rows, panels of 128, 8 x 32 tiles, op splits
-    // for the last rows and columns) at sizes that leave every part non-empty.
-    Dim m("m"), n("n"), r("r"), mb("mb"), mr("mr"), mo("mo"), mi("mi"), nc("nc"), nb("nb"), no("no"), ni("ni"),
-        ko("ko"), ki("ki"), rank("rank");
-    Param M("M", 1, 400), N("N", 1, 400);
-    Tensor L("L", {{m, M}, {r, M}}), B("B", {{r, M}, {n, N}});
-    const int64_t blk = 16, tr = 4, tc = 16;
-    Func Lb("Lb", {{m, M}, {r, min(floor_mult(m.var(), blk) + blk, M)}});
-    Func Bp("Bp", {{r, M}, {n, N}}), C("C", {{m, M}, {n, N}});
-    Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
-    Bp.compute([&](Expr k, Expr j) { return B(k, j); });
-    Bp.split_storage(n, no, ni, tc).reorder_storage({no, r, ni});
-    C.compute([&](Expr i, Expr j) { return sum(r, min(floor_mult(i, blk) + blk, M), Lb(i, r) * Bp(r, j)); });
-    Func rows_tail = C.split_op(m, floor_mult(M, blk));
-    Func corner = rows_tail.split_op(n, floor_mult(N, tc));
-    Func cols_tail = C.split_op(n, floor_mult(N, tc));
-    C.split(m, mb, mr, blk)
-        .split(mr, mo, mi, tr)
-        .remap_longest_first(mb, rank, mb.var())
-        .split(n, nc, ni, tc)
-        .split(nc, nb, no, 2)
-        .split(r, ko, ki, blk)
-        .reorder({rank, nb, ko, no, mo, ki, mi, ni})
-        .parallel(rank)
-        .unroll(mi)
-        .vectorize(ni)
-        .cache_write(mo);
-    rows_tail.split(m, mb, mr, blk).split(mr, mo, mi, tr).split(n, no, ni, tc).reorder({mb, no, mo, r, mi, ni});
-    rows_tail.parallel(no).unroll(mi).vectorize(ni).cache_write(mo);
-    corner.split(m, mb, mr, blk).split(mr, mo, mi, tr).reorder({mb, mo, n, r, mi}).unroll(mi).cache_write(n);
-    cols_tail.split(m, mb, mr, blk).split(mr, mo, mi, tr).reorder({mb, mo, n, r, mi}).unroll(mi).cache_write(n);
-    Pipeline p({C}, "trmm_kpanel");
+TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and register tiles", "[vector][trmm]") {
+    // The schedule of apps/trmm (op splits for the last rows and columns) with 16-row blocks and
+    // 4 x 16 tiles, at sizes that leave every part non-empty.
+    apps::Trmm t(apps::TrmmBlocking{4, 16, 16, 32});
+    Pipeline p({t.C}, "trmm_kpanel");
     Kernel k = p.compile();
     INFO(k.lowered());
     REQUIRE(count_occurrences(loop_body(k.lowered(), "ki"), "if (") == 0);
@@ -157,8 +130,8 @@ TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and 8 x 32 tiles
         for (int64_t nn : {1, 16, 33, 64}) {
             DYNAMIC_SECTION("M = " << mm << ", N = " << nn) {
                 check_against_reference(
-                    p, k, {L, B}, [&](RaggedShape &s, const std::vector<int32_t> &) { s.set(M, mm).set(N, nn); }, 1, 1,
-                    321);
+                    p, k, {t.L, t.B},
+                    [&](RaggedShape &s, const std::vector<int32_t> &) { s.set(t.M, mm).set(t.N, nn); }, 1, 1, 321);
             }
         }
     }
