@@ -351,7 +351,6 @@ private:
         Type t = st->buffer->type;
         if (t.bits < 32 || t.bytes() * *w > 256) return false;
         const VarNode *i = op->var.get();
-        Expr i_from_min = Sub::make(var_expr(op->var), op->min);
         // Index e = base + (i - min) exactly: its step in i is 1.
         auto contiguous_base = [&](const Expr &e) -> std::optional<Expr> {
             Expr step = simplify(Sub::make(substitute(e, i, Add::make(var_expr(op->var), IntImm::make(1))), e));

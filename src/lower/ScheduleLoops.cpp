@@ -46,6 +46,7 @@
  * ending in a Provide. Errors: CompileError naming the Func and loop (reorder across a
  * dependence, illegal fuse, vectorize/unroll of a non-constant extent, store outside storage).
  * Tests: tests/correctness/schedules.cpp, tests/correctness/fusion_padding.cpp,
+ * tests/correctness/caching.cpp (k-panels), tests/correctness/vector_codegen.cpp (peeled guards),
  * tests/error/schedule_errors.cpp. */
 #include <algorithm>
 #include <functional>
