@@ -1,5 +1,6 @@
 #include "codegen/CodeGen_C.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -56,6 +57,11 @@ inline int cora_threads() {
     }();
     return n;
 }
+// The chunk of a dynamically scheduled parallel loop of `extent` iterations.
+inline int cora_chunk(int64_t extent) {
+    int64_t c = extent / (16 * (int64_t)cora_threads());
+    return c > 1 ? (int)c : 1;
+}
 // Whole-vector loads and stores of a vectorized loop (see CodeGen::emit_vector_loop).
 template <class V, class T> inline V cora_vload(const T *p) {
     V v;
@@ -98,6 +104,30 @@ std::string c_escape(const std::string &s, bool for_printf) {
     }
     return out;
 }
+
+/** Whether the trip counts inside a parallel loop's body depend on its index, directly or
+ * through lets (ragged rows, longest-first ranks). Uniform bodies are split statically:
+ * one contiguous range per thread, no shared counter. */
+class TripCountsVary : public IRVisitor {
+public:
+    explicit TripCountsVary(const VarNode *index) { dependent.insert(index); }
+    bool varies = false;
+
+    void visit_node(const LetStmt *op) override {
+        if (depends(op->value)) dependent.insert(op->var.get());
+        IRVisitor::visit_node(op);
+    }
+    void visit_node(const For *op) override {
+        if (depends(op->min) || depends(op->extent)) varies = true;
+        IRVisitor::visit_node(op);
+    }
+
+private:
+    std::set<const VarNode *> dependent;
+    bool depends(const Expr &e) const {
+        return std::any_of(dependent.begin(), dependent.end(), [&](const VarNode *v) { return uses_var(e, v); });
+    }
+};
 
 class CodeGen : public IRVisitor {
 public:
@@ -225,8 +255,15 @@ protected:
         bool par = op->for_kind == ForKind::Parallel && parallel_depth == 0 && simd_depth == 0;
         bool simd = op->for_kind == ForKind::Vectorized && simd_depth == 0;
         if (par) {
-            // Ragged bodies take different times per iteration: balance them dynamically.
-            line("#pragma omp parallel for schedule(dynamic, 1) num_threads(cora_threads())");
+            // Ragged bodies take different times per iteration: balance them dynamically, in
+            // chunks of about 1/16 of a thread's share (one at a time for short loops, so that
+            // longest-first orders keep their effect; many short rows, as in a ragged copy,
+            // do not queue on the shared counter one by one).
+            TripCountsVary ragged(op->var.get());
+            ragged.visit(op->body);
+            line(ragged.varies ? "#pragma omp parallel for schedule(dynamic, cora_chunk(" + ext +
+                                     ")) num_threads(cora_threads())"
+                               : "#pragma omp parallel for schedule(static) num_threads(cora_threads())");
         } else if (simd) {
             line("#pragma omp simd");
         } else if (op->for_kind == ForKind::Unrolled) {

@@ -19,7 +19,8 @@
  * rejected (its extra iterations would write the other part).
  * Horizontal fusion (Func::hfuse) then joins the outermost loops of independent ops into one
  * loop with an if-chain over cumulative extents, placed where the last member's nest was.
- * Guards: a split guard is dropped when the prover shows it always holds. Pad guards are
+ * Guards: a split guard is dropped when the prover shows it always holds. A kept guard
+ * `i + rest < e` on a serial loop i becomes its bound min(extent, e - rest). Pad guards are
  * dropped when the prover shows that every access of the op (its store and all reads,
  * reductions included) stays inside the physical storage over the padded iteration space;
  * a store that may leave its own storage is a CompileError (storage padded less than the loop).
@@ -328,6 +329,40 @@ bool multiple_of(const Expr &e, int64_t c) {
     return false;
 }
 
+/** The terms of a sum (nested Adds). */
+std::vector<Expr> additive_terms(const Expr &e) {
+    std::vector<Expr> terms, todo{e};
+    while (!todo.empty()) {
+        Expr t = todo.back();
+        todo.pop_back();
+        if (const Add *a = t.as<Add>()) {
+            todo.push_back(a->a);
+            todo.push_back(a->b);
+        } else {
+            terms.push_back(t);
+        }
+    }
+    return terms;
+}
+
+/** A guard `i + rest < e` on the loop over i, with rest and e free of i, holds exactly for
+ * i < e - rest: that bound (undefined when the guard has another form). */
+Expr loop_bound_from_guard(const Expr &guard, const VarNode *i) {
+    const LT *lt = guard.as<LT>();
+    if (!lt || uses_var(lt->b, i)) return Expr();
+    Expr rest = IntImm::make(0);
+    int uses = 0;
+    for (const Expr &t : additive_terms(lt->a)) {
+        if (t.as<VarNode>() == i)
+            uses++;
+        else if (uses_var(t, i))
+            return Expr();
+        else
+            rest = Add::make(rest, t);
+    }
+    return uses == 1 ? simplify(Sub::make(lt->b, rest)) : Expr();
+}
+
 /** The value of a guard `value < extent` without the innermost loops it does not need:
  * a + i * s < e, with i a loop over [0, c) that a and e do not use and a, e multiples of c * s,
  * holds exactly when a < e (a < e means a <= e - c * s). E.g. the split guard
@@ -340,17 +375,7 @@ Expr peel_aligned_loops(Expr value, const Expr &extent, const std::vector<DimPtr
         const int64_t *c = as_const_int(extents[k]);
         if (!c || *c <= 0 || uses_var(extent, i)) break;
         // The additive terms of value: exactly one uses i, as i or i * s.
-        std::vector<Expr> terms, todo{value};
-        while (!todo.empty()) {
-            Expr t = todo.back();
-            todo.pop_back();
-            if (const Add *a = t.as<Add>()) {
-                todo.push_back(a->a);
-                todo.push_back(a->b);
-            } else {
-                terms.push_back(t);
-            }
-        }
+        std::vector<Expr> terms = additive_terms(value);
         Expr rest;
         int64_t step = 0;
         for (const Expr &t : terms) {
@@ -638,6 +663,23 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         if (std::find(loops.begin(), loops.end(), d) == loops.end())
             throw_compile_error("schedule of Func '", f->name, "': '", d->name,
                                 "' is marked but is not a loop any more (it was split)");
+    // A kept guard `i + rest < e` on the serial loop over i it is attached to becomes that
+    // loop's bound, min(extent, e - rest): the same iterations run and the body has no branch
+    // (a partial last k-panel keeps its register tile; a guarded body did not, at half speed).
+    std::vector<Expr> loop_extents = extents;
+    for (size_t k = 0; k < n; k++) {
+        if (kinds[k] != ForKind::Serial) continue;
+        std::vector<Expr> &kept = guards_at[k + 1];
+        for (size_t g = 0; g < kept.size();) {
+            Expr bound = loop_bound_from_guard(kept[g], loops[k]->var.get());
+            if (!bound.defined()) {
+                g++;
+                continue;
+            }
+            loop_extents[k] = simplify(Max::make(Min::make(loop_extents[k], bound), IntImm::make(0)));
+            kept.erase(kept.begin() + (long)g);
+        }
+    }
     auto position_of = [&](const DimPtr &d, const char *what) {
         auto it = std::find(loops.begin(), loops.end(), d);
         if (it == loops.end())
@@ -721,7 +763,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
                     s = Allocate::make(c.buffer, IntImm::make(c.size), Block::make({c.copy, s}), MemoryType::Stack);
             for (const Expr &c : guards_at[k + 1])
                 if (!(elements_only && guard_uses_reduction(c))) s = IfThenElse::make(c, s);
-            s = For::make(loops[k]->var, IntImm::make(0), extents[k], kinds[k], s);
+            s = For::make(loops[k]->var, IntImm::make(0), loop_extents[k], kinds[k], s);
         }
         return s;
     };
