@@ -6,11 +6,12 @@
 namespace cora::apps {
 
 /** The blocking (defaults: what the app and the benchmarks run; the tests use smaller blocks
- * so that small sizes exercise every part). block_rows is both the rows per block (the unit of
- * the triangle's padding and of load balancing) and the k-panel length, so that a block's
- * reduction is a whole number of panels (no guard on k). block_cols is a multiple of tile_cols. */
+ * so that small sizes exercise every part). block_rows: the rows per block, the unit of the
+ * triangle's padding and of load balancing. panel_depth: the k-panel length; a block's last
+ * panel may be partial (its k loop is bounded, not guarded). block_cols is a multiple of
+ * tile_cols. */
 struct TrmmBlocking {
-    int64_t tile_rows = 8, tile_cols = 32, block_rows = 128, block_cols = 256;
+    int64_t tile_rows = 8, tile_cols = 32, block_rows = 128, block_cols = 256, panel_depth = 256;
 };
 
 /** The trmm pipeline. The reduction runs over r < min(floor_mult(i, block_rows) + block_rows, M),
@@ -32,7 +33,8 @@ struct Trmm {
     explicit Trmm(const TrmmBlocking &blocking = {})
         : Lb("Lb", {{m, M}, {r, min(floor_mult(m.var(), blocking.block_rows) + blocking.block_rows, M)}}) {
         const int64_t kTileRows = blocking.tile_rows, kTileCols = blocking.tile_cols;
-        const int64_t kBlockRows = blocking.block_rows, kPanel = kBlockRows, kBlockCols = blocking.block_cols;
+        const int64_t kBlockRows = blocking.block_rows, kPanel = blocking.panel_depth,
+                      kBlockCols = blocking.block_cols;
         Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
         Bp.compute([&](Expr k, Expr j) { return B(k, j); });
         Bp.split_storage(n, no, ni, kTileCols).reorder_storage({no, r, ni});
@@ -46,9 +48,10 @@ struct Trmm {
         Func corner = rows_tail.split_op(n, floor_mult(N, kTileCols));
         Func cols_tail = C.split_op(n, floor_mult(N, kTileCols));
         // Per 128-row block (longest first, in parallel), per 256-column block, per k-panel of
-        // 128 rows: each 8 x 32 register tile accumulates the panel into C, reading the panel of
-        // Bp (128 x 32, contiguous) and 8 rows of Lb. The column block keeps C's 128 x 256 block
-        // in L2 across the panels.
+        // 256 rows (the last one shorter when the block's reduction is not a whole number of
+        // panels): each 8 x 32 register tile accumulates the panel into C, reading the panel of
+        // Bp (256 x 32, contiguous) and 8 rows of Lb. The column block keeps C's 128 x 256 block
+        // in L2 across the panels; deeper panels halve the C-tile loads and stores per FMA.
         C.split(m, mb, mr, kBlockRows)
             .split(mr, mo, mi, kTileRows)
             .remap_longest_first(mb, rank, mb.var())

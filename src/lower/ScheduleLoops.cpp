@@ -608,7 +608,10 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     // Guards: attach each to the innermost loop it uses, unless proved redundant.
     std::vector<std::vector<Expr>> guards_at(loops.size() + 1);
     for (const Guard &g : guards) {
-        Expr v = now(g.value), e = now(g.extent);
+        // (As for extents: a guard min(floor_mult(m, 128) + 128, M) with m = mb * 128 + mo * 8 + mi
+        // then uses mb only, and sits outside the tile's loops.)
+        Expr v = fold_small_div_mod(now(g.value), constant_loops, *ctx.prover);
+        Expr e = fold_small_div_mod(now(g.extent), constant_loops, *ctx.prover);
         v = peel_aligned_loops(v, e, loops, extents);
         size_t depth = 0;
         for (size_t k = 0; k < loops.size(); k++) {
