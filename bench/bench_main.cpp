@@ -207,14 +207,21 @@ void register_jit() {
     })->Unit(benchmark::kMillisecond)->Iterations(10);
 }
 
-/** Collects real time per iteration by name, to print the ratio table at the end. */
+/** Collects real time per benchmark, to print the ratio table at the end: the median over
+ * repetitions when there are several (--benchmark_repetitions), else the one run. */
 class RatioReporter : public benchmark::ConsoleReporter {
 public:
     std::vector<std::pair<std::string, double>> times;
     void ReportRuns(const std::vector<Run> &runs) override {
-        for (const Run &r : runs)
-            if (!r.error_occurred && r.run_type == Run::RT_Iteration)
-                times.emplace_back(r.benchmark_name(), r.GetAdjustedRealTime());
+        for (const Run &r : runs) {
+            if (r.error_occurred) continue;
+            std::string name = r.run_name.str();
+            name = name.substr(0, name.find("/iterations:")); // fixed iteration counts (jit)
+            if (r.run_type == Run::RT_Iteration && r.repetitions <= 1)
+                times.emplace_back(name, r.GetAdjustedRealTime());
+            if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median")
+                times.emplace_back(name, r.GetAdjustedRealTime());
+        }
         ConsoleReporter::ReportRuns(runs);
     }
     void print_ratios() const {

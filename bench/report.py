@@ -10,8 +10,14 @@ def load(path):
     with open(path) as f:
         data = json.load(f)
     rows = []
+    # With --benchmark_repetitions, each benchmark's median; otherwise its one run.
+    medians = any(b.get("aggregate_name") == "median" for b in data["benchmarks"])
     for b in data["benchmarks"]:
-        if b.get("run_type") != "iteration" or b.get("error_occurred"):
+        if b.get("error_occurred"):
+            continue
+        if medians and b.get("aggregate_name") != "median":
+            continue
+        if not medians and b.get("run_type") != "iteration":
             continue
         name = b["run_name"] if "run_name" in b else b["name"]
         name = name.split("/iterations:")[0]
