@@ -1,8 +1,8 @@
 // cora against its baselines, all in this process (Google Benchmark). Groups (name before the
 // last '/'): trmm/M, vgemm_<data>_b<batch>, dense/2048 and jit. Variants named cora* are cora
 // (vgemm has two inner-tile strategies; the faster is kept); at the end each baseline's time is
-// printed as a ratio "baseline time / fastest cora time" (above 1: cora is faster). --benchmark_out=<file> writes JSON; bench/run.sh runs this with 1
-// and 2 threads and makes the table and plot in bench/results/.
+// printed as a ratio "baseline time / fastest cora time" (above 1: cora is faster). --benchmark_out=<file> writes JSON;
+// bench/run.sh runs this with 1 and 2 threads and makes the table and plot in bench/results/.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <omp.h>
@@ -47,9 +47,7 @@ void set_flops(benchmark::State &state, double flop) {
  * call (KMP_BLOCKTIME, OpenBLAS's THREAD_TIMEOUT). Without this pause the previous variant's
  * spinning threads take a core from the next one: 2-thread ratios swung by 1.5x from run to
  * run, while each library alone scales 1.9x. */
-void let_thread_pools_sleep(const benchmark::State &) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
-}
+void let_thread_pools_sleep(const benchmark::State &) { std::this_thread::sleep_for(std::chrono::milliseconds(400)); }
 
 #ifdef CORA_BENCH_HALIDE
 bench::HalideMatmul &halide() {
@@ -177,34 +175,42 @@ Pipeline jit_op() {
 
 void register_jit() {
     static int counter = 0;
-    benchmark::RegisterBenchmark("jit/cold_compile", [](benchmark::State &s) {
-        for (auto _ : s) {
-            s.PauseTiming();
+    benchmark::RegisterBenchmark(
+        "jit/cold_compile",
+        [](benchmark::State &s) {
+            for (auto _ : s) {
+                s.PauseTiming();
+                CompileOptions o;
+                o.cache_dir = (std::filesystem::temp_directory_path() /
+                               ("cora-bench-cold-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
+                                  .string();
+                Pipeline p = jit_op();
+                s.ResumeTiming();
+                Kernel k = p.compile(o);
+                s.PauseTiming();
+                std::filesystem::remove_all(o.cache_dir);
+                s.ResumeTiming();
+            }
+        })
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(3);
+    benchmark::RegisterBenchmark(
+        "jit/cached_load",
+        [](benchmark::State &s) {
             CompileOptions o;
-            o.cache_dir = (std::filesystem::temp_directory_path() /
-                           ("cora-bench-cold-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
-                              .string();
-            Pipeline p = jit_op();
-            s.ResumeTiming();
-            Kernel k = p.compile(o);
-            s.PauseTiming();
+            o.cache_dir =
+                (std::filesystem::temp_directory_path() / ("cora-bench-cached-" + std::to_string(getpid()))).string();
+            jit_op().compile(o); // fill the cache
+            for (auto _ : s) {
+                s.PauseTiming();
+                Pipeline p = jit_op();
+                s.ResumeTiming();
+                Kernel k = p.compile(o);
+            }
             std::filesystem::remove_all(o.cache_dir);
-            s.ResumeTiming();
-        }
-    })->Unit(benchmark::kMillisecond)->Iterations(3);
-    benchmark::RegisterBenchmark("jit/cached_load", [](benchmark::State &s) {
-        CompileOptions o;
-        o.cache_dir = (std::filesystem::temp_directory_path() / ("cora-bench-cached-" + std::to_string(getpid())))
-                          .string();
-        jit_op().compile(o); // fill the cache
-        for (auto _ : s) {
-            s.PauseTiming();
-            Pipeline p = jit_op();
-            s.ResumeTiming();
-            Kernel k = p.compile(o);
-        }
-        std::filesystem::remove_all(o.cache_dir);
-    })->Unit(benchmark::kMillisecond)->Iterations(10);
+        })
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(10);
 }
 
 /** Collects real time per benchmark, to print the ratio table at the end: the median over

@@ -33,8 +33,7 @@ struct Trmm {
     explicit Trmm(const TrmmBlocking &blocking = {})
         : Lb("Lb", {{m, M}, {r, min(floor_mult(m.var(), blocking.block_rows) + blocking.block_rows, M)}}) {
         const int64_t kTileRows = blocking.tile_rows, kTileCols = blocking.tile_cols;
-        const int64_t kBlockRows = blocking.block_rows, kPanel = blocking.panel_depth,
-                      kBlockCols = blocking.block_cols;
+        const int64_t kBlockRows = blocking.block_rows, kPanel = blocking.panel_depth, kBlockCols = blocking.block_cols;
         Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
         Bp.compute([&](Expr k, Expr j) { return B(k, j); });
         Bp.split_storage(n, no, ni, kTileCols).reorder_storage({no, r, ni});

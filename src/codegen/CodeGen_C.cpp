@@ -261,9 +261,9 @@ protected:
             // do not queue on the shared counter one by one).
             TripCountsVary ragged(op->var.get());
             ragged.visit(op->body);
-            line(ragged.varies ? "#pragma omp parallel for schedule(dynamic, cora_chunk(" + ext +
-                                     ")) num_threads(cora_threads())"
-                               : "#pragma omp parallel for schedule(static) num_threads(cora_threads())");
+            line(ragged.varies
+                     ? "#pragma omp parallel for schedule(dynamic, cora_chunk(" + ext + ")) num_threads(cora_threads())"
+                     : "#pragma omp parallel for schedule(static) num_threads(cora_threads())");
         } else if (simd) {
             line("#pragma omp simd");
         } else if (op->for_kind == ForKind::Unrolled) {

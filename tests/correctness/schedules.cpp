@@ -26,7 +26,8 @@ struct Workload {
 void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reduction) {
     std::mt19937 rng(seed);
     auto cases = testing::length_cases(20, 4, seed, 1);
-    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0, placed_ops = 0, reduction_loops = 0, caches = 0, built_aux = 0;
+    int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0, placed_ops = 0, reduction_loops = 0, caches = 0,
+        built_aux = 0;
     // Random reorders are often illegal (a vloop moved outside the loop its extent uses); count
     // legal schedules, not attempts.
     for (int t = 0; legal < trials && t < 16 * trials; t++) {

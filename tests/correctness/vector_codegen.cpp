@@ -128,8 +128,7 @@ TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and register til
     Kernel k = p.compile();
     INFO(k.lowered());
     REQUIRE(count_occurrences(loop_body(k.lowered(), "ki"), "if (") == 0);
-    if (panel != 16)
-        REQUIRE_THAT(k.lowered(), Contains("for ki in [0, 0 + max(min(" + std::to_string(panel) + ", "));
+    if (panel != 16) REQUIRE_THAT(k.lowered(), Contains("for ki in [0, 0 + max(min(" + std::to_string(panel) + ", "));
     REQUIRE_THAT(k.source(), Contains("cora_vstore(&C_tile_["));
     for (int64_t mm : {1, 15, 16, 17, 48, 67}) {
         for (int64_t nn : {1, 16, 33, 64}) {
@@ -138,6 +137,37 @@ TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and register til
                     p, k, {t.L, t.B},
                     [&](RaggedShape &s, const std::vector<int32_t> &) { s.set(t.M, mm).set(t.N, nn); }, 1, 1, 321);
             }
+        }
+    }
+}
+
+TEST_CASE("parallel loops: static over uniform bodies, dynamic chunks over ragged ones", "[vector][parallel]") {
+    Dim batch("batch"), seq("seq"), h("h"), i("i");
+    Param B("B", 1, 4096);
+    LengthArray len("len", B, 0, 50);
+    Tensor X("X", {{batch, B}, {seq, len(batch)}, {h, 8}}), D("D", {{i, 64}, {h, 8}});
+    Func Ragged("Ragged", {{batch, B}, {seq, len(batch)}, {h, 8}}), Dense("Dense", {{i, 64}, {h, 8}});
+    Ragged.compute([&](Expr b, Expr s, Expr hh) { return X(b, s, hh) * 2.0f + 1.0f; });
+    Dense.compute([&](Expr ii, Expr hh) { return D(ii, hh) * 2.0f + 1.0f; });
+    Kernel kr = Pipeline({Ragged}, "par_ragged").compile(), kd = Pipeline({Dense}, "par_dense").compile();
+    // The seq loop's bound depends on batch: rows differ in cost. The dense rows do not.
+    REQUIRE_THAT(kr.source(), Contains("#pragma omp parallel for schedule(dynamic, cora_chunk(B_))"));
+    REQUIRE_THAT(kd.source(), Contains("#pragma omp parallel for schedule(static)"));
+    REQUIRE(kd.source().find("schedule(dynamic") == std::string::npos);
+    // Enough rows for chunks of several rows at any thread count up to 32, and a batch of one.
+    for (int64_t rows : {1, 17, 2000}) {
+        DYNAMIC_SECTION("B = " << rows) {
+            std::vector<int32_t> lengths((size_t)rows);
+            for (int64_t r = 0; r < rows; r++)
+                lengths[(size_t)r] = (int32_t)((r * 37 + 11) % 51); // 0..50, the maximum included
+            RaggedShape shape;
+            shape.set(B, rows).set(len, lengths);
+            Buffer x = Buffer::alloc(X, shape), out = Buffer::alloc(Ragged, shape);
+            testing::fill_random(x, 5);
+            kr.run(shape, {{X, x}, {Ragged, out}});
+            REQUIRE(out.size() == x.size());
+            for (int64_t e = 0; e < x.size(); e++)
+                REQUIRE(out.at(e) == x.at(e) * 2.0f + 1.0f);
         }
     }
 }
