@@ -105,9 +105,10 @@ std::string c_escape(const std::string &s, bool for_printf) {
     return out;
 }
 
-/** Whether the trip counts inside a parallel loop's body depend on its index, directly or
- * through lets (ragged rows, longest-first ranks). Uniform bodies are split statically:
- * one contiguous range per thread, no shared counter. */
+/** Whether the work of a parallel loop's iterations may differ: a loop bound or a condition
+ * inside its body depends on its index, directly or through lets (ragged rows, longest-first
+ * ranks, the if-chain of horizontally fused ops). Uniform bodies are split statically: one
+ * contiguous range per thread, no shared counter. */
 class TripCountsVary : public IRVisitor {
 public:
     explicit TripCountsVary(const VarNode *index) { dependent.insert(index); }
@@ -119,6 +120,10 @@ public:
     }
     void visit_node(const For *op) override {
         if (depends(op->min) || depends(op->extent)) varies = true;
+        IRVisitor::visit_node(op);
+    }
+    void visit_node(const IfThenElse *op) override {
+        if (depends(op->cond)) varies = true;
         IRVisitor::visit_node(op);
     }
 

@@ -669,13 +669,20 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     // A kept guard `i + rest < e` on the serial loop over i it is attached to becomes that
     // loop's bound, min(extent, e - rest): the same iterations run and the body has no branch
     // (a partial last k-panel keeps its register tile; a guarded body did not, at half speed).
+    // (Not when a loop over the Func's dims would get a bound that uses a reduction loop: the
+    // nests over the Func's dims alone, e.g. a tile's write-back, have no such loop.)
     std::vector<Expr> loop_extents = extents;
+    auto uses_reduction_loop = [&](const Expr &c) {
+        for (size_t j = 0; j < n; j++)
+            if (is_reduction[j] && uses_var(c, loops[j]->var.get())) return true;
+        return false;
+    };
     for (size_t k = 0; k < n; k++) {
         if (kinds[k] != ForKind::Serial) continue;
         std::vector<Expr> &kept = guards_at[k + 1];
         for (size_t g = 0; g < kept.size();) {
             Expr bound = loop_bound_from_guard(kept[g], loops[k]->var.get());
-            if (!bound.defined()) {
+            if (!bound.defined() || (!is_reduction[k] && uses_reduction_loop(bound))) {
                 g++;
                 continue;
             }
@@ -751,11 +758,6 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     // the tile's visits; it is initialised before the outermost reduction loop and each visit
     // loads it into the tile.
     const bool tile_accumulates = cache_pos && red && first_reduction < inner;
-    auto guard_uses_reduction = [&](const Expr &c) {
-        for (size_t k = 0; k < n; k++)
-            if (is_reduction[k] && uses_var(c, loops[k]->var.get())) return true;
-        return false;
-    };
     /** The loops at `positions` around `leaf`, each with its guards (only those over the
      * Func's dims when `elements_only`) and, for full nests, its prologue. */
     auto nest = [&](const std::vector<size_t> &positions, Stmt s, bool elements_only) {
@@ -765,7 +767,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
                 for (const CacheTile &c : prologue[k])
                     s = Allocate::make(c.buffer, IntImm::make(c.size), Block::make({c.copy, s}), MemoryType::Stack);
             for (const Expr &c : guards_at[k + 1])
-                if (!(elements_only && guard_uses_reduction(c))) s = IfThenElse::make(c, s);
+                if (!(elements_only && uses_reduction_loop(c))) s = IfThenElse::make(c, s);
             s = For::make(loops[k]->var, IntImm::make(0), loop_extents[k], kinds[k], s);
         }
         return s;
