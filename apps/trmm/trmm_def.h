@@ -6,40 +6,40 @@
 namespace cora::apps {
 
 /** The blocking (defaults: what the app and the benchmarks run; the tests use smaller blocks
- * so that small sizes exercise every part). block_rows: the rows per block, the unit of the
- * triangle's padding and of load balancing. panel_depth: the k-panel length; a block's last
- * panel may be partial (its k loop is bounded, not guarded). block_cols is a multiple of
- * tile_cols. */
+ * so that small sizes exercise every part). tile_rows is also the unit of the triangle's
+ * padding. block_rows: the rows per block, the unit of load balancing and of the head/tail op
+ * split (a multiple of tile_rows). panel_depth: the k-panel length; a tile's last panel may be
+ * partial (its k loop is bounded, not guarded). block_cols is a multiple of tile_cols. */
 struct TrmmBlocking {
-    int64_t tile_rows = 8, tile_cols = 32, block_rows = 128, block_cols = 256, panel_depth = 256;
+    int64_t tile_rows = 8, tile_cols = 32, block_rows = 128, block_cols = 256, panel_depth = 512;
 };
 
-/** The trmm pipeline. The reduction runs over r < min(floor_mult(i, block_rows) + block_rows, M),
- * over the block-padded lower triangle Lb: per block the reduction is rectangular, so the
- * k-panel loop can run outside the block's register tiles. */
+/** The trmm pipeline. The reduction runs over r < min(floor_mult(i, tile_rows) + tile_rows, M),
+ * over the tile-padded lower triangle Lb: per register tile the reduction is rectangular, so the
+ * k-panel loop can run outside the tiles (to the block's longest reduction; each tile's k loop
+ * stops at its own). */
 struct Trmm {
     Dim m{"m"}, n{"n"}, r{"r"}, nb{"nb"}, nc{"nc"}, mb{"mb"}, mr{"mr"}, mo{"mo"}, mi{"mi"}, no{"no"}, ni{"ni"},
         ko{"ko"}, ki{"ki"}, rank{"rank"};
     Param M{"M", 1, 16384}, N{"N", 1, 16384};
     Tensor L{"L", {{m, M}, {r, M}}}, B{"B", {{r, M}, {n, N}}};
-    /** Row i of L up to the end of its block, upper triangle zeroed: a ragged tensor of about
-     * M^2 / 2 + M * block_rows / 2 elements, so the tile reads plain loads (no select in the
-     * vector loop). */
+    /** Row i of L up to the end of its tile's rows, upper triangle zeroed: a ragged tensor of
+     * about M^2 / 2 + M * tile_rows / 2 elements, so the tile reads plain loads (no select in
+     * the vector loop). */
     Func Lb;
     /** B in tile_cols-column panels, each panel's rows contiguous: a tile's k-steps read one stream. */
     Func Bp{"Bp", {{r, M}, {n, N}}};
     Func C{"C", {{m, M}, {n, N}}};
 
     explicit Trmm(const TrmmBlocking &blocking = {})
-        : Lb("Lb", {{m, M}, {r, min(floor_mult(m.var(), blocking.block_rows) + blocking.block_rows, M)}}) {
+        : Lb("Lb", {{m, M}, {r, min(floor_mult(m.var(), blocking.tile_rows) + blocking.tile_rows, M)}}) {
         const int64_t kTileRows = blocking.tile_rows, kTileCols = blocking.tile_cols;
         const int64_t kBlockRows = blocking.block_rows, kPanel = blocking.panel_depth, kBlockCols = blocking.block_cols;
         Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
         Bp.compute([&](Expr k, Expr j) { return B(k, j); });
         Bp.split_storage(n, no, ni, kTileCols).reorder_storage({no, r, ni});
-        C.compute([&](Expr i, Expr j) {
-            return sum(r, min(floor_mult(i, kBlockRows) + kBlockRows, M), Lb(i, r) * Bp(r, j));
-        });
+        C.compute(
+            [&](Expr i, Expr j) { return sum(r, min(floor_mult(i, kTileRows) + kTileRows, M), Lb(i, r) * Bp(r, j)); });
         // Operation splits: a head of full 128-row blocks and 32-column tiles (no guard at all);
         // the last rows (fewer than 128: full 32-column tiles, then the last columns); the last
         // columns of the head rows (fewer than 32).
@@ -47,10 +47,10 @@ struct Trmm {
         Func corner = rows_tail.split_op(n, floor_mult(N, kTileCols));
         Func cols_tail = C.split_op(n, floor_mult(N, kTileCols));
         // Per 128-row block (longest first, in parallel), per 256-column block, per k-panel of
-        // 256 rows (the last one shorter when the block's reduction is not a whole number of
-        // panels): each 8 x 32 register tile accumulates the panel into C, reading the panel of
-        // Bp (256 x 32, contiguous) and 8 rows of Lb. The column block keeps C's 128 x 256 block
-        // in L2 across the panels; deeper panels halve the C-tile loads and stores per FMA.
+        // 512 rows: each 8 x 32 register tile accumulates its part of the panel into C (all of
+        // it, or up to the end of the tile's triangle), reading the panel of Bp (512 x 32,
+        // contiguous) and 8 rows of Lb. The column block keeps C's 128 x 256 block in L2 across
+        // the panels; deep panels make the C-tile loads and stores rare.
         C.split(m, mb, mr, kBlockRows)
             .split(mr, mo, mi, kTileRows)
             .remap_longest_first(mb, rank, mb.var())

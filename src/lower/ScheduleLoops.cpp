@@ -560,8 +560,25 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
             constant_loops.push_back(ScopeEntry{d->var.get(), IntImm::make(0), now(extent.at(d.get()))});
     std::vector<Expr> extents;
     Scope scope;
+    auto is_split_outer = [&](const DimPtr &d) {
+        return std::any_of(sch.transforms.begin(), sch.transforms.end(), [&](const LoopTransform &t) {
+            return t.kind == LoopTransform::Kind::Split && t.outer == d;
+        });
+    };
     for (size_t k = 0; k < loops.size(); k++) {
         Expr e = fold_small_div_mod(now(extent.at(loops[k].get())), constant_loops, *ctx.prover);
+        // A split's outer loop whose extent uses loops inside it (k-panels of a reduction whose
+        // length varies by tile: trmm with the triangle cut at each tile's last row) runs to its
+        // largest value over those loops' constant ranges. The split's guard, parent < E, skips
+        // the extra iterations (it stays: with the wider range it no longer always holds).
+        Scope inside;
+        for (size_t j = k; j < loops.size(); j++)
+            if (uses_var(e, loops[j]->var.get())) {
+                const int64_t *c = as_const_int(now(extent.at(loops[j].get())));
+                if (c) inside.push_back(ScopeEntry{loops[j]->var.get(), IntImm::make(0), IntImm::make(*c)});
+            }
+        if (!inside.empty() && is_split_outer(loops[k]))
+            if (Expr widest = symbolic_bound(e, inside, true); widest.defined()) e = simplify(widest);
         for (const VarNode *v : vars_of(e, VarRole::Index)) {
             bool outside = false;
             for (size_t j = 0; j < k; j++)
