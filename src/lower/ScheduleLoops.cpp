@@ -2,7 +2,9 @@
  *
  * Does: starting from the domain dims, applies the loop transforms in order, then reorder
  * requests, then loop annotations. Every loop extent is rewritten in terms of the final loop
- * variables; a loop whose extent uses a loop inside it is rejected.
+ * variables; a loop whose extent uses a loop inside it is rejected, unless it is a split's
+ * outer loop and the loops it uses have constant extents: it then runs to its largest value
+ * over them, and the split guard (kept, or the inner loop's bound) skips the extra iterations.
  *  - split: parent = outer * f + inner, outer extent ceil(E / f); adds the guard parent < E at
  *    the innermost loop it needs.
  *  - fuse(o, i -> f): o's extent must be loop-invariant and i's may use only o. A dense inner
