@@ -38,6 +38,8 @@ struct Trmm {
         Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
         Bp.compute([&](Expr k, Expr j) { return B(k, j); });
         Bp.split_storage(n, no, ni, kTileCols).reorder_storage({no, r, ni});
+        // The copy writes Bp in storage order, a panel row (32 floats) per statement.
+        Bp.split(n, no, ni, kTileCols).reorder({no, r, ni}).vectorize(ni);
         C.compute(
             [&](Expr i, Expr j) { return sum(r, min(floor_mult(i, kTileRows) + kTileRows, M), Lb(i, r) * Bp(r, j)); });
         // Operation splits: a head of full 128-row blocks and 32-column tiles (no guard at all);

@@ -163,3 +163,30 @@ TEST_CASE("trmm in register tiles: a block-rectangular reduction moves outside t
     check_against_reference(
         p, k, {L, X}, [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(M, 1 + l.back()); }, 40, 8, 73);
 }
+
+TEST_CASE("a split reduction's outer loop runs outside the loops its extent uses", "[cache][guards]") {
+    // Y[i] = sum over r <= i of A(i, r), 37 rows: with split(r, ro, ri, 8) and ro outside i,
+    // ro runs to ceil(37 / 8) = 5 (its largest extent over i) and each row's ri loop is
+    // bounded by its own length: ri < min(8, i + 1 - ro * 8), no branch.
+    Dim i("i"), r("r"), ro("ro"), ri("ri");
+    Param N("N", 1, 64);
+    Tensor A("A", {{i, 37}, {r, 37}}), AN("AN", {{i, N}, {r, N}});
+    Func Y("Y", {{i, 37}});
+    Y.compute([&](Expr ii) { return sum(r, ii + 1, A(ii, r)); });
+    Y.split(r, ro, ri, 8).reorder({ro, i, ri});
+    Pipeline p({Y}, "row_prefix_panels");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    REQUIRE_THAT(k.lowered(), Contains("for ro in [0, 0 + 5)"));
+    REQUIRE_THAT(k.lowered(), Contains("for ri in [0, 0 + max(min(8, "));
+    REQUIRE(k.lowered().find("if (", k.lowered().find("for ro in")) == std::string::npos);
+    check_against_reference(
+        p, k, {A}, [](RaggedShape &, const std::vector<int32_t> &) {}, 1, 1, 91);
+
+    // With N rows the largest extent over i is not known at this point: still an error.
+    Func YN("YN", {{i, N}});
+    YN.compute([&](Expr ii) { return sum(r, ii + 1, AN(ii, r)); });
+    YN.split(r, ro, ri, 8).reorder({ro, i, ri});
+    REQUIRE_THROWS_WITH(Pipeline({YN}, "row_prefix_ragged").compile(),
+                        Contains("loop 'ro' has extent") && Contains("which depends on loop 'i'"));
+}
