@@ -15,14 +15,12 @@
 #endif
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -42,12 +40,8 @@ void set_flops(benchmark::State &state, double flop) {
     state.counters["GFLOPS"] = benchmark::Counter(flop * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-/** Runs before each benchmark: three thread pools share this process (OpenBLAS's pthreads,
- * the libomp of cora's kernels, Halide's), and each spins for up to ~200 ms after its last
- * call (KMP_BLOCKTIME, OpenBLAS's THREAD_TIMEOUT). Without this pause the previous variant's
- * spinning threads take a core from the next one: 2-thread ratios swung by 1.5x from run to
- * run, while each library alone scales 1.9x. */
-void let_thread_pools_sleep(const benchmark::State &) { std::this_thread::sleep_for(std::chrono::milliseconds(400)); }
+/** Runs before each benchmark (see apps::let_thread_pools_sleep). */
+void pause_before(const benchmark::State &) { apps::let_thread_pools_sleep(); }
 
 #ifdef CORA_BENCH_HALIDE
 bench::HalideMatmul &halide() {
@@ -90,7 +84,7 @@ void register_trmm(int64_t m) {
         for (auto _ : s)
             d.kernel.run(d.shape, {{d.def.L, d.l}, {d.def.B, d.b}, {d.def.C, d.c}});
         set_flops(s, d.flop());
-    })->Setup(let_thread_pools_sleep);
+    })->Setup(pause_before);
     benchmark::RegisterBenchmark((g + "cblas_strmm").c_str(), [m](benchmark::State &s) {
         TrmmData &d = trmm_data(m);
         for (auto _ : s) {
@@ -101,14 +95,14 @@ void register_trmm(int64_t m) {
                         d.l.data<float>(), (int)m, d.scratch.data(), (int)m);
         }
         set_flops(s, d.flop());
-    })->Setup(let_thread_pools_sleep);
+    })->Setup(pause_before);
     benchmark::RegisterBenchmark((g + "padded_sgemm").c_str(), [m](benchmark::State &s) {
         TrmmData &d = trmm_data(m);
         for (auto _ : s)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)m, (int)m, 1.0f, d.l.data<float>(),
                         (int)m, d.b.data<float>(), (int)m, 0.0f, d.scratch.data(), (int)m);
         set_flops(s, d.flop());
-    })->Setup(let_thread_pools_sleep);
+    })->Setup(pause_before);
 #ifdef CORA_BENCH_HALIDE
     benchmark::RegisterBenchmark((g + "halide_padded").c_str(), [m](benchmark::State &s) {
         TrmmData &d = trmm_data(m);
@@ -116,7 +110,7 @@ void register_trmm(int64_t m) {
         for (auto _ : s)
             halide().run(d.l.data<float>(), d.b.data<float>(), d.scratch.data(), 1, (int)m, (int)m, (int)m);
         set_flops(s, d.flop());
-    })->Setup(let_thread_pools_sleep);
+    })->Setup(pause_before);
 #endif
 }
 
@@ -147,7 +141,7 @@ void register_vgemm(const std::string &group, std::function<std::vector<apps::Ge
             for (auto _ : s)
                 fn(d);
             set_flops(s, d.problem.flop);
-        })->Setup(let_thread_pools_sleep);
+        })->Setup(pause_before);
     };
     reg("cora_micro_kernel", [](Data &d) { d.problem.cora(d.c.data()); });
     reg("cora_sgemm_tiles", [](Data &d) { d.problem.sgemm_tiles(d.c.data()); });

@@ -1,8 +1,10 @@
-/** \file Timing shared by the apps: the best wall time of several runs. */
+/** \file Timing shared by the apps and the benchmarks: the best wall time of several runs, and
+ * a pause that lets other libraries' thread pools go idle before a library is timed. */
 #pragma once
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace cora::apps {
 
@@ -15,5 +17,12 @@ template <typename F> double best_seconds(int runs, F &&f) {
     }
     return best;
 }
+
+/** Several thread pools share a process that times cora against OpenBLAS (its pthreads), cora's
+ * kernels (libomp) and Halide (its own); each spins for up to ~200 ms after its last call
+ * (KMP_BLOCKTIME, OpenBLAS's THREAD_TIMEOUT). Timing one library while another's threads spin
+ * takes a core from it: 2-thread ratios swung by 1.5x from run to run, while each library alone
+ * scales 1.9x. Call this before timing the next library. */
+inline void let_thread_pools_sleep() { std::this_thread::sleep_for(std::chrono::milliseconds(400)); }
 
 } // namespace cora::apps

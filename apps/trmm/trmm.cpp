@@ -9,13 +9,11 @@
 #include "trmm/trmm_def.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace cora;
@@ -66,9 +64,7 @@ int main(int argc, char **argv) {
     bool ok = err <= 1e-5 * std::max(1.0, scale) * std::sqrt((double)size_m);
     std::printf("check vs cblas_strmm: %s (max abs error %.3g, max |C| %.3g)\n", ok ? "PASS" : "FAIL", err, scale);
 
-    // cora's OpenMP threads spin for a while after its last call and would take a core from
-    // OpenBLAS's: let them go to sleep first.
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    apps::let_thread_pools_sleep(); // cora's OpenMP threads, before OpenBLAS's are timed
     // cblas_strmm (in place: each run on a fresh copy, the copy not timed).
     double strmm_s = 1e30;
     for (int r = 0; r < runs; r++) {
