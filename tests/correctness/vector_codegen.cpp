@@ -1,9 +1,10 @@
 // The CPU micro-kernel path: vectorized loops emitted as whole-vector statements, split guards
 // peeled out of aligned inner loops, blocked-layout offsets folded over loop ranges, and a
-// k-panel trmm. Each kernel equals the reference on the edge-case batches, and the generated
+// k-panel trmm and vgemm. Each kernel equals the reference on the edge-case batches, and the generated
 // code has the shape that makes it fast.
 #include "common/ragged_testing.h"
 #include "trmm/trmm_def.h"
+#include "vgemm/vgemm_def.h"
 
 using namespace cora;
 using Catch::Matchers::Contains;
@@ -140,6 +141,34 @@ TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and register til
             }
         }
     }
+}
+
+TEST_CASE("vgemm app schedule: (item, column panel) units, packed W panels, register tiles", "[vector][vgemm]") {
+    // The schedule of apps/vgemm with 4 x 16 tiles (4 x 4 vector tiles, then single columns,
+    // past the last full tile) and k-panels of 8 or 12 (a partial last panel when K is not a
+    // multiple), on batches whose M, N, K cover 0, 1, the tile sizes and one past, and the max.
+    const int64_t panel = GENERATE(8, 12);
+    apps::VGemm v(apps::VGemmTiling{4, 16, panel});
+    Pipeline p({v.C}, "vgemm_app_schedule");
+    Kernel k = p.compile();
+    const std::string ir = k.lowered();
+    INFO(ir);
+    REQUIRE_THAT(ir, Contains("allocate on stack W_cache[float32 * " + std::to_string(16 * panel) + "]"));
+    REQUIRE(count_occurrences(loop_body(ir, "ki"), "if (") == 0);
+    // One parallel loop over every item's column panels, dynamically scheduled.
+    REQUIRE_THAT(k.source(), Contains("schedule(dynamic, cora_chunk("));
+    REQUIRE_THAT(k.source(), Contains("cora_vstore(&C_tile_["));
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) {
+        testing::bind_vgemm_shape(s, v.B, v.M, v.N, v.K, l);
+    };
+    check_against_reference(p, k, {v.A, v.W}, bind, 37, 4, 331 + (uint32_t)panel);
+    // A dense GEMM (batch of one) whose panels are shared by every thread.
+    check_against_reference(
+        p, k, {v.A, v.W},
+        [&](RaggedShape &s, const std::vector<int32_t> &) {
+            s.set(v.B, 1).set(v.M, {45}).set(v.N, {70}).set(v.K, {29});
+        },
+        1, 1, 341);
 }
 
 TEST_CASE("parallel loops: static over uniform bodies, dynamic chunks over ragged ones", "[vector][parallel]") {
