@@ -5,6 +5,8 @@
 
 #include <cora/cora.h>
 
+#include <algorithm>
+
 namespace cora::apps {
 
 /** The register tile and the k-panel depth (the generator's params). panel_depth * tile_cols
