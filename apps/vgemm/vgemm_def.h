@@ -1,5 +1,5 @@
-/** \file The vgemm pipeline, shared by the generator (ahead of time) and the app (reference
- * shapes). C[b] = A[b] * W[b] for a batch of GEMMs with per-item M, N, K; each operand is
+/** \file The vgemm pipeline, shared by the generator (ahead of time) and the tests (JIT, small
+ * tiles). C[b] = A[b] * W[b] for a batch of GEMMs with per-item M, N, K; each operand is
  * stored packed, item after item, each item row-major (exactly what a per-item sgemm reads). */
 #pragma once
 
