@@ -1,5 +1,6 @@
 /** \file Exceptions thrown by cora. User mistakes are CompileError (while defining or compiling)
- * or RuntimeError (bad inputs at run time); InternalError means a bug in cora itself. */
+ * or RuntimeError (bad inputs at run time); EnvironmentError is a problem with the machine (no
+ * compiler, an untrusted cache directory); InternalError means a bug in cora itself. */
 #pragma once
 
 #include <stdexcept>
@@ -21,6 +22,13 @@ public:
 
 /** Bad input at run time (lengths, offsets, buffer sizes, element types). Nothing was written. */
 class RuntimeError : public Error {
+public:
+    using Error::Error;
+};
+
+/** The environment cora runs in stops it: no C++ compiler, a kernel cache directory it must not
+ * trust, a file it cannot write. The message says what was looked for and how to fix it. */
+class EnvironmentError : public Error {
 public:
     using Error::Error;
 };

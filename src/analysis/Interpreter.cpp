@@ -13,6 +13,12 @@ namespace {
 [[noreturn]] void cannot(const Expr &e, const char *why) {
     throw InternalError(concat("interpreter: cannot evaluate ", print(e), ": ", why));
 }
+/** Sizes and offsets come from user params and lengths: a result that does not fit in 64 bits is
+ * bad input, reported instead of wrapping around into a small size that checks would accept. */
+[[noreturn]] void overflow(const Expr &e, int64_t a, int64_t b) {
+    throw RuntimeError(concat("integer overflow: ", print(e), " with operands ", a, " and ", b,
+                              " does not fit in 64 bits (are the params or lengths too large?)"));
+}
 } // namespace
 
 int64_t Interpreter::eval_int(const Expr &e) {
@@ -27,17 +33,32 @@ int64_t Interpreter::eval_int(const Expr &e) {
         }
         return it->second;
     }
-    case NodeKind::Add: return eval_int(e.as<Add>()->a) + eval_int(e.as<Add>()->b);
-    case NodeKind::Sub: return eval_int(e.as<Sub>()->a) - eval_int(e.as<Sub>()->b);
-    case NodeKind::Mul: return eval_int(e.as<Mul>()->a) * eval_int(e.as<Mul>()->b);
+    case NodeKind::Add: {
+        int64_t a = eval_int(e.as<Add>()->a), b = eval_int(e.as<Add>()->b), r;
+        if (__builtin_add_overflow(a, b, &r)) overflow(e, a, b);
+        return r;
+    }
+    case NodeKind::Sub: {
+        int64_t a = eval_int(e.as<Sub>()->a), b = eval_int(e.as<Sub>()->b), r;
+        if (__builtin_sub_overflow(a, b, &r)) overflow(e, a, b);
+        return r;
+    }
+    case NodeKind::Mul: {
+        int64_t a = eval_int(e.as<Mul>()->a), b = eval_int(e.as<Mul>()->b), r;
+        if (__builtin_mul_overflow(a, b, &r)) overflow(e, a, b);
+        return r;
+    }
     case NodeKind::Div: {
         int64_t b = eval_int(e.as<Div>()->b);
         if (b == 0) cannot(e, "division by zero");
-        return div_floor(eval_int(e.as<Div>()->a), b);
+        int64_t a = eval_int(e.as<Div>()->a);
+        if (a == INT64_MIN && b == -1) overflow(e, a, b);
+        return div_floor(a, b);
     }
     case NodeKind::Mod: {
         int64_t b = eval_int(e.as<Mod>()->b);
         if (b == 0) cannot(e, "modulo by zero");
+        if (b == -1) return 0; // INT64_MIN % -1 traps on x86
         return mod_floor(eval_int(e.as<Mod>()->a), b);
     }
     case NodeKind::Min: return std::min(eval_int(e.as<Min>()->a), eval_int(e.as<Min>()->b));
@@ -48,7 +69,13 @@ int64_t Interpreter::eval_int(const Expr &e) {
     }
     case NodeKind::Cast: {
         const Cast *c = e.as<Cast>();
-        if (c->value.type().is_float()) return (int64_t)eval_float(c->value);
+        if (c->value.type().is_float()) {
+            double v = eval_float(c->value);
+            // Out of range (or NaN) the conversion is undefined: report it instead.
+            if (!(v > -9.2233720368547758e18 && v < 9.2233720368547758e18))
+                throw RuntimeError(concat("conversion of ", v, " to an integer overflows in ", print(e)));
+            return (int64_t)v;
+        }
         if (c->value.type().is_bool()) return eval_bool(c->value) ? 1 : 0;
         int64_t v = eval_int(c->value);
         return c->type.bits == 32 ? (int64_t)(int32_t)v : v;

@@ -13,9 +13,9 @@ std::vector<TensorPtr> pipeline_order(const std::vector<TensorPtr> &outputs, std
     std::set<const TensorNode *> done, active;
     std::function<void(const TensorPtr &)> visit = [&](const TensorPtr &t) {
         if (done.count(t.get())) return;
-        if (t->stores_into)
-            throw_compile_error("'", t->name, "' is the tail of an op split of '", t->stores_into->name,
-                                "', not a tensor; read or output '", t->stores_into->name, "' instead");
+        if (TensorPtr head = split_head(*t))
+            throw_compile_error("'", t->name, "' is the tail of an op split of '", head->name,
+                                "', not a tensor; read or output '", head->name, "' instead");
         if (t->is_input) {
             done.insert(t.get());
             if (inputs) inputs->push_back(t);

@@ -35,7 +35,7 @@ public:
             axioms.push_back(z3::implies(t.args.back() == 0, t.app == 0));
         for (const PrefixTerm &a : terms)
             for (const PrefixTerm &b : terms) {
-                if (&a == &b || a.call->fn != b.call->fn) continue;
+                if (&a == &b || a.fn != b.fn) continue;
                 z3::expr same_row = c_.bool_val(true);
                 for (size_t k = 0; k + 1 < a.args.size(); k++)
                     same_row = same_row && a.args[k] == b.args[k];
@@ -102,7 +102,7 @@ public:
             if (c->value.type().is_int() && t.is_int() && t.bits >= c->value.type().bits) return encode(c->value);
             return t.is_bool() ? fresh_bool() : fresh_int();
         }
-        case NodeKind::UFCall: return uf_call(e.as<UFCall>());
+        case NodeKind::UFCall: return uf_call(e);
         default:
             // Loads, tensor reads, reductions: values the prover knows nothing about.
             return t.is_bool() ? fresh_bool() : fresh_int();
@@ -131,7 +131,10 @@ private:
         return want_quotient ? q : r;
     }
 
-    z3::expr uf_call(const UFCall *u) {
+    /** Takes the expression, not the node: the terms recorded for the prefix-sum axioms keep it
+     * alive, since callers encode temporaries (e.g. fo(x) built for a fusion map's inverse law). */
+    z3::expr uf_call(const Expr &e) {
+        const UFCall *u = e.as<UFCall>();
         auto it = fns_.find(u->fn.get());
         if (it == fns_.end()) {
             z3::sort_vector domain(c_);
@@ -145,7 +148,7 @@ private:
             args.push_back(encode(a));
         z3::expr app = it->second(args);
         if (const AuxSpec *spec = u->fn->aux.get(); spec && spec->kind == AuxSpec::Kind::PrefixSum)
-            record_prefix_term(u, *spec, app, args);
+            record_prefix_term(e, *spec, app, args);
         // The declared range, instantiated at this ground term only.
         axioms.push_back(app >= c_.int_val((int64_t)u->fn->min_value));
         axioms.push_back(app <= c_.int_val((int64_t)u->fn->max_value));
@@ -168,14 +171,15 @@ private:
     }
 
     struct PrefixTerm {
-        const UFCall *call;
+        std::shared_ptr<const UFNode> fn;
         z3::expr app;
         std::vector<z3::expr> args;
         z3::expr last; ///< the largest valid last index (the summed range's extent)
         Expr summand;  ///< S at this term's indices
     };
 
-    void record_prefix_term(const UFCall *u, const AuxSpec &spec, const z3::expr &app, const z3::expr_vector &args) {
+    void record_prefix_term(const Expr &e, const AuxSpec &spec, const z3::expr &app, const z3::expr_vector &args) {
+        const UFCall *u = e.as<UFCall>();
         std::map<const VarNode *, Expr> at;
         for (size_t k = 0; k < spec.layout.size() && k < u->args.size(); k++)
             at[spec.layout[k].dim->var.get()] = u->args[k];
@@ -183,7 +187,7 @@ private:
         for (unsigned k = 0; k < args.size(); k++)
             a.push_back(args[k]);
         z3::expr last = encode(substitute(spec.layout.back().extent, at)) - 1;
-        prefix_terms_.push_back(PrefixTerm{u, app, a, last, substitute(spec.summand, at)});
+        prefix_terms_.push_back(PrefixTerm{u->fn, app, a, last, substitute(spec.summand, at)});
     }
 
     z3::expr fresh_int() { return c_.int_const(concat("atom", atoms_++).c_str()); }

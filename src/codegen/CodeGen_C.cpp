@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/Simplify.h"
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "util/Error.h"
 
@@ -71,6 +72,23 @@ template <class V, class T> inline V cora_vload(const T *p) {
 template <class V, class T> inline void cora_vstore(T *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
 // s - 0 folds to s exactly (s + 0 does not, for s = -0), so this is a plain broadcast.
 template <class V, class S> inline V cora_splat(S s) { return s - V{}; }
+// Integer arithmetic of argument checks and allocation sizes: `ov` records an overflow, so a
+// size that wraps around can never pass a check (see CodeGen::checked_).
+template <class T> inline T cora_add_ck(T a, T b, bool &ov) {
+    T r;
+    ov |= __builtin_add_overflow(a, b, &r);
+    return r;
+}
+template <class T> inline T cora_sub_ck(T a, T b, bool &ov) {
+    T r;
+    ov |= __builtin_sub_overflow(a, b, &r);
+    return r;
+}
+template <class T> inline T cora_mul_ck(T a, T b, bool &ov) {
+    T r;
+    ov |= __builtin_mul_overflow(a, b, &r);
+    return r;
+}
 const char *cora_type_name(int32_t code) {
     switch (code) {
     case 1: return "int32";
@@ -172,6 +190,13 @@ protected:
     void bin(const Expr &a, const char *op, const Expr &b) {
         os << "(" << expr(a) << " " << op << " " << expr(b) << ")";
     }
+    /** + - * of integers: overflow-checked inside argument checks and allocation sizes. */
+    void arith(Type t, const Expr &a, const char *op, const char *checked_fn, const Expr &b) {
+        if (checked_ > 0 && t.is_int() && !t.is_bool())
+            os << checked_fn << "<" << t.c_name() << ">(" << expr(a) << ", " << expr(b) << ", cora_ov)";
+        else
+            bin(a, op, b);
+    }
 
     void visit_node(const IntImm *op) override {
         if (op->type.is_bool())
@@ -196,9 +221,9 @@ protected:
         os << (f32 ? "float(" + s + ")" : "double(" + s + ")");
     }
     void visit_node(const Var *op) override { os << name_of(op); }
-    void visit_node(const Add *op) override { bin(op->a, "+", op->b); }
-    void visit_node(const Sub *op) override { bin(op->a, "-", op->b); }
-    void visit_node(const Mul *op) override { bin(op->a, "*", op->b); }
+    void visit_node(const Add *op) override { arith(op->type, op->a, "+", "cora_add_ck", op->b); }
+    void visit_node(const Sub *op) override { arith(op->type, op->a, "-", "cora_sub_ck", op->b); }
+    void visit_node(const Mul *op) override { arith(op->type, op->a, "*", "cora_mul_ck", op->b); }
     void visit_node(const Div *op) override {
         if (op->type.is_int())
             os << "cora_div(" << expr(op->a) << ", " << expr(op->b) << ")";
@@ -333,14 +358,20 @@ protected:
             line("}");
             return;
         }
+        // The size is overflow-checked, and so is its byte count: malloc never gets a wrapped size.
+        line("bool cora_ov = false;");
+        checked_++;
         line("const int64_t " + b + "size = std::max<int64_t>(" + expr(op->size) + ", 1);");
-        line(t + " *__restrict__ " + b + " = static_cast<" + t + " *>(std::malloc(sizeof(" + t + ") * " + b +
-             "size));");
+        checked_--;
+        line("cora_ov |= " + b + "size > (int64_t)(INT64_MAX / sizeof(" + t + "));");
+        line(t + " *__restrict__ " + b + " = cora_ov ? nullptr : static_cast<" + t + " *>(std::malloc(sizeof(" + t +
+             ") * " + b + "size));");
         std::string release; // on failure, free what the enclosing allocations hold
         for (const std::string &live : live_allocations_)
             release += " std::free(" + live + ");";
         line("if (!" + b + ") { std::snprintf(error, error_size, \"cannot allocate %lld elements for '" +
-             c_escape(op->buffer->name, true) + "'\", (long long)" + b + "size);" + release + " return 2; }");
+             c_escape(op->buffer->name, true) + "'%s\", (long long)" + b +
+             "size, cora_ov ? \" (size overflows)\" : \"\");" + release + " return 2; }");
         live_allocations_.push_back(b);
         visit(op->body);
         live_allocations_.pop_back();
@@ -350,6 +381,7 @@ protected:
     }
     void visit_node(const Assert *op) override {
         internal_check(parallel_depth == 0, "argument check inside a parallel loop");
+        checked_++;
         std::string fmt, args;
         for (size_t i = 0; i < op->values.size(); i++) {
             fmt += c_escape(op->text[i], true);
@@ -363,12 +395,24 @@ protected:
             }
         }
         fmt += c_escape(op->text.back(), true);
+        std::string cond = expr(op->cond);
+        checked_--;
         std::string release; // checks inside an allocation (e.g. the permutation check's scratch)
         for (const std::string &live : live_allocations_)
             release += " std::free(" + live + ");";
-        line("if (!(" + expr(op->cond) + ")) {");
-        line("    std::snprintf(error, error_size, \"" + fmt + "\"" + args + ");" + release);
-        line("    return 1;");
+        // The condition's + - * are overflow-checked: a size computed from huge params or lengths
+        // that wraps around fails here instead of matching a wrapped buffer count.
+        std::string overflow = "an argument check overflows 64-bit integers (the params, lengths or counts are too "
+                               "large): " +
+                               c_escape(print(op->cond), false) + " while checking: " + c_escape(op->text[0], false) +
+                               "...";
+        line("{");
+        line("    bool cora_ov = false;");
+        line("    if (!(" + cond + ") || cora_ov) {");
+        line("        if (cora_ov) std::snprintf(error, error_size, \"%s\", \"" + overflow + "\");");
+        line("        else std::snprintf(error, error_size, \"" + fmt + "\"" + args + ");" + release);
+        line("        return 1;");
+        line("    }");
         line("}");
     }
 
@@ -438,6 +482,7 @@ private:
     }
 
     std::vector<std::string> live_allocations_;
+    int checked_ = 0; ///< > 0: integer + - * are emitted overflow-checked into `cora_ov`
     std::map<const VarNode *, std::string> names_;
     std::set<std::string> used_;
 };
@@ -471,13 +516,31 @@ std::string emit_argv_function(const std::string &qualifiers, const std::string 
     CodeGen g;
     g.os << qualifiers << "int32_t " << symbol << "(const cora_arg_t *args, int32_t nargs, " << extra_params
          << "char *error, int32_t error_size) {\n";
-    for (auto &[var, expr] : bind)
+    // Foreign callers may pass no message buffer; a NULL argument array or output is an error.
+    g.line("char cora_no_message[1];");
+    g.line("if (!error || error_size <= 0) {");
+    g.line("    error = cora_no_message;");
+    g.line("    error_size = 1;");
+    g.line("}");
+    for (auto &[var, expr] : bind) {
+        g.line("if (!" + expr + ") {");
+        g.line("    std::snprintf(error, error_size, \"the output array '" + c_escape(expr, true) + "' is NULL\");");
+        g.line("    return 1;");
+        g.line("}");
         g.line(var->type.c_name() + " *" + g.name_of(var.get()) + " = " + expr + ";");
+    }
     g.line("if (nargs != " + std::to_string(args.size()) + ") {");
     g.line("    std::snprintf(error, error_size, \"expected " + std::to_string(args.size()) +
            " arguments, got %d\", (int)nargs);");
     g.line("    return 1;");
     g.line("}");
+    if (!args.empty()) {
+        g.line("if (!args) {");
+        g.line("    std::snprintf(error, error_size, \"the argument array is NULL\");");
+        g.line("    return 1;");
+        g.line("}");
+    }
+    std::vector<size_t> arrays; // positions of array arguments, for the overlap check
     for (size_t i = 0; i < args.size(); i++) {
         const ModuleArg &a = *args[i];
         std::string ai = "args[" + std::to_string(i) + "]";
@@ -498,13 +561,47 @@ std::string emit_argv_function(const std::string &qualifiers, const std::string 
             g.line("const int64_t " + g.name_of(a.var.get()) + " = " + ai + ".scalar;");
             continue;
         }
-        g.line("if (" + ai + ".count < 0 || (" + ai + ".count > 0 && " + ai + ".data == nullptr)) {");
+        std::string ct = t.c_name();
+        // A count whose byte size does not fit in memory cannot describe a real array.
+        g.line("if (" + ai + ".count < 0 || " + ai + ".count > (int64_t)(INT64_MAX / sizeof(" + ct + ")) || (" + ai +
+               ".count > 0 && " + ai + ".data == nullptr)) {");
         g.line("    std::snprintf(error, error_size, \"" + label +
                ": invalid array (count %lld, data %p)\", (long long)" + ai + ".count, " + ai + ".data);");
         g.line("    return 1;");
         g.line("}");
+        arrays.push_back(i);
+    }
+    // Arrays are __restrict__ and outputs are written while inputs are read: an output that
+    // shares memory with another argument would give silently wrong results.
+    auto byte_range = [&](size_t i) {
+        std::string ai = "args[" + std::to_string(i) + "]";
+        return std::pair<std::string, std::string>{
+            "(uintptr_t)" + ai + ".data", "(uintptr_t)" + ai + ".count * sizeof(" + args[i]->var->type.c_name() + ")"};
+    };
+    for (size_t x = 0; x < arrays.size(); x++) {
+        size_t i = arrays[x];
+        if (args[i]->kind != ModuleArg::Kind::Output) continue;
+        for (size_t y = 0; y < arrays.size(); y++) {
+            size_t j = arrays[y];
+            if (i == j || (args[j]->kind == ModuleArg::Kind::Output && j < i)) continue; // each output pair once
+            auto [pi, ni] = byte_range(i);
+            auto [pj, nj] = byte_range(j);
+            g.line("if (" + ni + " > 0 && " + nj + " > 0 && " + pi + " < " + pj + " + " + nj + " && " + pj + " < " +
+                   pi + " + " + ni + ") {");
+            g.line("    std::snprintf(error, error_size, \"output argument " + std::to_string(i) + " ('" +
+                   c_escape(args[i]->name, true) + "') overlaps argument " + std::to_string(j) + " ('" +
+                   c_escape(args[j]->name, true) +
+                   "') in memory; an output must not share memory with any other argument (use a separate "
+                   "buffer)\");");
+            g.line("    return 1;");
+            g.line("}");
+        }
+    }
+    for (size_t i : arrays) {
+        const ModuleArg &a = *args[i];
+        std::string ai = "args[" + std::to_string(i) + "]";
         bool writable = a.kind == ModuleArg::Kind::Output;
-        std::string ct = t.c_name();
+        std::string ct = a.var->type.c_name();
         g.line(std::string(writable ? "" : "const ") + ct + " *__restrict__ " + g.name_of(a.var.get()) +
                " = static_cast<" + (writable ? "" : "const ") + ct + " *>(" + ai + ".data);");
         g.line("const int64_t " + g.name_of(a.count_var.get()) + " = " + ai + ".count;");
@@ -604,13 +701,15 @@ AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name
         pick += "    }();\n";
         src += "typedef int32_t (*cora_entry_fn_t)" + argv_params + ";\n";
         src += "extern \"C\" int32_t " + fn + "_argv" + argv_params + " {\n" + pick +
-               "    if (!chosen) {\n        std::snprintf(error, error_size, \"" + c_escape(fn, true) +
+               "    if (!chosen) {\n        if (!error || error_size <= 0) return 1;\n"
+               "        std::snprintf(error, error_size, \"" +
+               c_escape(fn, true) +
                ": this CPU supports none of the targets the library was built for\");\n        return 1;\n    }\n" +
                "    return chosen(args, nargs, error, error_size);\n}\n";
     }
     if (direct) src += "extern \"C\" int32_t " + fn + "_argv" + argv_params + ";\n";
-    src += "\n" + emit_argv_function("static ", fn + "_sizes_argv", shape, "int64_t *sizes_out, ", m.sizes_body,
-                                     {{m.sizes_buffer, "sizes_out"}});
+    src += "\n" + emit_argv_function("static ", fn + "_sizes_argv", shape, "int64_t *sizes, ", m.sizes_body,
+                                     {{m.sizes_buffer, "sizes"}});
     src += "\nextern \"C\" int32_t " + fn + "(" + typed_params(abi) + "char *error, int32_t error_size) {\n" +
            typed_call(abi, fn + "_argv", "") + "}\n";
     src += "\nextern \"C\" int32_t " + fn + "_buffer_sizes(" + typed_params(shape) +

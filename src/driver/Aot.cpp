@@ -10,8 +10,9 @@
 
 #include "codegen/CodeGen_C.h"
 #include "cora/Generator.h"
-#include "driver/JIT.h"
+#include "driver/Compiler.h"
 #include "driver/Lowering.h"
+#include "driver/Subprocess.h"
 #include "util/Error.h"
 
 namespace cora {
@@ -61,11 +62,11 @@ void write_file(const fs::path &p, const std::string &text) {
     if (!f) throw Error("cora: cannot write '" + p.string() + "'");
 }
 
-void compile(const std::string &cmd) {
-    int status = 0;
-    std::string log = driver::run_command(cmd, &status);
-    if (status != 0)
-        throw Error("cora: building the library failed. Command: " + cmd + "\n" + log.substr(0, 4000));
+void compile(const std::vector<std::string> &cmd) {
+    driver::ProcessResult r = driver::run_process(cmd);
+    if (!r.ok())
+        throw Error("cora: building the library failed. Command: " + driver::format_command(cmd) + "\n" +
+                    r.output.substr(0, 4000));
 }
 
 } // namespace
@@ -91,25 +92,42 @@ AotResult compile_to_library(const Pipeline &pipeline, const AotOptions &options
     fs::path work = dir / (".cora-" + fn + "-" + std::to_string(getpid()));
     fs::create_directories(work, ec);
     if (ec) throw Error("cora: cannot create '" + work.string() + "': " + ec.message());
+    struct RemoveOnExit { // a failed build leaves nothing behind
+        fs::path p;
+        ~RemoveOnExit() {
+            std::error_code e;
+            fs::remove_all(p, e);
+        }
+    } cleanup{work};
 
-    std::string cxx = options.compile.cxx.empty() ? driver::default_cxx() : options.compile.cxx;
-    const std::string common = " -std=c++17 -O3 -fPIC -fopenmp -w -c ";
+    std::vector<std::string> cxx = driver::compiler_command(options.compile.cxx);
+    std::vector<std::string> common = {"-std=c++17", "-O3", "-fPIC", "-fopenmp", "-w"};
+    for (const std::string &f : driver::sanitizer_flags())
+        common.push_back(f);
     std::vector<std::pair<std::string, fs::path>> sources; // file name, path in work
-    std::string objects;
+    std::vector<std::string> objects;
     auto build = [&](const std::string &name, const std::string &text, const std::string &march) {
         fs::path cpp = work / name, obj = work / (name + ".o");
         write_file(cpp, text);
-        compile(cxx + " " + march + common + "'" + cpp.string() + "' -o '" + obj.string() + "'");
+        std::vector<std::string> args = common;
+        args.insert(args.end(), {march, "-c", cpp.string(), "-o", obj.string()});
+        compile(driver::with_args(cxx, args));
         sources.emplace_back(name, cpp);
-        objects += " '" + obj.string() + "'";
+        objects.push_back(obj.string());
     };
     for (size_t i = 0; i < src.kernels.size(); i++)
         build(src.kernels.size() == 1 ? fn + "_kernel.cpp" : fn + "_kernel_" + std::to_string(i) + ".cpp",
               src.kernels[i], targets[i].march);
     // The wrappers run on every CPU the library targets: the baseline ISA unless only the host.
-    build(fn + ".cpp", src.wrappers, targets.size() == 1 && targets[0].name == "host" ? "-march=native" : "-march=x86-64");
+    build(fn + ".cpp", src.wrappers,
+          targets.size() == 1 && targets[0].name == "host" ? "-march=native" : "-march=x86-64");
     fs::path so_tmp = work / ("lib" + fn + ".so");
-    compile(cxx + " -shared -fopenmp -Wl,-soname,lib" + fn + ".so" + objects + " -o '" + so_tmp.string() + "'");
+    std::vector<std::string> link = {"-shared", "-fopenmp", "-Wl,-soname,lib" + fn + ".so"};
+    for (const std::string &f : driver::sanitizer_flags())
+        link.push_back(f);
+    link.insert(link.end(), objects.begin(), objects.end());
+    link.insert(link.end(), {"-o", so_tmp.string()});
+    compile(driver::with_args(cxx, link));
     write_file(work / (fn + ".h"), src.header);
 
     AotResult r;
@@ -124,7 +142,6 @@ AotResult compile_to_library(const Pipeline &pipeline, const AotOptions &options
     if (options.keep_sources)
         for (auto &[name, path] : sources)
             r.sources.push_back(publish(path, name));
-    fs::remove_all(work, ec);
     r.arguments = driver::argument_info(m);
     return r;
 }

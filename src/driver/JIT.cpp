@@ -1,21 +1,15 @@
 #include "driver/JIT.h"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <array>
-#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
-#include <mutex>
-#include <random>
 
+#include "driver/Compiler.h"
+#include "driver/KernelCache.h"
+#include "driver/Subprocess.h"
 #include "util/Error.h"
 #include "util/Hash.h"
 
@@ -27,126 +21,87 @@ LoadedLibrary::~LoadedLibrary() {
     if (handle) dlclose(handle);
 }
 
+void pin_openmp_runtimes() {
+    // RTLD_NOLOAD only looks a library up; with RTLD_NODELETE it promotes a loaded one to stay for
+    // the process's life. The extra reference it takes is dropped at once; the flag stays.
+    for (const char *soname : {"libgomp.so.1", "libomp.so.5", "libomp.so", "libiomp5.so"})
+        if (void *h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(h);
+}
+
 namespace {
 
-bool on_path(const std::string &prog) {
-    const char *path = std::getenv("PATH");
-    if (!path) return false;
-    std::string p = path;
-    size_t start = 0;
-    while (start <= p.size()) {
-        size_t end = p.find(':', start);
-        if (end == std::string::npos) end = p.size();
-        fs::path cand = fs::path(p.substr(start, end - start)) / prog;
-        if (access(cand.c_str(), X_OK) == 0) return true;
-        start = end + 1;
+/** dlopen + dlsym; an empty result (and the loader's message in `why`) on failure. */
+std::shared_ptr<LoadedLibrary> load(const fs::path &so, std::string *why) {
+    auto lib = std::make_shared<LoadedLibrary>();
+    lib->path = so.string();
+    lib->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle) {
+        const char *e = dlerror();
+        *why = e ? e : "unknown error";
+        return nullptr;
     }
-    return false;
-}
-
-std::string run_capture(const std::string &cmd, int *status) {
-    std::string out;
-    FILE *f = popen((cmd + " 2>&1").c_str(), "r");
-    if (!f) {
-        *status = -1;
-        return "popen failed";
-    }
-    std::array<char, 4096> buf;
-    size_t n;
-    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0)
-        out.append(buf.data(), n);
-    *status = pclose(f);
-    return out;
-}
-
-std::string unique_suffix() {
-    static std::atomic<uint64_t> counter{0};
-    std::random_device rd;
-    return std::to_string(getpid()) + "_" + std::to_string(counter++) + "_" + std::to_string(rd());
-}
-
-/** The compiler's version line and this CPU's model and feature flags, computed once. */
-std::string toolchain_identity(const std::string &cxx) {
-    static std::mutex mu;
-    static std::map<std::string, std::string> cache;
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(cxx);
-    if (it != cache.end()) return it->second;
-    int status = 0;
-    std::string id = run_capture(cxx + " --version", &status);
-    std::ifstream cpu("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(cpu, line)) {
-        if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) id += line + "\n";
-        if (line.empty()) break; // the first processor is enough
-    }
-    return cache[cxx] = id;
+    pin_openmp_runtimes();
+    return lib;
 }
 
 } // namespace
 
-std::string run_command(const std::string &cmd, int *status) { return run_capture(cmd, status); }
-
-std::string default_cache_dir() {
-    if (const char *d = std::getenv("CORA_CACHE_DIR"); d && *d) return d;
-    if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cora";
-    if (const char *h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/cora";
-    return (fs::temp_directory_path() / "cora-cache").string();
-}
-
-std::string default_cxx() {
-    if (const char *c = std::getenv("CORA_CXX"); c && *c) return c;
-    return on_path("clang++") ? "clang++" : "c++";
-}
-
 JitResult jit_compile(const std::string &source, const std::string &symbol, const JitOptions &opts) {
-    std::string dir = opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir;
-    std::string cxx = opts.cxx.empty() ? default_cxx() : opts.cxx;
-    // The key covers the compiler's version and the CPU's features (-march=native), so a cache
-    // directory shared between machines never serves a kernel built for another CPU.
-    std::string flags = "-std=c++17 -O3 -march=native -fPIC -shared -fopenmp -w";
-    std::string key = util::content_hash(toolchain_identity(cxx) + "\n" + flags + "\n" + source);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw Error("cora: cannot create kernel cache directory '" + dir + "': " + ec.message());
-    fs::path so = fs::path(dir) / ("k" + key + ".so");
+    KernelCache cache(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir);
+    std::vector<std::string> cxx = compiler_command(opts.cxx);
+    std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-w"};
+    for (const std::string &f : sanitizer_flags())
+        flags.push_back(f);
+    std::string flag_text;
+    for (const std::string &f : flags)
+        flag_text += f + " ";
+    std::string key = util::content_hash(toolchain_identity(cxx) + "\n" + flag_text + "\n" + source);
+    fs::path so = cache.library_path(key);
 
     JitResult r;
-    if (!fs::exists(so)) {
-        std::string tmp_base = (fs::path(dir) / ("k" + key + ".tmp" + unique_suffix())).string();
-        std::string cpp = tmp_base + ".cpp", tmp_so = tmp_base + ".so";
+    r.from_cache = cache.verified(key);
+    std::string why;
+    if (r.from_cache) {
+        r.library = load(so, &why);
+        if (!r.library) { // verified but unloadable (e.g. built for another libc): build it again
+            if (opts.debug >= 1) std::cerr << "-- cora: cached kernel " << so << " does not load (" << why << ")\n";
+            r.from_cache = false;
+        }
+    }
+    if (!r.from_cache) {
+        cache.evict(key);
+        fs::path cpp = cache.temp_path(key, ".cpp"), tmp_so = cache.temp_path(key, ".so");
         {
             std::ofstream f(cpp);
             f << source;
-            if (!f) throw Error("cora: cannot write '" + cpp + "'");
+            f.close();
+            if (!f) throw EnvironmentError("cora: cannot write '" + cpp.string() + "' (is the disk full?)");
         }
-        std::string cmd = cxx + " " + flags + " '" + cpp + "' -o '" + tmp_so + "'";
-        if (opts.debug >= 2) std::cerr << "-- cora: compile: " << cmd << "\n";
+        std::vector<std::string> args = flags;
+        args.insert(args.end(), {cpp.string(), "-o", tmp_so.string()});
+        std::vector<std::string> cmd = with_args(cxx, args);
+        if (opts.debug >= 2) std::cerr << "-- cora: compile: " << format_command(cmd) << "\n";
         auto t0 = std::chrono::steady_clock::now();
-        int status = 0;
-        std::string log = run_capture(cmd, &status);
+        ProcessResult pr = run_process(cmd);
         r.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (status != 0) {
-            throw InternalError("cora: the generated kernel failed to compile (a bug in cora). Command: " + cmd +
-                                "\nSource kept at " + cpp + "\n" + log.substr(0, 4000));
+        std::error_code ec;
+        if (!pr.ok()) {
+            fs::remove(tmp_so, ec);
+            throw InternalError(
+                "cora: the generated kernel failed to compile (a bug in cora). Command: " + format_command(cmd) +
+                "\nSource kept at " + cpp.string() + "\n" + pr.output.substr(0, 4000));
         }
-        fs::rename(tmp_so, so, ec); // atomic: a concurrent winner leaves an identical file
-        if (ec && !fs::exists(so)) throw Error("cora: cannot move kernel into cache: " + ec.message());
-        fs::remove(tmp_so, ec);
+        cache.publish(key, tmp_so);
         if (opts.debug >= 2)
             std::cerr << "-- cora: source kept at " << cpp << "\n";
         else
             fs::remove(cpp, ec);
-    } else {
-        r.from_cache = true;
+        r.library = load(so, &why);
+        if (!r.library)
+            throw EnvironmentError("cora: cannot load the kernel just compiled, " + so.string() + ": " + why);
     }
-    auto lib = std::make_shared<LoadedLibrary>();
-    lib->path = so.string();
-    lib->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib->handle) throw Error(std::string("cora: cannot load kernel ") + so.string() + ": " + dlerror());
-    r.entry = dlsym(lib->handle, symbol.c_str());
+    r.entry = dlsym(r.library->handle, symbol.c_str());
     if (!r.entry) throw InternalError("cora: kernel " + so.string() + " has no symbol " + symbol);
-    r.library = lib;
     return r;
 }
 

@@ -1,8 +1,15 @@
-/** \file Compile generated C++ into a shared object in a content-addressed cache and load it.
+/** \file Compile generated C++ into a shared object in the kernel cache (driver/KernelCache.h) and
+ * load it.
  *
- * The cache key hashes the source and the exact compiler command. A kernel is compiled to a
- * unique temporary file and renamed into place, so processes compiling the same kernel at the
- * same time both succeed and never see a partial file. */
+ * The cache key hashes the source, the compiler's identity, the CPU and the flags. A kernel is
+ * compiled to a unique temporary file and published atomically, so processes compiling the same
+ * kernel at the same time both succeed and never see a partial file. An entry whose checksum does
+ * not match, or that fails to load, is compiled again.
+ *
+ * Loaded kernels link an OpenMP runtime (LLVM's libomp with clang, libgomp with g++). Its worker
+ * threads outlive the parallel regions that started them, so the runtime is pinned in the process
+ * (RTLD_NODELETE) when the first kernel that uses it is loaded: unloading a kernel never unloads
+ * the code those threads run. */
 #pragma once
 
 #include <memory>
@@ -24,17 +31,14 @@ struct JitResult {
 };
 
 struct JitOptions {
-    std::string cache_dir; ///< empty: default (see CompileOptions)
-    std::string cxx;       ///< empty: default
+    std::string cache_dir; ///< empty: default_cache_dir()
+    std::string cxx;       ///< empty: default_cxx()
     int debug = 0;
 };
 
-std::string default_cache_dir();
-std::string default_cxx();
-
-/** Run `cmd` through the shell; returns its stdout and stderr, sets *status (0: success). */
-std::string run_command(const std::string &cmd, int *status);
-
 JitResult jit_compile(const std::string &source, const std::string &symbol, const JitOptions &opts);
+
+/** Marks the OpenMP runtimes loaded in this process as never to be unloaded (see above). */
+void pin_openmp_runtimes();
 
 } // namespace cora::driver

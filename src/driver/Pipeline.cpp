@@ -89,7 +89,8 @@ std::vector<KernelArgInfo> argument_info(const LoweredModule &m) {
     std::vector<KernelArgInfo> v;
     for (const ModuleArg &a : m.args)
         if (!a.built_in_kernel)
-            v.push_back(KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
+            v.push_back(
+                KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
     return v;
 }
 

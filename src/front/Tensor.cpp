@@ -19,9 +19,9 @@ std::atomic<uint64_t> next_tensor_id{1};
 
 /** Storage transforms belong to the tensor that owns the storage, not to an op-split tail. */
 void require_storage_owner(const ir::TensorNode &t, const char *what) {
-    if (t.stores_into)
+    if (ir::TensorPtr head = ir::split_head(t))
         throw_compile_error(what, " of '", t.name, "': it is the tail of an op split and writes the storage of '",
-                            t.stores_into->name, "'; change the storage of '", t.stores_into->name, "' instead");
+                            head->name, "'; change the storage of '", head->name, "' instead");
 }
 
 ir::Layout to_layout(const Shape &shape) {
@@ -426,7 +426,9 @@ Func Func::split_op(const Dim &d, const Expr &point) {
         tail->domain[j].extent = ir::substitute(tail->domain[j].extent, shift);
     tail->storage = tail->domain;
     tail->value = ir::substitute(node_->value, shift);
-    tail->stores_into = node_->stores_into ? node_->stores_into : node_;
+    tail->is_split_tail = true;
+    ir::TensorPtr head = ir::split_head(*node_);
+    tail->stores_into = head ? head : ir::TensorPtr(node_);
     for (const Expr &i : ir::store_indices(*node_))
         tail->store_indices.push_back(ir::substitute(i, shift));
     node_->schedule.op_splits.push_back(ir::OpSplit{d.node(), point, tail});
@@ -434,9 +436,8 @@ Func Func::split_op(const Dim &d, const Expr &point) {
 }
 
 Func &Func::compute_inline() {
-    if (node_->stores_into)
-        throw_compile_error("compute_inline of '", name(), "': it is the tail of an op split of '",
-                            node_->stores_into->name, "'");
+    if (ir::TensorPtr head = ir::split_head(*node_))
+        throw_compile_error("compute_inline of '", name(), "': it is the tail of an op split of '", head->name, "'");
     node_->schedule.inlined = true;
     return *this;
 }
@@ -446,8 +447,8 @@ Func &Func::compute_at(const Func &consumer, const Dim &d) {
         throw_compile_error("compute_at of Func '", name(), "' in '", consumer.name(), "': ", msg...);
     };
     if (consumer.node_ == node_) fail("a Func cannot be computed inside itself");
-    if (node_->stores_into) fail("it is the tail of an op split; compute the Func itself at the consumer");
-    if (node_->schedule.at_consumer) fail("it already has a compute_at");
+    if (node_->is_split_tail) fail("it is the tail of an op split; compute the Func itself at the consumer");
+    if (node_->schedule.has_compute_at()) fail("it already has a compute_at");
     bool known = false;
     for (auto &ld : consumer.node_->domain)
         known = known || ld.dim == d.node();

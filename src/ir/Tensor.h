@@ -63,9 +63,12 @@ struct Schedule {
      * earlier ones left) and hands the rest to its tail. Empty: the op is not split. */
     std::vector<OpSplit> op_splits;
     bool inlined = false; ///< compute_inline: expanded into its readers, never stored
-    /** compute_at: this Func's loops run inside `at_consumer`'s loop over `at_loop`. */
-    std::shared_ptr<const TensorNode> at_consumer;
+    /** compute_at: this Func's loops run inside `at_consumer`'s loop over `at_loop` (set
+     * together). Weak: the consumer reads this Func, so it owns it; a strong pointer back would be
+     * a cycle that is never freed. */
+    std::weak_ptr<const TensorNode> at_consumer;
     std::shared_ptr<const DimNode> at_loop;
+    bool has_compute_at() const { return at_loop != nullptr; }
     /** The dim of a definition that is one reduction (sum/maximum/minimum over it), once a
      * primitive names it: it is then a loop of the nest (innermost, until split or reordered),
      * the elements are initialised before the first reduction loop and updated inside it. */
@@ -114,15 +117,20 @@ struct TensorNode {
     std::vector<StorageTransform> storage_transforms; ///< storage -> physical layout, in order
     Expr value;                                       ///< definition (Funcs), in terms of domain dim variables
     Schedule schedule;
-    /** The tail of an op split writes this Func's storage at `store_indices` (its own domain
-     * vars shifted by the split point); null for every other tensor. */
-    std::shared_ptr<const TensorNode> stores_into;
+    /** The tail of an op split writes the storage of `stores_into`, the Func it was split from,
+     * at `store_indices` (its own domain vars shifted by the split point). Weak: the Func owns
+     * its tails (Schedule::op_splits); see split_head(). */
+    bool is_split_tail = false;
+    std::weak_ptr<const TensorNode> stores_into;
     std::vector<Expr> store_indices;
 };
 using TensorPtr = std::shared_ptr<const TensorNode>;
 
+/** For an op-split tail, the Func whose storage it writes; null for every other tensor.
+ * CompileError when that Func no longer exists (only its tail was kept). */
+TensorPtr split_head(const TensorNode &t);
 /** The tensor whose storage an op's loops write: itself, or for an op-split tail its Func. */
-inline const TensorNode &store_target(const TensorNode &t) { return t.stores_into ? *t.stores_into : t; }
+inline const TensorNode &store_target(const TensorNode &t) { return t.is_split_tail ? *split_head(t) : t; }
 /** The indices of store_target(t) that the op writes, in terms of t's domain vars. */
 std::vector<Expr> store_indices(const TensorNode &t);
 /** The ranges the op's loops run over: the domain, with an op-split dim cut at its point. */

@@ -9,6 +9,8 @@
  * (Argument count and element types are checked by the generated entry before this.)
  * AOT kernels (build_aux_in_kernel) build their aux arrays after the param and length checks
  * instead of checking them, and get a second body that only reports the tensor sizes.
+ * Code generation evaluates every check's integer arithmetic overflow-checked: a size or offset
+ * that does not fit in 64 bits fails its check instead of wrapping around to a value that passes.
  * Tests: tests/error/runtime_errors.cpp. */
 #include <map>
 #include <set>
@@ -161,8 +163,13 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
     ctx.sizes_buffer = make_var("sizes", VarRole::Buffer, Int64);
     std::vector<Stmt> sizes;
     for (const ModuleArg &a : ctx.args)
-        if (a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output)
-            sizes.push_back(Store::make(ctx.sizes_buffer, IntImm::make((int64_t)sizes.size()), a.expected_count));
+        if (a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output) {
+            // Checked like every argument check: a size that overflows is reported, never wrapped.
+            Expr index = IntImm::make((int64_t)(sizes.size() / 2));
+            sizes.push_back(Assert::make(GE::make(a.expected_count, IntImm::make(0)),
+                                         {"tensor '" + a.name + "' would have ", " elements"}, {a.expected_count}));
+            sizes.push_back(Store::make(ctx.sizes_buffer, index, a.expected_count));
+        }
     std::vector<Stmt> sizes_body = inputs;
     sizes_body.push_back(build_aux_arrays(Block::make(sizes), ctx));
     ctx.sizes_body = Block::make(sizes_body);

@@ -37,10 +37,16 @@ Stmt build_prefix_sum(const ModuleArg &a) {
         return flat_offset(flat, l, i);
     };
     Expr x = idx.back();
-    Stmt step = Store::make(a.var, at(Add::make(x, int_imm(1))), Add::make(Load::make(a.var, at(x)), spec.summand));
-    Stmt s = Block::make({Store::make(a.var, at(int_imm(0)), int_imm(0)),
-                          For::make(l.back().dim->var, int_imm(0), Sub::make(l.back().extent, int_imm(1)),
-                                    ForKind::Serial, step)});
+    Expr next = Add::make(Load::make(a.var, at(x)), spec.summand);
+    // Evaluated overflow-checked (as every Assert): a total that does not fit in 64 bits stops
+    // the kernel with a message instead of wrapping into offsets that would pass as valid.
+    Stmt no_overflow =
+        Assert::make(GE::make(next, int_imm(0)), {"aux array '" + a.name + "': entry ", " would be ", ""},
+                     {Add::make(x, int_imm(1)), next});
+    Stmt step = Block::make({no_overflow, Store::make(a.var, at(Add::make(x, int_imm(1))), next)});
+    Stmt s = Block::make(
+        {Store::make(a.var, at(int_imm(0)), int_imm(0)),
+         For::make(l.back().dim->var, int_imm(0), Sub::make(l.back().extent, int_imm(1)), ForKind::Serial, step)});
     for (int k = (int)l.size() - 2; k >= 0; k--)
         s = For::make(l[k].dim->var, int_imm(0), l[k].extent, ForKind::Serial, s);
     return s;
@@ -53,17 +59,15 @@ Stmt build_fusion_map(const ModuleArg &a) {
     VarPtr o = make_var("o", VarRole::Index), f = make_var("f", VarRole::Index);
     Expr ov = var_expr(o), fv = var_expr(f);
     auto entry = [&](const Expr &outer) { return outer_map ? outer : Sub::make(fv, P(outer)); };
-    Stmt rows = For::make(
-        o, int_imm(0), spec.outer_extent, ForKind::Serial,
-        For::make(f, P(ov), Sub::make(P(Add::make(ov, int_imm(1))), P(ov)), ForKind::Serial,
-                  Store::make(a.var, fv, entry(ov))));
+    Stmt rows = For::make(o, int_imm(0), spec.outer_extent, ForKind::Serial,
+                          For::make(f, P(ov), Sub::make(P(Add::make(ov, int_imm(1))), P(ov)), ForKind::Serial,
+                                    Store::make(a.var, fv, entry(ov))));
     // The pad segment [P(E_o), n) of bulk padding belongs to the last outer index.
     Expr last = Sub::make(spec.outer_extent, int_imm(1));
     VarPtr g = make_var("f", VarRole::Index);
     Expr gv = var_expr(g);
     Stmt pad = For::make(g, P(spec.outer_extent), Sub::make(spec.layout[0].extent, P(spec.outer_extent)),
-                         ForKind::Serial,
-                         Store::make(a.var, gv, outer_map ? last : Sub::make(gv, P(last))));
+                         ForKind::Serial, Store::make(a.var, gv, outer_map ? last : Sub::make(gv, P(last))));
     return Block::make({rows, IfThenElse::make(GT::make(spec.outer_extent, int_imm(0)), pad, Stmt())});
 }
 

@@ -27,7 +27,7 @@ void select_inlined(LoweringContext &ctx) {
         }
         auto fail = [&](auto &&...msg) { throw_compile_error("compute_inline of Func '", f->name, "': ", msg...); };
         if (ctx.is_output(f.get())) fail("it is an output of the pipeline, so it must be stored");
-        if (!sch.empty() || sch.at_consumer)
+        if (!sch.empty() || sch.has_compute_at())
             fail("it has a loop schedule, but an inlined Func has no loops of its own");
         if (!sch.op_splits.empty()) fail("its op is split, but an inlined Func has no loops of its own");
         if (!sch.hfuse.empty() || sch.hfuse_member) fail("it is horizontally fused, but it has no loops of its own");

@@ -595,7 +595,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     }
     // Pad guards go when the padded iterations are safe: every access inside storage.
     std::vector<Expr> idx = store_indices(*f);
-    TensorPtr target = f->stores_into ? f->stores_into : f;
+    TensorPtr target = f->is_split_tail ? split_head(*f) : f;
     bool padded = std::any_of(guards.begin(), guards.end(), [](const Guard &g) { return g.pad; });
     std::string pad_unsafe;
     if (padded) {
@@ -749,8 +749,8 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         size_t pos = position_of(c.at, "cache_read");
         // A producer computed inside this Func's loop `d` (directly or with its consumer) is
         // complete for the iteration only once `d`'s body starts: the copy must be inside `d`.
-        for (TensorPtr p = c.tensor; p && p->schedule.at_consumer; p = p->schedule.at_consumer)
-            if (p->schedule.at_consumer == f) {
+        for (TensorPtr p = c.tensor; p && p->schedule.has_compute_at(); p = p->schedule.at_consumer.lock())
+            if (p->schedule.at_consumer.lock() == f) {
                 auto it = std::find(loops.begin(), loops.end(), p->schedule.at_loop);
                 if (it != loops.end() && (size_t)(it - loops.begin()) > pos)
                     throw_compile_error("cache_read of '", c.tensor->name, "' at '", c.at->name, "' in Func '", f->name,
@@ -898,8 +898,11 @@ void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) 
  * the body of the consumer's loop `at_loop`. */
 void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
                      PendingInserts &pending, const LoweringContext &ctx) {
-    const TensorPtr &g = f->schedule.at_consumer;
+    const TensorPtr g = f->schedule.at_consumer.lock();
     const DimPtr &d = f->schedule.at_loop;
+    if (!g)
+        throw_compile_error("compute_at of Func '", f->name, "' at '", d->name,
+                            "': its consumer no longer exists, so this pipeline cannot compute it");
     auto fail = [&](auto &&...msg) {
         throw_compile_error("compute_at of Func '", f->name, "' in '", g->name, "' at '", d->name, "': ", msg...);
     };
@@ -935,7 +938,7 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
         return (size_t)0;
     };
     for (size_t k = fp + 1; k < gp; k++)
-        if (reads(ops[k], f, ctx) && !(ops[k]->schedule.at_consumer == g && depth_at(*ops[k]) >= depth))
+        if (reads(ops[k], f, ctx) && !(ops[k]->schedule.at_consumer.lock() == g && depth_at(*ops[k]) >= depth))
             fail("'", ops[k]->name, "', computed before '", g->name, "', reads it");
     // Ops horizontally fused with the consumer run concurrently with its iterations, so none
     // of them may read f (it is computed inside those iterations).
@@ -1036,7 +1039,7 @@ Stmt schedule_loops(LoweringContext &ctx) {
     // another moves along with it (when it sits inside the loops the consumer keeps).
     PendingInserts pending(ops.size());
     for (const TensorPtr &op : ops)
-        if (op->schedule.at_consumer) compute_at_nest(op, ops, nests, pending, ctx);
+        if (op->schedule.has_compute_at()) compute_at_nest(op, ops, nests, pending, ctx);
     for (size_t k = 0; k < ops.size(); k++)
         place_pending(k, nests, pending);
     for (const TensorPtr &op : ops) {

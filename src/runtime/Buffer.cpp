@@ -2,6 +2,7 @@
  * flat storage offset (the same flattening the compiler uses); storage padding is left as is
  * (zero in a fresh buffer, `fill` in padded output). */
 #include <cstring>
+#include <new>
 
 #include "analysis/Interpreter.h"
 #include "analysis/StorageLayout.h"
@@ -60,7 +61,7 @@ int64_t product(const std::vector<int64_t> &d) {
     int64_t p = 1;
     for (int64_t x : d) {
         if (x < 0) throw_runtime_error("padded shape has a negative dim ", x);
-        p *= x;
+        if (__builtin_mul_overflow(p, x, &p)) throw_runtime_error("padded shape's element count overflows 64 bits");
     }
     return p;
 }
@@ -71,8 +72,15 @@ Buffer::Buffer(Type t, int64_t count) : type_(t), count_(count) {
     if (count < 0) throw_runtime_error("buffer size must be non-negative, got ", count);
     if (!(t == Float32 || t == Float64 || t == Int32 || t == Int64))
         throw_runtime_error("unsupported buffer element type ", t.str());
-    size_t bytes = (size_t)std::max<int64_t>(count, 1) * t.bytes();
-    data_ = std::shared_ptr<uint8_t[]>(new uint8_t[bytes]());
+    // The byte count must fit where pointer offsets do (ptrdiff_t), or indexing would wrap.
+    int64_t bytes = 0;
+    if (__builtin_mul_overflow(std::max<int64_t>(count, 1), (int64_t)t.bytes(), &bytes))
+        throw_runtime_error("buffer of ", count, " ", t.str(), " elements: its size in bytes overflows 64 bits");
+    try {
+        data_ = std::shared_ptr<uint8_t[]>(new uint8_t[(size_t)bytes]());
+    } catch (const std::bad_alloc &) {
+        throw_runtime_error("cannot allocate a buffer of ", count, " ", t.str(), " elements (", bytes, " bytes)");
+    }
 }
 
 Buffer Buffer::alloc(const Tensor &t, const RaggedShape &shape) { return Buffer(t.type(), shape.size_of(t)); }

@@ -1,0 +1,28 @@
+/** \file The host C++ compiler that builds kernels (JIT and AOT): which one, with which flags, and
+ * a description of it for cache keys. Commands are argument vectors (driver/Subprocess.h). */
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cora::driver {
+
+/** CORA_CXX, else clang++ when on PATH, else c++. */
+std::string default_cxx();
+
+/** The compiler's words: `cxx` (or the default when empty) split at whitespace. */
+std::vector<std::string> compiler_command(const std::string &cxx);
+
+/** Flags every kernel gets on top of the optimisation flags: the sanitizers cora itself was built
+ * with (CORA_SANITIZE), so that generated code's out-of-bounds accesses are caught as well. */
+std::vector<std::string> sanitizer_flags();
+
+/** The compiler's version line and this CPU's model and feature flags (computed once per
+ * compiler): part of every cache key, so a cache shared between machines never serves a kernel
+ * built for another CPU or compiler. EnvironmentError when the compiler cannot be run. */
+std::string toolchain_identity(const std::vector<std::string> &compiler);
+
+/** The compiler followed by `args`. */
+std::vector<std::string> with_args(const std::vector<std::string> &compiler, const std::vector<std::string> &args);
+
+} // namespace cora::driver
