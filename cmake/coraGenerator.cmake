@@ -40,4 +40,9 @@ function(cora_add_library name)
     IMPORTED_SONAME lib${fn}.so
     INTERFACE_INCLUDE_DIRECTORIES ${dir})
   add_dependencies(${name} ${name}_generate)
+  # A cora built with sanitizers compiles its kernels with them too: whoever links the library
+  # then links the sanitizer runtime (cora's interface link options; empty otherwise).
+  if(TARGET cora::cora)
+    set_property(TARGET ${name} PROPERTY INTERFACE_LINK_OPTIONS $<TARGET_PROPERTY:cora::cora,INTERFACE_LINK_OPTIONS>)
+  endif()
 endfunction()

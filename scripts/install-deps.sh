@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake make g++ clang libomp-14-dev     # build + JIT compiler for generated C++ (OpenMP)
+  libclang-rt-14-dev llvm-14             # sanitizer and libFuzzer runtimes, llvm-symbolizer
   libz3-dev                              # prover backend
   catch2                                 # tests (v2)
   libopenblas-dev                        # BLAS baselines and tiles

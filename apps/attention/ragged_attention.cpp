@@ -2,6 +2,8 @@
 // padded batch, with a correctness check against a plain masked C++ loop.
 #include <cora/cora.h>
 
+#include "common/cli.h"
+#include "common/data_files.h"
 #include "common/timing.h"
 
 #include <algorithm>
@@ -36,46 +38,28 @@ std::vector<int32_t> builtin_lengths(int batch) {
     return l;
 }
 
-bool read_lengths(const std::string &path, int batch, std::vector<int32_t> &out) {
-    std::ifstream f(path);
-    if (!f) return false;
-    int v;
-    while ((int)out.size() < batch && f >> v)
-        out.push_back(v);
-    return (int)out.size() == batch;
-}
-
-} // namespace
-
-int main(int argc, char **argv) {
-    std::string lengths_file = "../shared/datasets/mnli_train_lengths.txt";
-    int batch = 32, heads = 8, runs = 5;
+int run(int argc, char **argv) {
+    const std::string default_lengths = "../shared/datasets/mnli_train_lengths.txt";
+    std::string lengths_file = default_lengths;
+    int64_t batch = 32, heads = 8, runs = 5;
     const int64_t D = 64, MaxLen = 512;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!std::strcmp(argv[i], "--lengths"))
-            lengths_file = argv[i + 1];
-        else if (!std::strcmp(argv[i], "--batch"))
-            batch = std::atoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--heads"))
-            heads = std::atoi(argv[i + 1]);
-        else if (!std::strcmp(argv[i], "--runs"))
-            runs = std::atoi(argv[i + 1]);
-        else {
-            std::fprintf(stderr, "usage: %s [--lengths FILE] [--batch N] [--heads H] [--runs R]\n", argv[0]);
-            return 2;
-        }
-    }
+    apps::CommandLine cli("ragged_attention", "Ragged attention scores + softmax on real sequence lengths, checked "
+                                              "against a masked padded reference and timed against padding.");
+    cli.text("--lengths", &lengths_file, "FILE",
+             "sequence lengths, white-space separated (when the default file is absent: a built-in MNLI profile)")
+        .integer("--batch", &batch, 1, 4096, "batch size")
+        .integer("--heads", &heads, 1, 64, "attention heads")
+        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)");
+    if (!cli.parse(argc, argv)) return 0;
     std::vector<int32_t> lengths;
     std::string source = lengths_file;
-    if (!read_lengths(lengths_file, batch, lengths)) {
-        lengths = builtin_lengths(batch);
+    if (cli.given("--lengths") || std::ifstream(lengths_file)) {
+        lengths = apps::read_length_file(lengths_file, batch, 0, (int32_t)MaxLen);
+    } else {
+        lengths = builtin_lengths((int)batch);
         source = "built-in MNLI length profile";
     }
     const int32_t max_len = *std::max_element(lengths.begin(), lengths.end());
-    if (max_len > MaxLen) {
-        std::fprintf(stderr, "lengths must be at most %lld\n", (long long)MaxLen);
-        return 2;
-    }
 
     // --- the computation, written once over named dims ---
     Dim b("batch"), q("q"), h("heads"), kv("kv"), d("d"), r("r");
@@ -145,7 +129,7 @@ int main(int argc, char **argv) {
     double useful = 0;
     for (int32_t l : lengths)
         useful += (double)l * l;
-    std::printf("cora ragged attention scores + softmax (batch %d, heads %d, head dim %lld)\n", batch, heads,
+    std::printf("cora ragged attention scores + softmax (batch %d, heads %d, head dim %lld)\n", (int)batch, (int)heads,
                 (long long)D);
     std::printf("lengths: %s (min %d, max %d)\n", source.c_str(), *std::min_element(lengths.begin(), lengths.end()),
                 max_len);
@@ -155,6 +139,12 @@ int main(int argc, char **argv) {
     const char *nt = std::getenv("CORA_NUM_THREADS");
     int threads = nt && std::atoi(nt) > 0 ? std::atoi(nt) : (int)std::thread::hardware_concurrency();
     std::printf("time ragged: %8.3f ms   time padded: %8.3f ms   speed-up: %.2fx  (best of %d, %d threads)\n",
-                t_ragged * 1e3, t_padded * 1e3, t_padded / t_ragged, runs, threads);
+                t_ragged * 1e3, t_padded * 1e3, t_padded / t_ragged, (int)runs, threads);
     return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    return cora::apps::run_app("ragged_attention", [&] { return run(argc, argv); });
 }

@@ -4,6 +4,7 @@
 // then times the default and the final schedule on a ragged batch.
 #include <cora/cora.h>
 
+#include "common/cli.h"
 #include "common/timing.h"
 
 #include <algorithm>
@@ -31,16 +32,13 @@ std::string loop_nest(const std::string &lowered) {
     return at == std::string::npos ? lowered : lowered.substr(at);
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-    int64_t features = 256;
-    int batch = 32;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        std::string a = argv[i];
-        if (a == "--features") features = std::atoi(argv[i + 1]);
-        if (a == "--batch") batch = std::atoi(argv[i + 1]);
-    }
+int run(int argc, char **argv) {
+    int64_t features = 256, batch = 32;
+    apps::CommandLine cli("packed_projection", "A packed-token projection scheduled one primitive at a time: the "
+                                               "loop nest after each step, checked against the reference, then timed.");
+    cli.integer("--features", &features, 1, 4096, "input and output features (K = O)")
+        .integer("--batch", &batch, 1, 4096, "batch size of the timed run");
+    if (!cli.parse(argc, argv)) return 0;
     const int64_t K = features, O = features;
     Dim b("batch"), s("seq"), k("k"), o("o"), r("r"), tok("tok"), to("to"), ti("ti"), oo("oo"), oi("oi"), tio("tio"),
         tii("tii");
@@ -121,7 +119,9 @@ int main(int argc, char **argv) {
     double secs[2];
     for (int which = 0; which < 2; which++) {
         size_t n = which == 0 ? 0 : steps.size() - 1;
-        auto [Out, X, W] = build(n);
+        auto built = build(n); // (clang 14 cannot capture structured bindings in the lambda below)
+        Func &Out = std::get<0>(built);
+        Tensor &X = std::get<1>(built), &W = std::get<2>(built);
         Kernel kern = Pipeline({Out}, "projection_step" + std::to_string(n)).compile();
         RaggedShape shape;
         shape.set(B, batch).set(len, lengths);
@@ -131,8 +131,14 @@ int main(int argc, char **argv) {
     double gflop = 2.0 * (double)tokens * (double)K * (double)O * 1e-9;
     std::printf("batch %d, %lld tokens, %lldx%lld projection: default %.2f ms (%.1f GFLOP/s), "
                 "scheduled %.2f ms (%.1f GFLOP/s), %.2fx\n",
-                batch, (long long)tokens, (long long)K, (long long)O, secs[0] * 1e3, gflop / secs[0], secs[1] * 1e3,
+                (int)batch, (long long)tokens, (long long)K, (long long)O, secs[0] * 1e3, gflop / secs[0], secs[1] * 1e3,
                 gflop / secs[1], secs[0] / secs[1]);
     std::printf("%s\n", all_ok ? "ALL CHECKS PASSED" : "SOME CHECKS FAILED");
     return all_ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    return cora::apps::run_app("packed_projection", [&] { return run(argc, argv); });
 }

@@ -5,6 +5,7 @@
 #include <cblas.h>
 #include <cora/cora.h>
 
+#include "common/cli.h"
 #include "common/timing.h"
 #include "trmm/trmm_def.h"
 
@@ -24,19 +25,16 @@ namespace {
 
 double gflops(double flop, double secs) { return flop * 1e-9 / secs; }
 
-} // namespace
-
-int main(int argc, char **argv) {
-    int64_t size_m = 1024, size_n = -1;
-    int runs = 5;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        std::string a = argv[i];
-        if (a == "--m") size_m = std::atoll(argv[i + 1]);
-        if (a == "--n") size_n = std::atoll(argv[i + 1]);
-        if (a == "--runs") runs = std::atoi(argv[i + 1]);
-    }
-    if (size_n < 0) size_n = size_m;
+int run(int argc, char **argv) {
     Trmm t;
+    int64_t size_m = 1024, size_n = 0, runs = 5;
+    apps::CommandLine cli("trmm", "C = L * B with L lower-triangular (M x M), B dense (M x N): cora against "
+                                  "cblas_strmm and padded cblas_sgemm, checked and timed.");
+    cli.integer("--m", &size_m, 1, t.M.max_value(), "rows of L and B")
+        .integer("--n", &size_n, 0, t.N.max_value(), "columns of B (0: the same as --m)")
+        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)");
+    if (!cli.parse(argc, argv)) return 0;
+    if (size_n == 0) size_n = size_m;
     Pipeline p({t.C}, "trmm");
     Kernel k = p.compile();
     std::printf("trmm M = %lld, N = %lld (%s)\n", (long long)size_m, (long long)size_n, k.prover_stats().c_str());
@@ -88,4 +86,10 @@ int main(int argc, char **argv) {
     std::printf("cblas_sgemm %8.2f ms  %7.1f GFLOP/s   cora / padded sgemm: %.2fx (padded)\n", sgemm_s * 1e3,
                 gflops(flop, sgemm_s), sgemm_s / cora_s);
     return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    return cora::apps::run_app("trmm", [&] { return run(argc, argv); });
 }

@@ -10,6 +10,7 @@
 // The faster strategy is kept and reported; the cora result is checked against the loop.
 #include <omp.h>
 
+#include "common/cli.h"
 #include "common/timing.h"
 #include "vgemm_problem.h"
 
@@ -29,38 +30,30 @@ using cora::apps::VGemmProblem;
 
 double gflops(double flop, double secs) { return flop * 1e-9 / secs; }
 
-} // namespace
-
-int main(int argc, char **argv) {
-    int64_t batch = 16, start = 0;
-    int runs = 3;
+int run(int argc, char **argv) {
+    int64_t batch = 16, start = 0, runs = 3;
     std::string data = "large";
-    for (int i = 1; i + 1 < argc; i += 2) {
-        std::string a = argv[i];
-        if (a == "--batch") batch = std::atoll(argv[i + 1]);
-        else if (a == "--data") data = argv[i + 1];
-        else if (a == "--start") start = std::atoll(argv[i + 1]);
-        else if (a == "--runs") runs = std::atoi(argv[i + 1]);
-        else {
-            std::fprintf(stderr, "usage: vgemm [--batch N] [--data large|small|odd|FILE] [--start LINE] [--runs R]\n");
-            return 2;
-        }
-    }
+    cora::apps::CommandLine cli("vgemm", "A batch of GEMMs with per-item M, N, K: cora's AOT library against the "
+                                         "per-matrix cblas_sgemm loop and padded batched sgemm, checked and timed.");
+    cli.integer("--batch", &batch, 1, 4096, "GEMMs in the batch")
+        .text("--data", &data, "large|small|odd|FILE",
+              "shapes: the dataset's large or small file (generated from its distribution when absent), "
+              "every size 0..67 (odd), or a file of \"M N K\" lines")
+        .integer("--start", &start, 0, INT32_MAX, "first line of the data file to use")
+        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)");
+    if (!cli.parse(argc, argv)) return 0;
     const std::string shared = std::getenv("CORA_SHARED_DIR") ? std::getenv("CORA_SHARED_DIR") : CORA_SHARED_DIR;
     bool from_file = false;
     std::vector<GemmShape> shapes;
-    if (data == "large")
+    if (data == "large") {
         shapes = load_gemm_shapes(shared + "/datasets/vbatch_gemm_data.txt", batch, start, 128, 512, 1408, &from_file);
-    else if (data == "small")
+    } else if (data == "small") {
         shapes = load_gemm_shapes(shared + "/datasets/vbatch_gemm_data_small.txt", batch, start, 64, 64, 384, &from_file);
-    else if (data == "odd") // every tail: sizes 0..67, not multiples of the tile
+    } else if (data == "odd") { // every tail: sizes 0..67, not multiples of the tile
         shapes = load_gemm_shapes("", batch, start, 1, 0, 67, &from_file);
-    else
-        shapes = load_gemm_shapes(data, batch, start, 1, 1, 1, &from_file);
-    if (data != "large" && data != "small" && data != "odd" && !from_file) {
-        std::fprintf(stderr, "vgemm: '%s' has fewer than %lld shapes after line %lld\n", data.c_str(),
-                     (long long)batch, (long long)start);
-        return 2;
+    } else {
+        shapes = cora::apps::read_gemm_shape_file(data, batch, start, cora::apps::kMaxGemmDim);
+        from_file = true;
     }
     VGemmProblem p(shapes);
     std::printf("vgemm: batch %lld, %s shapes (%s), %d threads; useful %.3f GFLOP, padded/useful %.2f\n",
@@ -75,7 +68,7 @@ int main(int argc, char **argv) {
         try {
             p.cora(c.data());
         } catch (const std::exception &e) {
-            std::fprintf(stderr, "vgemm: %s\n", e.what());
+            std::fprintf(stderr, "vgemm: error: %s\n", e.what());
             std::exit(1);
         }
     };
@@ -109,4 +102,10 @@ int main(int argc, char **argv) {
     std::printf("kept: %s;  cora / per-matrix loop: %.2fx,  cora / padded batched: %.2fx\n",
                 micro_wins ? "micro-kernel" : "sgemm tiles", loop_s / best_s, padded_s / best_s);
     return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    return cora::apps::run_app("vgemm", [&] { return run(argc, argv); });
 }

@@ -6,10 +6,12 @@
 
 #include <cblas.h>
 
+#include "common/data_files.h"
 #include "vgemm.h"
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -22,20 +24,18 @@ extern "C" int openblas_get_num_threads(void);
 
 namespace cora::apps {
 
-using GemmShape = std::array<int32_t, 3>; ///< M, N, K
+/** The largest M, N or K the library accepts (its length arrays' declared range, vgemm_def.h). */
+constexpr int32_t kMaxGemmDim = 8192;
 
-/** `count` shapes from a dataset file (lines "M N K") from line `start` on, or, when the file has
- * too few, drawn from its distribution: multiples of `step` in [lo, hi] (*from_file says which). */
+/** `count` shapes of a dataset file (lines "M N K") from line `start` on. The datasets are
+ * optional: when the file is absent, shapes are drawn from its distribution instead (multiples of
+ * `step` in [lo, hi]; *from_file says which). A file that is present but malformed or too short
+ * is a UsageError naming it and the line. */
 inline std::vector<GemmShape> load_gemm_shapes(const std::string &path, int64_t count, int64_t start, int32_t step,
                                                int32_t lo, int32_t hi, bool *from_file) {
+    *from_file = !path.empty() && std::filesystem::exists(path);
+    if (*from_file) return read_gemm_shape_file(path, count, start, kMaxGemmDim);
     std::vector<GemmShape> v;
-    std::ifstream f(path);
-    GemmShape s;
-    for (int64_t line = 0; (int64_t)v.size() < count && f >> s[0] >> s[1] >> s[2]; line++)
-        if (line >= start) v.push_back(s);
-    *from_file = (int64_t)v.size() == count;
-    if (*from_file) return v;
-    v.clear();
     std::mt19937 rng(42 + (uint32_t)start);
     std::uniform_int_distribution<int32_t> d(lo / step, hi / step);
     for (int64_t i = 0; i < count; i++)

@@ -30,7 +30,8 @@ void GeneratorParam::set(const std::string &text) {
 }
 
 void Generator::set_params(const std::map<std::string, std::string> &values) {
-    for (auto &[name, text] : values) {
+    for (auto &entry : values) {
+        const std::string &name = entry.first, &text = entry.second; // (clang 14: no lambda capture of bindings)
         auto it = std::find_if(params_.begin(), params_.end(), [&](GeneratorParam *p) { return p->name() == name; });
         if (it == params_.end()) {
             std::string known;

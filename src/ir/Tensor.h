@@ -56,8 +56,9 @@ struct Schedule {
     std::vector<LoopTransform> transforms;             ///< applied in order
     std::vector<std::shared_ptr<const DimNode>> order; ///< reorder requests, outermost first
     std::vector<std::pair<std::shared_ptr<const DimNode>, LoopAnnotation>> annotations;
-    /** Horizontal fusion: this Func's outermost loop and those of `hfuse` run as one loop. */
-    std::vector<std::shared_ptr<const TensorNode>> hfuse;
+    /** Horizontal fusion: this Func's outermost loop and those of `hfuse` run as one loop. Weak:
+     * a member may read the leader's inputs or be read by it; see hfuse_members(). */
+    std::vector<std::weak_ptr<const TensorNode>> hfuse;
     bool hfuse_member = false; ///< listed in another Func's hfuse group
     /** Operation splits, in order: each cuts the op's loops at its point (in the range the
      * earlier ones left) and hands the rest to its tail. Empty: the op is not split. */
@@ -129,6 +130,9 @@ using TensorPtr = std::shared_ptr<const TensorNode>;
 /** For an op-split tail, the Func whose storage it writes; null for every other tensor.
  * CompileError when that Func no longer exists (only its tail was kept). */
 TensorPtr split_head(const TensorNode &t);
+/** The members of `t`'s horizontal fusion group, without `t` (CompileError when one no longer
+ * exists). */
+std::vector<TensorPtr> hfuse_members(const TensorNode &t);
 /** The tensor whose storage an op's loops write: itself, or for an op-split tail its Func. */
 inline const TensorNode &store_target(const TensorNode &t) { return t.is_split_tail ? *split_head(t) : t; }
 /** The indices of store_target(t) that the op writes, in terms of t's domain vars. */

@@ -874,7 +874,9 @@ using PendingInserts = std::vector<std::map<const VarNode *, std::vector<Stmt>>>
 
 /** Places the pending producer bodies of op `k` into its nest. */
 void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) {
-    for (auto &[var, bodies] : pending[k]) {
+    for (auto &entry : pending[k]) {
+        const VarNode *var = entry.first; // (clang 14 cannot capture structured bindings)
+        const std::vector<Stmt> &bodies = entry.second;
         std::function<Stmt(const Stmt &)> insert = [&](const Stmt &s) {
             const For *loop = s.as<For>();
             internal_check(loop != nullptr, "compute_at loop vanished");
@@ -943,11 +945,13 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
     // Ops horizontally fused with the consumer run concurrently with its iterations, so none
     // of them may read f (it is computed inside those iterations).
     std::vector<TensorPtr> group;
-    for (const TensorPtr &op : ops)
-        if (op == g || std::find(op->schedule.hfuse.begin(), op->schedule.hfuse.end(), g) != op->schedule.hfuse.end()) {
+    for (const TensorPtr &op : ops) {
+        std::vector<TensorPtr> members = hfuse_members(*op);
+        if (op == g || std::find(members.begin(), members.end(), g) != members.end()) {
             group.push_back(op);
-            group.insert(group.end(), op->schedule.hfuse.begin(), op->schedule.hfuse.end());
+            group.insert(group.end(), members.begin(), members.end());
         }
+    }
     for (const TensorPtr &m : group)
         if (m != g && reads(m, f, ctx))
             fail("'", m->name, "' runs in one loop with '", g->name, "' (hfuse) and reads it, but it is computed ",
@@ -1045,7 +1049,8 @@ Stmt schedule_loops(LoweringContext &ctx) {
     for (const TensorPtr &op : ops) {
         if (op->schedule.hfuse.empty()) continue;
         std::vector<TensorPtr> group{op};
-        group.insert(group.end(), op->schedule.hfuse.begin(), op->schedule.hfuse.end());
+        std::vector<TensorPtr> members = hfuse_members(*op);
+        group.insert(group.end(), members.begin(), members.end());
         hfuse_group(group, ops, nests, ctx);
     }
     return Block::make(nests);

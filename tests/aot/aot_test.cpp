@@ -123,3 +123,43 @@ TEST_CASE("AOT functions reject bad arguments with a message and write nothing",
         REQUIRE_THAT(std::string(error), Contains("element 1 is 101"));
     }
 }
+
+TEST_CASE("AOT entry points reject NULL arrays and need no error buffer", "[aot][error][reliability]") {
+    std::vector<int32_t> len = {3, 0, 17};
+    char error[256] = "";
+    // The size query with no output array.
+    REQUIRE(aot_projection_buffer_sizes(3, len.data(), 3, nullptr, error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("the output array 'sizes' is NULL"));
+    REQUIRE(aot_projection_buffer_sizes(3, len.data(), 3, nullptr, nullptr, 0) != 0);
+    REQUIRE(aot_projection_buffer_sizes(3, len.data(), 3, nullptr, nullptr, 64) != 0);
+    // The generic entry with no argument array, with and without a message buffer; with a
+    // single target and with CPU dispatch.
+    REQUIRE(aot_projection_argv(nullptr, 5, error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("the argument array is NULL"));
+    REQUIRE(aot_scores_argv(nullptr, 5, error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("the argument array is NULL"));
+    REQUIRE(aot_scores_argv(nullptr, 5, nullptr, 0) != 0);
+    REQUIRE(aot_scores_argv(nullptr, 5, nullptr, 100) != 0);
+    REQUIRE(aot_projection_argv(nullptr, 5, nullptr, 64) != 0);
+    REQUIRE(aot_projection_argv(nullptr, -1, error, -5) != 0);
+    // A good call with a NULL message buffer of non-zero size still runs.
+    std::vector<int64_t> sizes = sizes_of_projection(len);
+    std::vector<float> x((size_t)sizes[aot_projection_size_X], 1.0f), w((size_t)sizes[aot_projection_size_W], 1.0f);
+    std::vector<float> out((size_t)sizes[aot_projection_size_Out], -7.0f);
+    REQUIRE(aot_projection(3, len.data(), 3, x.data(), (int64_t)x.size(), w.data(), (int64_t)w.size(), out.data(),
+                           (int64_t)out.size(), nullptr, 64) == 0);
+}
+
+TEST_CASE("AOT functions reject an output that shares memory with an input", "[aot][error][reliability]") {
+    std::vector<int32_t> len = {3, 0, 17};
+    std::vector<int64_t> sizes = sizes_of_projection(len);
+    std::vector<float> w((size_t)sizes[aot_projection_size_W], 1.0f);
+    std::vector<float> both((size_t)std::max(sizes[aot_projection_size_X], sizes[aot_projection_size_Out]), 0.5f);
+    std::vector<float> before = both;
+    char error[256] = "";
+    REQUIRE(aot_projection(3, len.data(), 3, both.data(), sizes[aot_projection_size_X], w.data(), (int64_t)w.size(),
+                           both.data(), sizes[aot_projection_size_Out], error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("output argument") && Contains("('Out') overlaps argument") &&
+                                         Contains("('X') in memory"));
+    REQUIRE(both == before);
+}

@@ -119,3 +119,22 @@ TEST_CASE("Z3 knows prefix sums are monotone, start at 0 and step by the summand
     REQUIRE_FALSE(z3->prove_nonneg(p(s.B) - (p(s.b) + s.len(s.b)) - 1, s.scope));
     REQUIRE_FALSE(z3->prove_nonneg(s.B - p(s.b), s.scope));
 }
+
+TEST_CASE("Z3 encodes fusion maps whose prefix-sum terms it builds itself", "[prover][z3][prefix]") {
+    if (!z3_available()) {
+        WARN("skipped: cora was built without Z3");
+        return;
+    }
+    // The inverse law fi(f) = f - P(fo(f)) makes the encoder build the term P(fo(f)) on the fly;
+    // the prefix-sum axioms read it after encoding ends (a use-after-free under ASan once).
+    Setup s;
+    Dim pb("pb"), fused("fused"), f("f");
+    auto P = prefix_sum_aux({LayoutDim{pb.node(), Expr(s.B) + 1}}, s.len(pb));
+    FusionMaps maps = fusion_maps(fused.node(), P, s.B, 1);
+    Scope scope{{f.node()->var.get(), Expr(0), maps.total}};
+    Expr fo = UFCall::make(maps.outer, {Expr(f)}), fi = UFCall::make(maps.inner, {Expr(f)});
+    auto z3 = make_z3_prover();
+    REQUIRE(z3->prove_nonneg(fi, scope));
+    REQUIRE(z3->prove_nonneg(s.len(fo) - fi - 1, scope)); // inside the row it maps to
+    REQUIRE_FALSE(z3->prove_nonneg(s.len(fo) - fi - 2, scope));
+}
