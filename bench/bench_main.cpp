@@ -257,7 +257,7 @@ int main(int argc, char **argv) {
     register_vgemm("dense_2048", [] { return std::vector<apps::GemmShape>{{2048, 2048, 2048}}; });
     register_jit();
     benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2; // bad input: exit status 2, as every app
 #ifdef CORA_BENCH_HALIDE
     halide(); // JIT-compile the Halide pipeline before any timing
 #endif

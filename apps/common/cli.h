@@ -25,9 +25,20 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/** The whole of `text` as a decimal integer; false when it is not one or does not fit. */
+inline bool parse_int64(const std::string &text, int64_t *out) {
+    errno = 0;
+    char *end = nullptr;
+    long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE) return false;
+    *out = v;
+    return true;
+}
+
 class CommandLine {
 public:
-    CommandLine(std::string program, std::string summary) : program_(std::move(program)), summary_(std::move(summary)) {}
+    CommandLine(std::string program, std::string summary)
+        : program_(std::move(program)), summary_(std::move(summary)) {}
 
     /** An integer flag in [min, max]; `value` holds the default and receives the parsed value. */
     CommandLine &integer(const std::string &flag, int64_t *value, int64_t min, int64_t max, const std::string &help) {
@@ -100,11 +111,8 @@ public:
 
     /** An integer in [min, max]; UsageError naming the flag otherwise. */
     static int64_t parse_integer(const std::string &flag, const std::string &text, int64_t min, int64_t max) {
-        errno = 0;
-        char *end = nullptr;
-        long long v = std::strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end != '\0' || errno == ERANGE)
-            throw UsageError(flag + " expects an integer, got '" + text + "'");
+        int64_t v = 0;
+        if (!parse_int64(text, &v)) throw UsageError(flag + " expects an integer, got '" + text + "'");
         if (v < min || v > max)
             throw UsageError(flag + " must be in [" + std::to_string(min) + ", " + std::to_string(max) + "], got " +
                              std::to_string(v));

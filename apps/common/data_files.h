@@ -25,11 +25,8 @@ namespace detail {
 
 /** The integer `token` in [min, max], or a UsageError at `where`. */
 inline int64_t parse_value(const std::string &token, int64_t min, int64_t max, const std::string &where) {
-    errno = 0;
-    char *end = nullptr;
-    long long v = std::strtoll(token.c_str(), &end, 10);
-    if (token.empty() || *end != '\0' || errno == ERANGE)
-        throw UsageError(where + ": '" + token + "' is not an integer");
+    int64_t v = 0;
+    if (!parse_int64(token, &v)) throw UsageError(where + ": '" + token + "' is not an integer");
     if (v < min || v > max)
         throw UsageError(where + ": " + token + " is outside [" + std::to_string(min) + ", " + std::to_string(max) +
                          "]");
@@ -53,8 +50,7 @@ inline std::vector<int32_t> parse_lengths(std::istream &in, const std::string &s
         std::istringstream words(line);
         std::string token;
         while ((int64_t)out.size() < count && words >> token)
-            out.push_back(
-                (int32_t)detail::parse_value(token, min, max, source + ":" + std::to_string(line_no)));
+            out.push_back((int32_t)detail::parse_value(token, min, max, source + ":" + std::to_string(line_no)));
     }
     if ((int64_t)out.size() < count)
         throw UsageError(source + " holds " + std::to_string(out.size()) + " lengths; " + std::to_string(count) +

@@ -131,8 +131,8 @@ int run(int argc, char **argv) {
     double gflop = 2.0 * (double)tokens * (double)K * (double)O * 1e-9;
     std::printf("batch %d, %lld tokens, %lldx%lld projection: default %.2f ms (%.1f GFLOP/s), "
                 "scheduled %.2f ms (%.1f GFLOP/s), %.2fx\n",
-                (int)batch, (long long)tokens, (long long)K, (long long)O, secs[0] * 1e3, gflop / secs[0], secs[1] * 1e3,
-                gflop / secs[1], secs[0] / secs[1]);
+                (int)batch, (long long)tokens, (long long)K, (long long)O, secs[0] * 1e3, gflop / secs[0],
+                secs[1] * 1e3, gflop / secs[1], secs[0] / secs[1]);
     std::printf("%s\n", all_ok ? "ALL CHECKS PASSED" : "SOME CHECKS FAILED");
     return all_ok ? 0 : 1;
 }

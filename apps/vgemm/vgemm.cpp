@@ -48,7 +48,8 @@ int run(int argc, char **argv) {
     if (data == "large") {
         shapes = load_gemm_shapes(shared + "/datasets/vbatch_gemm_data.txt", batch, start, 128, 512, 1408, &from_file);
     } else if (data == "small") {
-        shapes = load_gemm_shapes(shared + "/datasets/vbatch_gemm_data_small.txt", batch, start, 64, 64, 384, &from_file);
+        shapes =
+            load_gemm_shapes(shared + "/datasets/vbatch_gemm_data_small.txt", batch, start, 64, 64, 384, &from_file);
     } else if (data == "odd") { // every tail: sizes 0..67, not multiples of the tile
         shapes = load_gemm_shapes("", batch, start, 1, 0, 67, &from_file);
     } else {

@@ -39,9 +39,9 @@ TEST_CASE("AOT packed projection (prefix sums, fusion maps, bulk padding) matche
         REQUIRE(sizes[aot_projection_size_W] == w.size());
         REQUIRE(sizes[aot_projection_size_Out] == out.size());
         char error[256] = "";
-        int32_t status = aot_projection((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(),
-                                        x.data<float>(), x.size(), w.data<float>(), w.size(), out.data<float>(),
-                                        out.size(), error, sizeof error);
+        int32_t status =
+            aot_projection((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(), x.data<float>(), x.size(),
+                           w.data<float>(), w.size(), out.data<float>(), out.size(), error, sizeof error);
         INFO(error);
         REQUIRE(status == 0);
         testing::require_close(out, def.Out, shape, reference_evaluate(pipe, shape, {{def.X, &x}, {def.W, &w}})[0]);
@@ -63,8 +63,9 @@ TEST_CASE("AOT ragged scores (nested raggedness, longest first, CPU dispatch) ma
         REQUIRE(aot_scores_buffer_sizes((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(), sizes, error,
                                         sizeof error) == 0);
         REQUIRE(sizes[aot_scores_size_S] == s.size());
-        int32_t status = aot_scores((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(), q.data<float>(),
-                                    q.size(), k.data<float>(), k.size(), s.data<float>(), s.size(), error, sizeof error);
+        int32_t status =
+            aot_scores((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(), q.data<float>(), q.size(),
+                       k.data<float>(), k.size(), s.data<float>(), s.size(), error, sizeof error);
         INFO(error);
         REQUIRE(status == 0);
         testing::require_close(s, def.S, shape, reference_evaluate(pipe, shape, {{def.Q, &q}, {def.K, &k}})[0]);
@@ -159,7 +160,7 @@ TEST_CASE("AOT functions reject an output that shares memory with an input", "[a
     char error[256] = "";
     REQUIRE(aot_projection(3, len.data(), 3, both.data(), sizes[aot_projection_size_X], w.data(), (int64_t)w.size(),
                            both.data(), sizes[aot_projection_size_Out], error, sizeof error) != 0);
-    REQUIRE_THAT(std::string(error), Contains("output argument") && Contains("('Out') overlaps argument") &&
-                                         Contains("('X') in memory"));
+    REQUIRE_THAT(std::string(error),
+                 Contains("output argument") && Contains("('Out') overlaps argument") && Contains("('X') in memory"));
     REQUIRE(both == before);
 }

@@ -163,7 +163,8 @@ TEST_CASE("sizes that overflow 64 bits are errors, never wrapped sizes that pass
     }
 }
 
-TEST_CASE("prefix sums that overflow are rejected by the shape and by kernels that build them", "[reliability][overflow]") {
+TEST_CASE("prefix sums that overflow are rejected by the shape and by kernels that build them",
+          "[reliability][overflow]") {
     // Nested raggedness: item b holds len(b)^2 elements; three items of 2^31 - 1 exceed 2^63.
     Dim b("b"), i("i"), j("j");
     Param B("B", 1, 8);
@@ -220,7 +221,8 @@ TEST_CASE("a missing compiler is an environment error naming it", "[reliability]
     REQUIRE_THROWS_WITH(Pipeline({s.Out}, "no_compiler").compile(opts),
                         Contains("cannot run '/nonexistent/bin/c++': no such program"));
     opts.cxx = "   ";
-    REQUIRE_THROWS_WITH(Pipeline({s.Out}, "no_compiler").compile(opts), Contains("compiler command (CORA_CXX) is empty"));
+    REQUIRE_THROWS_WITH(Pipeline({s.Out}, "no_compiler").compile(opts),
+                        Contains("compiler command (CORA_CXX) is empty"));
     fs::remove_all(opts.cache_dir);
 }
 
@@ -257,8 +259,9 @@ TEST_CASE("the kernel cache recompiles entries that are truncated, corrupted or 
     };
     std::string flipped = good;
     flipped[flipped.size() / 2] ^= 0x5a;
-    for (const Damage &d : {Damage{"truncated to half", good.substr(0, good.size() / 2)}, Damage{"one byte flipped", flipped},
-                            Damage{"another kernel", other}, Damage{"empty", ""}}) {
+    for (const Damage &d :
+         {Damage{"truncated to half", good.substr(0, good.size() / 2)}, Damage{"one byte flipped", flipped},
+          Damage{"another kernel", other}, Damage{"empty", ""}}) {
         INFO(d.what);
         {
             std::ofstream f(so, std::ios::binary | std::ios::trunc);

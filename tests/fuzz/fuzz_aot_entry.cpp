@@ -65,8 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     out.make(in, sizes[2], -7.0f);
     int32_t status = scores ? aot_scores(b, len_ptr, len_count, x.ptr, x.count, w.ptr, w.count, out.ptr, out.count,
                                          error, error_size)
-                            : aot_projection(b, len_ptr, len_count, x.ptr, x.count, w.ptr, w.count, out.ptr,
-                                             out.count, error, error_size);
+                            : aot_projection(b, len_ptr, len_count, x.ptr, x.count, w.ptr, w.count, out.ptr, out.count,
+                                             error, error_size);
     if (status != 0) {
         for (float v : out.v) // rejected: nothing written
             if (v != -7.0f) finding();

@@ -27,11 +27,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     {
         std::istringstream s(text);
         try {
-            auto shapes = cora::apps::parse_gemm_shapes(s, "fuzz", count, start, hi < 0 ? 0 : hi);
+            const int32_t max_dim = hi < 0 ? 0 : hi;
+            auto shapes = cora::apps::parse_gemm_shapes(s, "fuzz", count, start, max_dim);
             if ((int64_t)shapes.size() != count) __builtin_trap();
             for (auto &sh : shapes)
                 for (int32_t v : sh)
-                    if (v < 0 || v > hi) __builtin_trap();
+                    if (v < 0 || v > max_dim) __builtin_trap();
         } catch (const UsageError &e) {
             if (std::string(e.what()).rfind("fuzz", 0) != 0) __builtin_trap();
         }

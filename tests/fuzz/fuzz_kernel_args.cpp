@@ -53,7 +53,9 @@ struct Case {
     }
 };
 
-size_t element_bytes(int32_t type_code) { return type_code == CORA_TYPE_INT32 || type_code == CORA_TYPE_FLOAT32 ? 4 : 8; }
+size_t element_bytes(int32_t type_code) {
+    return type_code == CORA_TYPE_INT32 || type_code == CORA_TYPE_FLOAT32 ? 4 : 8;
+}
 
 } // namespace
 
@@ -80,18 +82,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bindings.emplace_back(c.outputs[which], buffers.back());
     std::vector<cora_arg_t> args = kern.make_args(shape, bindings);
 
-    // Every array becomes its own allocation of exactly `count` elements.
+    // Every array becomes its own allocation of exactly `count` elements. `room[a]` is the number
+    // of bytes really behind args[a].data, whatever its count and type code claim by now: the
+    // mutations below never write past it, and a count that claims more than it is only passed
+    // with a NULL pointer (a caller that lies about its memory is outside what a check can see).
     std::vector<std::vector<uint8_t>> own(args.size());
-    auto reallocate = [&](size_t a, int64_t count, bool keep) {
-        size_t bytes = (size_t)count * element_bytes(args[a].type_code);
-        std::vector<uint8_t> v(bytes);
-        if (keep && args[a].data) std::memcpy(v.data(), args[a].data, std::min(bytes, (size_t)args[a].count * element_bytes(args[a].type_code)));
+    std::vector<size_t> room(args.size(), 0);
+    auto reallocate = [&](size_t a, int64_t count, size_t elem) {
+        std::vector<uint8_t> v((size_t)count * elem);
+        size_t keep = std::min(v.size(), room[a]);
+        if (keep > 0) std::memcpy(v.data(), args[a].data, keep);
         own[a] = std::move(v);
         args[a].data = own[a].empty() ? nullptr : own[a].data();
         args[a].count = count;
+        room[a] = own[a].size();
     };
     for (size_t a = 0; a < args.size(); a++)
-        if (!args[a].is_scalar) reallocate(a, args[a].count, true);
+        if (!args[a].is_scalar) {
+            room[a] = (size_t)args[a].count * element_bytes(args[a].type_code); // the valid call's memory
+            reallocate(a, args[a].count, element_bytes(args[a].type_code));
+        }
     for (size_t a = 0; a < args.size(); a++) // inputs hold small values
         if (!args[a].is_scalar && args[a].type_code == CORA_TYPE_FLOAT32 &&
             kern.arguments()[a].kind == KernelArgInfo::Kind::Input) {
@@ -105,31 +115,38 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int round = 0; round < rounds && !in.empty(); round++) {
         size_t a = in.take<uint8_t>() % args.size();
         cora_arg_t &x = args[a];
+        const size_t elem = element_bytes(x.type_code);
         switch (in.take<uint8_t>() % 8) {
         case 0: x.type_code = (int32_t)in.in_range(-1, 5); break;
         case 1: x.is_scalar = (int32_t)in.in_range(0, 2); break;
         case 2: x.scalar = in.interesting_int64(); break;
-        case 3:
-            if (!x.is_scalar && x.type_code >= 1 && x.type_code <= 4) reallocate(a, in.in_range(0, 2000), true);
-            break;
-        case 4: // an element of an integer array (lengths, aux entries)
-            if (!x.is_scalar && x.count > 0 && x.data) {
-                int64_t e = in.in_range(0, x.count - 1);
-                if (x.type_code == CORA_TYPE_INT32) static_cast<int32_t *>(x.data)[e] = in.interesting_int32();
-                if (x.type_code == CORA_TYPE_INT64) static_cast<int64_t *>(x.data)[e] = in.interesting_int64();
-            }
-            break;
-        case 5: { // point this array at another argument's memory
-            size_t b = in.take<uint8_t>() % args.size();
-            if (!x.is_scalar && !args[b].is_scalar && args[b].data) {
-                x.data = args[b].data;
-                x.count = std::min<int64_t>(x.count, args[b].count * (int64_t)element_bytes(args[b].type_code) /
-                                                         (int64_t)element_bytes(x.type_code));
-            }
+        case 3: reallocate(a, in.in_range(0, 2000), elem); break;
+        case 4: { // an element of an integer array (lengths, aux entries)
+            int64_t e = x.count > 0 ? in.in_range(0, x.count - 1) : 0;
+            if ((size_t)(e + 1) * elem > room[a]) break;
+            if (x.type_code == CORA_TYPE_INT32) static_cast<int32_t *>(x.data)[e] = in.interesting_int32();
+            if (x.type_code == CORA_TYPE_INT64) static_cast<int64_t *>(x.data)[e] = in.interesting_int64();
             break;
         }
-        case 6: x.data = nullptr; break;
-        default: x.count = in.take<uint8_t>() % 2 ? -1 : in.interesting_int64(); x.data = x.count > 0 ? nullptr : x.data; break;
+        case 5: { // point this array at another argument's memory
+            size_t b = in.take<uint8_t>() % args.size();
+            if (room[b] == 0) break;
+            x.data = args[b].data;
+            room[a] = room[b];
+            x.count = std::min<int64_t>(x.count, (int64_t)(room[b] / elem));
+            break;
+        }
+        case 6:
+            x.data = nullptr;
+            room[a] = 0;
+            break;
+        default: // any count; NULL data when the memory is not there
+            x.count = in.take<uint8_t>() % 2 ? -1 : in.interesting_int64();
+            if (x.count > 0 && (size_t)x.count > room[a] / elem) {
+                x.data = nullptr;
+                room[a] = 0;
+            }
+            break;
         }
     }
 
