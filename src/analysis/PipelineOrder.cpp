@@ -23,7 +23,7 @@ std::vector<TensorPtr> pipeline_order(const std::vector<TensorPtr> &outputs, std
         }
         if (!t->value.defined())
             throw_compile_error("Func '", t->name, "' is used but has no definition (call compute())");
-        internal_check(!active.count(t.get()), "cycle through Func '", t->name, "'");
+        CORA_CHECK(!active.count(t.get()), "cycle through Func '", t->name, "'");
         active.insert(t.get());
         std::vector<TensorPtr> reads;
         visit_exprs(t->value, [&](const Expr &e) {

@@ -84,9 +84,9 @@ std::shared_ptr<const UFNode> prefix_sum_aux(Layout layout, Expr summand) {
 
 FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::shared_ptr<const UFNode> &prefix,
                        const Expr &outer_extent, int64_t pad) {
-    internal_check(prefix->aux && prefix->aux->kind == AuxSpec::Kind::PrefixSum && prefix->arity == 1,
+    CORA_CHECK(prefix->aux && prefix->aux->kind == AuxSpec::Kind::PrefixSum && prefix->arity == 1,
                    "fusion maps need a 1-D prefix sum");
-    internal_check(pad >= 1, "fusion pad must be positive");
+    CORA_CHECK(pad >= 1, "fusion pad must be positive");
     Expr total = UFCall::make(prefix, {outer_extent});
     Expr padded = pad == 1 ? total : simplify(ceil_mult_expr(total, pad));
     Layout layout{LayoutDim{fused, padded}};
@@ -255,7 +255,7 @@ FlatLayout flatten_layout(const Layout &layout) {
 }
 
 Expr flat_offset(const FlatLayout &flat, const Layout &layout, const std::vector<Expr> &indices) {
-    internal_check(indices.size() == layout.size(), "flat_offset: index count");
+    CORA_CHECK(indices.size() == layout.size(), "flat_offset: index count");
     std::map<const VarNode *, Expr> m;
     for (size_t i = 0; i < layout.size(); i++)
         m[layout[i].dim->var.get()] = indices[i];
@@ -270,7 +270,7 @@ Layout apply_storage_transforms(const TensorNode &t, std::vector<Expr> *idx) {
     using Kind = StorageTransform::Kind;
     for (const StorageTransform &st : t.storage_transforms) {
         size_t p = st.position;
-        internal_check(p < l.size() && (st.kind != Kind::Fuse || p + 1 < l.size()), "storage transform position");
+        CORA_CHECK(p < l.size() && (st.kind != Kind::Fuse || p + 1 < l.size()), "storage transform position");
         Layout out(l.begin(), l.begin() + (long)(st.kind == Kind::Reorder ? 0 : p));
         std::vector<Expr> at;
         if (idx) at.assign(idx->begin(), idx->begin() + (long)(st.kind == Kind::Reorder ? 0 : p));

@@ -380,7 +380,7 @@ protected:
         line("}");
     }
     void visit_node(const Assert *op) override {
-        internal_check(parallel_depth == 0, "argument check inside a parallel loop");
+        CORA_CHECK(parallel_depth == 0, "argument check inside a parallel loop");
         checked_++;
         std::string fmt, args;
         for (size_t i = 0; i < op->values.size(); i++) {
@@ -672,8 +672,8 @@ std::string codegen_c(const LoweredModule &m) {
 
 AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name,
                         const std::vector<std::string> &variant_conditions) {
-    internal_check(m.sizes_body.defined(), "codegen_c_aot: the module was lowered without build_aux_in_kernel");
-    internal_check(!variant_conditions.empty(), "codegen_c_aot: no target variant");
+    CORA_CHECK(m.sizes_body.defined(), "codegen_c_aot: the module was lowered without build_aux_in_kernel");
+    CORA_CHECK(!variant_conditions.empty(), "codegen_c_aot: no target variant");
     const std::string fn = c_identifier(function_name);
     std::vector<const ModuleArg *> abi = select_args(m, in_abi), shape = select_args(m, is_shape_arg),
                                    tensors = select_args(m, is_tensor_arg);

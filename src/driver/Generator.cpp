@@ -12,7 +12,7 @@ namespace cora {
 
 GeneratorParam::GeneratorParam(Generator *owner, std::string name, int64_t default_value, std::string help)
     : name_(std::move(name)), help_(std::move(help)), default_(default_value), value_(default_value) {
-    internal_check(owner != nullptr, "GeneratorParam '", name_, "' has no generator");
+    CORA_CHECK(owner != nullptr, "GeneratorParam '", name_, "' has no generator");
     owner->params_.push_back(this);
 }
 

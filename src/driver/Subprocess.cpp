@@ -68,7 +68,7 @@ struct SpawnActions {
 } // namespace
 
 ProcessResult run_process(const std::vector<std::string> &argv) {
-    internal_check(!argv.empty() && !argv[0].empty(), "run_process: no program");
+    CORA_CHECK(!argv.empty() && !argv[0].empty(), "run_process: no program");
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         throw EnvironmentError(concat("cora: cannot create a pipe to run '", argv[0], "': ", std::strerror(errno)));

@@ -56,7 +56,16 @@ const std::string &Tensor::name() const { return node_->name; }
 Type Tensor::type() const { return node_->type; }
 size_t Tensor::dimensions() const { return node_->storage.size(); }
 Shape Tensor::shape() const { return to_shape(node_->storage); }
-Expr Tensor::access(const std::vector<Expr> &indices) const { return ir::Access::make(node_, indices); }
+Expr Tensor::access(const std::vector<Expr> &indices) const {
+    if (indices.size() != node_->storage.size())
+        throw_compile_error("tensor '", node_->name, "' has ", node_->storage.size(), " dimension(s), accessed with ",
+                            indices.size(), " index(es)");
+    for (size_t i = 0; i < indices.size(); i++)
+        if (!indices[i].defined() || !indices[i].type().is_int())
+            throw_compile_error("index ", i, " of '", node_->name, "' (dim '", node_->storage[i].dim->name,
+                                "') must be an integer expression");
+    return ir::Access::make(node_, indices);
+}
 
 Func::Func(const std::string &name, const Shape &domain, Type type) { node_ = make_tensor(name, domain, type, false); }
 

@@ -12,14 +12,13 @@ namespace cora::ir {
 namespace {
 std::atomic<uint64_t> next_var_id{1};
 
+// The factories check cora's own invariants (InternalError): the public API
+// (IROperators.cpp, front/) has already reported a user's mistake as a CompileError.
 Type arith_result(const Expr &a, const Expr &b, const char *op) {
-    internal_check(a.defined() && b.defined(), "undefined operand of ", op);
-    Type ta = a.type(), tb = b.type();
-    if (ta != tb) {
-        throw_compile_error("operands of '", op, "' have different types ", ta.str(), " and ", tb.str(), " (",
-                            to_string(a), ", ", to_string(b), "); use cast<>() to convert");
-    }
-    return ta;
+    CORA_CHECK(a.defined() && b.defined(), "undefined operand of ", op);
+    CORA_CHECK(a.type() == b.type(), "operands of '", op, "' have different types ", a.type().str(), " and ",
+               b.type().str(), " (", to_string(a), ", ", to_string(b), ")");
+    return a.type();
 }
 } // namespace
 
@@ -34,7 +33,7 @@ Expr FloatImm::make(double v, Type t) { return Expr(std::make_shared<FloatImm>(v
 #define CORA_ARITH_MAKE(N, SYM)                                                                                        \
     Expr N::make(Expr x, Expr y) {                                                                                     \
         Type t = arith_result(x, y, SYM);                                                                              \
-        if (t.is_bool()) throw_compile_error("arithmetic '", SYM, "' on boolean operands");                            \
+        CORA_CHECK(!t.is_bool(), "arithmetic '", SYM, "' on boolean operands");                                        \
         return Expr(std::make_shared<N>(t, std::move(x), std::move(y)));                                               \
     }
 CORA_ARITH_MAKE(Add, "+")
@@ -61,9 +60,8 @@ CORA_CMP_MAKE(GE, ">=")
 
 #define CORA_LOGIC_MAKE(N, SYM)                                                                                        \
     Expr N::make(Expr x, Expr y) {                                                                                     \
-        if (!x.type().is_bool() || !y.type().is_bool())                                                                \
-            throw_compile_error("operands of '", SYM, "' must be boolean, got ", x.type().str(), " and ",              \
-                                y.type().str());                                                                       \
+        CORA_CHECK(x.type().is_bool() && y.type().is_bool(), "operands of '", SYM, "' must be boolean, got ",          \
+                   x.type().str(), " and ", y.type().str());                                                           \
         return Expr(std::make_shared<N>(Bool, std::move(x), std::move(y)));                                            \
     }
 CORA_LOGIC_MAKE(And, "&&")
@@ -71,52 +69,42 @@ CORA_LOGIC_MAKE(Or, "||")
 #undef CORA_LOGIC_MAKE
 
 Expr Not::make(Expr x) {
-    if (!x.type().is_bool()) throw_compile_error("operand of '!' must be boolean, got ", x.type().str());
+    CORA_CHECK(x.type().is_bool(), "operand of '!' must be boolean, got ", x.type().str());
     return Expr(std::make_shared<Not>(std::move(x)));
 }
 
 Expr Select::make(Expr c, Expr a, Expr b) {
-    if (!c.type().is_bool())
-        throw_compile_error("select condition must be boolean, got ", c.type().str(), " (", to_string(c), ")");
+    CORA_CHECK(c.type().is_bool(), "select condition must be boolean, got ", c.type().str(), " (", to_string(c), ")");
     Type t = arith_result(a, b, "select");
     return Expr(std::make_shared<Select>(t, std::move(c), std::move(a), std::move(b)));
 }
 
 Expr Cast::make(Type t, Expr v) {
-    internal_check(v.defined(), "cast of undefined expression");
+    CORA_CHECK(v.defined(), "cast of undefined expression");
     if (v.type() == t) return v;
     return Expr(std::make_shared<Cast>(t, std::move(v)));
 }
 
 Expr Call::make(Type t, const std::string &name, std::vector<Expr> args) {
-    for (const Expr &a : args) {
-        if (!a.type().is_float())
-            throw_compile_error(name, "() needs a floating-point argument, got ", a.type().str(), " (", to_string(a),
-                                "); cast it first");
-    }
+    for (const Expr &a : args)
+        CORA_CHECK(a.type().is_float(), name, "() of a non-float argument ", to_string(a));
     return Expr(std::make_shared<Call>(t, name, std::move(args)));
 }
 
 Expr UFCall::make(std::shared_ptr<const UFNode> f, std::vector<Expr> args) {
-    if ((int)args.size() != f->arity)
-        throw_compile_error("uninterpreted function '", f->name, "' takes ", f->arity, " argument(s), got ",
-                            args.size());
-    for (const Expr &a : args) {
-        if (!a.type().is_int())
-            throw_compile_error("argument of '", f->name, "' must be an integer index, got ", a.type().str());
-    }
+    CORA_CHECK((int)args.size() == f->arity, "uninterpreted function '", f->name, "' takes ", f->arity,
+               " argument(s), got ", args.size());
+    for (const Expr &a : args)
+        CORA_CHECK(a.defined() && a.type().is_int(), "argument of '", f->name, "' is not an integer index");
     return Expr(std::make_shared<UFCall>(std::move(f), std::move(args)));
 }
 
 Expr Access::make(std::shared_ptr<const TensorNode> t, std::vector<Expr> indices) {
-    if (indices.size() != t->storage.size())
-        throw_compile_error("tensor '", t->name, "' has ", t->storage.size(), " dimension(s), accessed with ",
-                            indices.size(), " index(es)");
-    for (size_t i = 0; i < indices.size(); i++) {
-        if (!indices[i].defined() || !indices[i].type().is_int())
-            throw_compile_error("index ", i, " of '", t->name, "' (dim '", t->storage[i].dim->name,
-                                "') must be an integer expression");
-    }
+    CORA_CHECK(indices.size() == t->storage.size(), "tensor '", t->name, "' has ", t->storage.size(),
+               " dimension(s), accessed with ", indices.size(), " index(es)");
+    for (size_t i = 0; i < indices.size(); i++)
+        CORA_CHECK(indices[i].defined() && indices[i].type().is_int(), "index ", i, " of '", t->name,
+                   "' is not an integer expression");
     Type ty = t->type;
     return Expr(std::make_shared<Access>(ty, std::move(t), std::move(indices)));
 }
@@ -127,8 +115,8 @@ Expr Load::make(VarPtr buffer, Expr index) {
 }
 
 Expr Reduce::make(ReduceOp op, VarPtr var, Expr extent, Expr body) {
-    if (!extent.type().is_int()) throw_compile_error("reduction extent over '", var->name, "' must be an integer");
-    if (body.type().is_bool()) throw_compile_error("reduction over '", var->name, "' of a boolean expression");
+    CORA_CHECK(extent.type().is_int(), "reduction extent over '", var->name, "' is not an integer");
+    CORA_CHECK(!body.type().is_bool(), "reduction over '", var->name, "' of a boolean expression");
     return Expr(std::make_shared<Reduce>(op, std::move(var), std::move(extent), std::move(body)));
 }
 
@@ -139,7 +127,7 @@ Stmt Provide::make(std::shared_ptr<const TensorNode> t, std::vector<Expr> i, Exp
     return Stmt(std::make_shared<Provide>(std::move(t), std::move(i), std::move(v)));
 }
 Stmt Store::make(VarPtr b, Expr i, Expr v) {
-    internal_check(b->type == v.type(), "store of ", v.type().str(), " into buffer ", b->name, " of ", b->type.str());
+    CORA_CHECK(b->type == v.type(), "store of ", v.type().str(), " into buffer ", b->name, " of ", b->type.str());
     return Stmt(std::make_shared<Store>(std::move(b), std::move(i), std::move(v)));
 }
 Stmt Block::make(std::vector<Stmt> s) {
@@ -167,11 +155,11 @@ Stmt LocalVar::make(VarPtr v, Expr init, Stmt body) {
 }
 Stmt Assign::make(VarPtr v, Expr value) { return Stmt(std::make_shared<Assign>(std::move(v), std::move(value))); }
 Stmt Allocate::make(VarPtr b, Expr size, Stmt body, MemoryType memory) {
-    internal_check(memory == MemoryType::Heap || as_const_int(size), "a stack allocation needs a constant size");
+    CORA_CHECK(memory == MemoryType::Heap || as_const_int(size), "a stack allocation needs a constant size");
     return Stmt(std::make_shared<Allocate>(std::move(b), std::move(size), std::move(body), memory));
 }
 Stmt Assert::make(Expr c, std::vector<std::string> text, std::vector<Expr> values) {
-    internal_check(text.size() == values.size() + 1, "Assert text/value count mismatch");
+    CORA_CHECK(text.size() == values.size() + 1, "Assert text/value count mismatch");
     return Stmt(std::make_shared<Assert>(std::move(c), std::move(text), std::move(values)));
 }
 

@@ -1,6 +1,7 @@
 /** \file The public expression API (operators, math, reductions, Dim, Param, LengthArray).
  * Constants adapt to the other operand's type (so `2 * A(b, s)` is fp32); any other mix of
- * types is a CompileError asking for an explicit cast. */
+ * types is a CompileError asking for an explicit cast. Every user mistake is reported here, as a
+ * CompileError; the IR factories behind these functions only check cora's own invariants. */
 #include <atomic>
 #include <cmath>
 
@@ -26,9 +27,14 @@ Expr adapt_constant(const Expr &c, Type t) {
     return c;
 }
 
+void require_defined(const Expr &e, const char *op) {
+    if (!e.defined()) throw_compile_error("operand of '", op, "' is an undefined (default-constructed) Expr");
+}
+
 /** Brings a constant operand to the type of the other operand. */
-void unify(Expr &a, Expr &b) {
-    internal_check(a.defined() && b.defined(), "operation on an undefined expression");
+void unify(Expr &a, Expr &b, const char *op) {
+    require_defined(a, op);
+    require_defined(b, op);
     if (a.type() == b.type()) return;
     bool ca = a.as<IntImm>() || a.as<FloatImm>(), cb = b.as<IntImm>() || b.as<FloatImm>();
     if (cb && !b.type().is_bool())
@@ -37,14 +43,47 @@ void unify(Expr &a, Expr &b) {
         a = adapt_constant(a, b.type());
 }
 
+/** Operands of one type (after unify): the user must cast explicitly. */
+void require_same_type(const Expr &a, const Expr &b, const char *op) {
+    if (a.type() != b.type())
+        throw_compile_error("operands of '", op, "' have different types ", a.type().str(), " and ", b.type().str(),
+                            " (", to_string(a), ", ", to_string(b), "); use cast<>() to convert");
+}
+
+Expr arithmetic(Expr a, Expr b, const char *op, Expr (*make)(Expr, Expr)) {
+    unify(a, b, op);
+    require_same_type(a, b, op);
+    if (a.type().is_bool()) throw_compile_error("arithmetic '", op, "' on boolean operands");
+    return make(a, b);
+}
+Expr comparison(Expr a, Expr b, const char *op, Expr (*make)(Expr, Expr)) {
+    unify(a, b, op);
+    require_same_type(a, b, op);
+    return make(a, b);
+}
+Expr logical(const Expr &a, const Expr &b, const char *op, Expr (*make)(Expr, Expr)) {
+    require_defined(a, op);
+    require_defined(b, op);
+    if (!a.type().is_bool() || !b.type().is_bool())
+        throw_compile_error("operands of '", op, "' must be boolean, got ", a.type().str(), " and ", b.type().str());
+    return make(a, b);
+}
+
 Expr float_intrinsic(const char *name, const Expr &e) {
-    internal_check(e.defined(), name, "() of an undefined expression");
+    if (!e.defined()) throw_compile_error(name, "() of an undefined (default-constructed) Expr");
     Expr x = e;
     if (const IntImm *i = e.as<IntImm>()) x = FloatImm::make((double)i->value, Float32);
+    if (!x.type().is_float())
+        throw_compile_error(name, "() needs a floating-point argument, got ", x.type().str(), " (", to_string(x),
+                            "); cast it first");
     return Call::make(x.type(), name, {x});
 }
 
 Expr make_reduce(ReduceOp op, const Dim &k, const Expr &extent, const Expr &body) {
+    require_defined(extent, "reduction extent");
+    require_defined(body, "reduction");
+    if (!extent.type().is_int()) throw_compile_error("reduction extent over '", k.name(), "' must be an integer");
+    if (body.type().is_bool()) throw_compile_error("reduction over '", k.name(), "' of a boolean expression");
     return Reduce::make(op, k.node()->var, extent, body);
 }
 } // namespace
@@ -71,42 +110,49 @@ Expr::Expr(int64_t v) : node_(IntImm::make(v).ptr()) {}
 Expr::Expr(float v) : node_(FloatImm::make(v, Float32).ptr()) {}
 Expr::Expr(double v) : node_(FloatImm::make(v, Float32).ptr()) {}
 Type Expr::type() const {
-    internal_check(defined(), "type() of an undefined expression");
+    CORA_CHECK(defined(), "type() of an undefined expression");
     return node_->type;
 }
 
-#define CORA_PUBLIC_BINARY(OP, NODE)                                                                                   \
-    Expr OP(const Expr &a, const Expr &b) {                                                                            \
-        Expr x = a, y = b;                                                                                             \
-        unify(x, y);                                                                                                   \
-        return NODE::make(x, y);                                                                                       \
-    }
-CORA_PUBLIC_BINARY(operator+, Add)
-CORA_PUBLIC_BINARY(operator-, Sub)
-CORA_PUBLIC_BINARY(operator*, Mul)
-CORA_PUBLIC_BINARY(operator/, Div)
-CORA_PUBLIC_BINARY(operator%, Mod)
-CORA_PUBLIC_BINARY(operator==, EQ)
-CORA_PUBLIC_BINARY(operator!=, NE)
-CORA_PUBLIC_BINARY(operator<, LT)
-CORA_PUBLIC_BINARY(operator<=, LE)
-CORA_PUBLIC_BINARY(operator>, GT)
-CORA_PUBLIC_BINARY(operator>=, GE)
-CORA_PUBLIC_BINARY(min, Min)
-CORA_PUBLIC_BINARY(max, Max)
-#undef CORA_PUBLIC_BINARY
+Expr operator+(const Expr &a, const Expr &b) { return arithmetic(a, b, "+", Add::make); }
+Expr operator-(const Expr &a, const Expr &b) { return arithmetic(a, b, "-", Sub::make); }
+Expr operator*(const Expr &a, const Expr &b) { return arithmetic(a, b, "*", Mul::make); }
+Expr operator/(const Expr &a, const Expr &b) { return arithmetic(a, b, "/", Div::make); }
+Expr operator%(const Expr &a, const Expr &b) { return arithmetic(a, b, "%", Mod::make); }
+Expr min(const Expr &a, const Expr &b) { return arithmetic(a, b, "min", Min::make); }
+Expr max(const Expr &a, const Expr &b) { return arithmetic(a, b, "max", Max::make); }
+Expr operator==(const Expr &a, const Expr &b) { return comparison(a, b, "==", EQ::make); }
+Expr operator!=(const Expr &a, const Expr &b) { return comparison(a, b, "!=", NE::make); }
+Expr operator<(const Expr &a, const Expr &b) { return comparison(a, b, "<", LT::make); }
+Expr operator<=(const Expr &a, const Expr &b) { return comparison(a, b, "<=", LE::make); }
+Expr operator>(const Expr &a, const Expr &b) { return comparison(a, b, ">", GT::make); }
+Expr operator>=(const Expr &a, const Expr &b) { return comparison(a, b, ">=", GE::make); }
 
-Expr operator&&(const Expr &a, const Expr &b) { return And::make(a, b); }
-Expr operator||(const Expr &a, const Expr &b) { return Or::make(a, b); }
-Expr operator!(const Expr &a) { return Not::make(a); }
-Expr operator-(const Expr &a) { return make_zero(a.type()) - a; }
+Expr operator&&(const Expr &a, const Expr &b) { return logical(a, b, "&&", And::make); }
+Expr operator||(const Expr &a, const Expr &b) { return logical(a, b, "||", Or::make); }
+Expr operator!(const Expr &a) {
+    require_defined(a, "!");
+    if (!a.type().is_bool()) throw_compile_error("operand of '!' must be boolean, got ", a.type().str());
+    return Not::make(a);
+}
+Expr operator-(const Expr &a) {
+    require_defined(a, "-");
+    return make_zero(a.type()) - a;
+}
 
 Expr select(const Expr &cond, const Expr &t, const Expr &f) {
+    require_defined(cond, "select");
+    if (!cond.type().is_bool())
+        throw_compile_error("select condition must be boolean, got ", cond.type().str(), " (", to_string(cond), ")");
     Expr x = t, y = f;
-    unify(x, y);
+    unify(x, y, "select");
+    require_same_type(x, y, "select");
     return Select::make(cond, x, y);
 }
-Expr cast(Type t, const Expr &e) { return Cast::make(t, e); }
+Expr cast(Type t, const Expr &e) {
+    require_defined(e, "cast");
+    return Cast::make(t, e);
+}
 Expr exp(const Expr &e) { return float_intrinsic("exp", e); }
 Expr log(const Expr &e) { return float_intrinsic("log", e); }
 Expr sqrt(const Expr &e) { return float_intrinsic("sqrt", e); }
@@ -190,6 +236,11 @@ const std::string &LengthArray::name() const { return node_->name; }
 Expr LengthArray::count() const { return node_->count; }
 int64_t LengthArray::min_value() const { return node_->min_value; }
 int64_t LengthArray::max_value() const { return node_->max_value; }
-Expr LengthArray::operator()(const Expr &index) const { return UFCall::make(node_, {index}); }
+Expr LengthArray::operator()(const Expr &index) const {
+    if (!index.defined() || !index.type().is_int())
+        throw_compile_error("argument of '", node_->name, "' must be an integer index, got ",
+                            index.defined() ? index.type().str() : std::string("an undefined Expr"));
+    return UFCall::make(node_, {index});
+}
 
 } // namespace cora

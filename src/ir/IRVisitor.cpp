@@ -14,7 +14,7 @@ void IRVisitor::visit(const Expr &e) {
     case NodeKind::N: visit_node(static_cast<const N *>(e.get())); return;
         CORA_EXPR_NODES(CORA_DISPATCH)
 #undef CORA_DISPATCH
-    default: internal_check(false, "statement kind in an expression");
+    default: CORA_CHECK(false, "statement kind in an expression");
     }
 }
 void IRVisitor::visit(const Stmt &s) {
@@ -24,7 +24,7 @@ void IRVisitor::visit(const Stmt &s) {
     case NodeKind::N: visit_node(static_cast<const N *>(s.get())); return;
         CORA_STMT_NODES(CORA_DISPATCH)
 #undef CORA_DISPATCH
-    default: internal_check(false, "expression kind in a statement");
+    default: CORA_CHECK(false, "expression kind in a statement");
     }
 }
 
@@ -121,7 +121,7 @@ Expr IRMutator::mutate(const Expr &e) {
     case NodeKind::N: return mutate_node(static_cast<const N *>(e.get()), e);
         CORA_EXPR_NODES(CORA_DISPATCH)
 #undef CORA_DISPATCH
-    default: internal_check(false, "statement kind in an expression"); return e;
+    default: CORA_CHECK(false, "statement kind in an expression"); return e;
     }
 }
 Stmt IRMutator::mutate(const Stmt &s) {
@@ -131,7 +131,7 @@ Stmt IRMutator::mutate(const Stmt &s) {
     case NodeKind::N: return mutate_node(static_cast<const N *>(s.get()), s);
         CORA_STMT_NODES(CORA_DISPATCH)
 #undef CORA_DISPATCH
-    default: internal_check(false, "expression kind in a statement"); return s;
+    default: CORA_CHECK(false, "expression kind in a statement"); return s;
     }
 }
 

@@ -14,9 +14,12 @@
  *      length checks, so callers pass no aux arrays)
  *   7. materialize_ufs: UF calls become loads of argument arrays
  *   8. simplify
- *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops */
+ *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops
+ * After each pass the IR's form is checked for its stage (StageCheck.h); with CORA_DEBUG >= 1
+ * each pass prints its IR and the time it took. */
 #include "lower/Lower.h"
 
+#include <chrono>
 #include <iostream>
 
 #include "analysis/PipelineOrder.h"
@@ -24,15 +27,35 @@
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
+#include "lower/StageCheck.h"
 #include "util/Error.h"
 
 namespace cora::ir {
 
 namespace {
 
-void dump(const LoweringContext &ctx, const char *pass, const Stmt &s) {
-    if (ctx.debug >= 1) std::cerr << "-- cora: IR after " << pass << " --\n" << print(s) << "\n";
-}
+/** Times a pass, checks the IR it returns for `stage`, and prints it under CORA_DEBUG. */
+class PassRunner {
+public:
+    explicit PassRunner(const LoweringContext &ctx) : ctx_(ctx) {}
+    template <typename F> Stmt run(const char *pass, Stage stage, F &&f) {
+        auto t0 = std::chrono::steady_clock::now();
+        Stmt s = f();
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        check_stage(s, stage, pass);
+        if (ctx_.debug >= 1) std::cerr << "-- cora: IR after " << pass << " (" << ms << " ms) --\n" << print(s) << "\n";
+        return s;
+    }
+    template <typename F> void run_step(const char *step, F &&f) {
+        auto t0 = std::chrono::steady_clock::now();
+        f();
+        double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (ctx_.debug >= 1) std::cerr << "-- cora: " << step << " (" << ms << " ms)\n";
+    }
+
+private:
+    const LoweringContext &ctx_;
+};
 
 } // namespace
 
@@ -50,26 +73,21 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     }
     ctx.funcs = pipeline_order(ctx.outputs, &ctx.inputs);
 
-    validate_pipeline(ctx);
-    select_inlined(ctx);
-    Stmt s = schedule_loops(ctx);
-    dump(ctx, "schedule_loops", s);
-    s = lower_reductions(s);
-    dump(ctx, "lower_reductions", s);
-    s = storage_lowering(s, ctx);
-    dump(ctx, "storage_lowering", s);
-    s = allocate_intermediates(s, ctx);
-    dump(ctx, "allocate_intermediates", s);
-    infer_arguments(s, ctx);
-    s = add_argument_checks(s, ctx);
-    dump(ctx, "add_argument_checks", s);
-    s = materialize_ufs(s, ctx);
-    dump(ctx, "materialize_ufs", s);
-    s = simplify(s);
-    dump(ctx, "simplify", s);
-    if (ctx.sizes_body.defined()) ctx.sizes_body = simplify(materialize_ufs(ctx.sizes_body, ctx));
-    s = hoist_loads(s, ctx);
-    dump(ctx, "hoist_loads", s);
+    PassRunner pass(ctx);
+    pass.run_step("validate_pipeline", [&] { validate_pipeline(ctx); });
+    pass.run_step("select_inlined", [&] { select_inlined(ctx); });
+    Stmt s = pass.run("schedule_loops", Stage::Scheduled, [&] { return schedule_loops(ctx); });
+    s = pass.run("lower_reductions", Stage::ReductionsLowered, [&] { return lower_reductions(s); });
+    s = pass.run("storage_lowering", Stage::StorageLowered, [&] { return storage_lowering(s, ctx); });
+    s = pass.run("allocate_intermediates", Stage::StorageLowered, [&] { return allocate_intermediates(s, ctx); });
+    pass.run_step("infer_arguments", [&] { infer_arguments(s, ctx); });
+    s = pass.run("add_argument_checks", Stage::StorageLowered, [&] { return add_argument_checks(s, ctx); });
+    s = pass.run("materialize_ufs", Stage::Materialized, [&] { return materialize_ufs(s, ctx); });
+    s = pass.run("simplify", Stage::Materialized, [&] { return simplify(s); });
+    if (ctx.sizes_body.defined())
+        ctx.sizes_body = pass.run("materialize_ufs + simplify (sizes)", Stage::Materialized,
+                                  [&] { return simplify(materialize_ufs(ctx.sizes_body, ctx)); });
+    s = pass.run("hoist_loads", Stage::Materialized, [&] { return hoist_loads(s, ctx); });
 
     LoweredModule m;
     m.prover_stats = ctx.prover->stats();

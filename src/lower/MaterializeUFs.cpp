@@ -21,7 +21,7 @@ protected:
         const ModuleArg *arg = nullptr;
         for (const ModuleArg &a : ctx_.args)
             if (a.uf.get() == op->fn.get()) arg = &a;
-        internal_check(arg != nullptr, "no argument for uninterpreted function ", op->fn->name);
+        CORA_CHECK(arg != nullptr, "no argument for uninterpreted function ", op->fn->name);
         if (op->fn->kind == UFKind::LengthArray) return Cast::make(Int64, Load::make(arg->var, args[0]));
         FlatLayout flat = flatten_layout(op->fn->aux->layout);
         return Load::make(arg->var, mutate(flat_offset(flat, op->fn->aux->layout, args)));

@@ -169,7 +169,7 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
     }
     if (sch.reduction_loop) {
         const Reduce *red = f->value.as<Reduce>();
-        internal_check(red && red->var == sch.reduction_loop->var, "reduction loop without its reduction");
+        CORA_CHECK(red && red->var == sch.reduction_loop->var, "reduction loop without its reduction");
         loops.push_back(sch.reduction_loop);
         extent[sch.reduction_loop.get()] = red->extent;
     }
@@ -189,7 +189,7 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
         if (skip_splits && !on_loops) return std::nullopt;
         if (s.kind == Kind::Split) {
             auto it = std::find(loops.begin(), loops.end(), s.parent);
-            internal_check(it != loops.end(), "split parent is not a loop");
+            CORA_CHECK(it != loops.end(), "split parent is not a loop");
             Expr ep = extent.at(s.parent.get());
             guards.push_back(Guard{now(var_expr(s.parent->var)), now(ep), s.parent->name, false});
             rebind(s.parent->var.get(),
@@ -201,7 +201,7 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
             loops.insert(it, s.outer);
         } else if (s.kind == Kind::Remap) {
             auto it = std::find(loops.begin(), loops.end(), s.parent);
-            internal_check(it != loops.end(), "remapped dim is not a loop");
+            CORA_CHECK(it != loops.end(), "remapped dim is not a loop");
             Expr e = now(extent.at(s.parent.get()));
             auto remap_error = [&](auto &&...msg) {
                 throw_compile_error("remap of '", s.parent->name, "' in Func '", f->name, "': ", msg...);
@@ -227,7 +227,7 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
             *it = s.outer;
         } else if (s.kind == Kind::Pad) {
             auto it = std::find(loops.begin(), loops.end(), s.parent);
-            internal_check(it != loops.end(), "padded dim is not a loop");
+            CORA_CHECK(it != loops.end(), "padded dim is not a loop");
             Expr ep = extent.at(s.parent.get());
             for (const OpSplit &split : sch.op_splits)
                 if (uses_var(now(var_expr(split.dim->var)), s.parent->var.get()))
@@ -238,7 +238,7 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
             extent[s.parent.get()] = simplify(ceil_mult_expr(ep, s.factor));
         } else {
             auto po = std::find(loops.begin(), loops.end(), s.outer);
-            internal_check(po != loops.end() && po + 1 != loops.end() && po[1] == s.inner, "fused loops");
+            CORA_CHECK(po != loops.end() && po + 1 != loops.end() && po[1] == s.inner, "fused loops");
             Expr eo = now(extent.at(s.outer.get())), ei = now(extent.at(s.inner.get()));
             auto fuse_error = [&](auto &&...msg) {
                 throw_compile_error("fuse of '", s.outer->name, "' and '", s.inner->name, "' in Func '", f->name,
@@ -525,7 +525,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     Expr red_body;
     if (sch.reduction_loop) {
         red = value.as<Reduce>();
-        internal_check(red != nullptr, "scheduled reduction vanished");
+        CORA_CHECK(red != nullptr, "scheduled reduction vanished");
         red_body = substitute(red->body, red->var.get(), var_expr(sch.reduction_loop->var)); // inlining renames
     }
     LoopPlan plan = *plan_loops(f, false);
@@ -879,7 +879,7 @@ void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) 
         const std::vector<Stmt> &bodies = entry.second;
         std::function<Stmt(const Stmt &)> insert = [&](const Stmt &s) {
             const For *loop = s.as<For>();
-            internal_check(loop != nullptr, "compute_at loop vanished");
+            CORA_CHECK(loop != nullptr, "compute_at loop vanished");
             Stmt body;
             if (loop->var.get() == var) {
                 std::vector<Stmt> all = bodies;

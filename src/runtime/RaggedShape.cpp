@@ -46,7 +46,7 @@ int64_t RaggedShape::Impl::aux_at(const UFNode *fn, const std::vector<int64_t> &
     for (size_t k = 0; k < idx.size(); k++)
         in.ints[fn->aux->layout[k].dim->var.get()] = idx[k];
     int64_t off = in.eval_int(flat->offset);
-    internal_check(off >= 0 && off < (int64_t)a.size(), "aux index out of range for ", fn->name);
+    CORA_CHECK(off >= 0 && off < (int64_t)a.size(), "aux index out of range for ", fn->name);
     return a[off];
 }
 
@@ -95,7 +95,7 @@ std::vector<int64_t> RaggedShape::Impl::build_fusion_map(const UFNode *fn) const
     Interpreter in = interpreter();
     int64_t outer = in.eval_int(spec.outer_extent);
     int64_t n = in.eval_int(spec.layout[0].extent);
-    internal_check(outer >= 0 && (int64_t)prefix.size() == outer + 1, "fusion map: prefix size");
+    CORA_CHECK(outer >= 0 && (int64_t)prefix.size() == outer + 1, "fusion map: prefix size");
     std::vector<int64_t> out((size_t)n);
     bool want_outer = spec.kind == AuxSpec::Kind::FusedOuter;
     int64_t o = 0;
@@ -153,7 +153,11 @@ static std::vector<int32_t> lengths_from_offsets(const LengthArray &len, const s
     if (offsets[0] != 0) throw_runtime_error("offsets for '", len.name(), "' must start at 0, got ", offsets[0]);
     std::vector<int32_t> l(offsets.size() - 1);
     for (size_t i = 0; i + 1 < offsets.size(); i++) {
-        int64_t d = (int64_t)offsets[i + 1] - (int64_t)offsets[i];
+        // Offsets decrease (d < 0) or jump by more than a length can be; either way the
+        // difference is computed without overflow (int64 offsets may span the whole range).
+        int64_t d = 0;
+        if (__builtin_sub_overflow((int64_t)offsets[i + 1], (int64_t)offsets[i], &d))
+            d = offsets[i + 1] < offsets[i] ? -1 : INT64_MAX;
         if (d < 0)
             throw_runtime_error("offsets for '", len.name(), "' decrease at entry ", i + 1, " (", offsets[i], " -> ",
                                 offsets[i + 1], ")");
@@ -264,7 +268,7 @@ void RaggedShape::Impl::for_each_element(const TensorNode &t,
 }
 
 const std::vector<int64_t> &RaggedShape::aux_array(const UFNode *fn) const {
-    internal_check(fn->kind == UFKind::Aux, "aux_array of a non-aux function ", fn->name);
+    CORA_CHECK(fn->kind == UFKind::Aux, "aux_array of a non-aux function ", fn->name);
     eval(IntImm::make(0)); // validates length counts
     return impl_->build(fn);
 }

@@ -409,3 +409,17 @@ TEST_CASE("an op-split tail that outlives its Func says so", "[reliability][leak
     REQUIRE_THROWS_AS(tail->reorder_storage({i, b}), CompileError);
     REQUIRE_THROWS_WITH(tail->reorder_storage({i, b}), Contains("whose Func no longer exists"));
 }
+
+TEST_CASE("offsets that span the whole int64 range are rejected without overflow", "[reliability][overflow]") {
+    // Found by fuzz_ragged_shape: the difference of two offsets overflowed before the check.
+    Scale s(1.0f);
+    RaggedShape shape;
+    REQUIRE_THROWS_AS(shape.set_offsets(s.len, std::vector<int64_t>{0, 10, INT64_MIN}), RuntimeError);
+    REQUIRE_THROWS_WITH(shape.set_offsets(s.len, std::vector<int64_t>{0, 10, INT64_MIN}),
+                        Contains("decrease at entry 2"));
+    REQUIRE_THROWS_WITH(shape.set_offsets(s.len, std::vector<int64_t>{0, -5, INT64_MAX}),
+                        Contains("decrease at entry 1"));
+    REQUIRE_THROWS_WITH(shape.set_offsets(s.len, std::vector<int64_t>{0, 0, INT64_MAX}), Contains("exceeds int32"));
+    shape.set_offsets(s.len, std::vector<int64_t>{0, 3, 3, 10});
+    REQUIRE(shape.lengths(s.len) == std::vector<int32_t>{3, 0, 7});
+}
