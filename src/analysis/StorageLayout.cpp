@@ -1,7 +1,6 @@
 #include "analysis/StorageLayout.h"
 
 #include <algorithm>
-#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -16,23 +15,16 @@ namespace cora::ir {
 
 namespace {
 
-std::atomic<uint64_t> next_aux_id{1u << 30};
-
 bool depends_on(const Expr &e, const DimNode *d) { return uses_var(e, d->var.get()); }
 
 /** The canonical index variable of aux-layout position k: keys name positions, not dims, so
  * equal raggedness over different Dim objects is one array (and the fusion inverse law, which
- * matches prefix arrays by identity, applies across tensors). */
+ * matches prefix arrays by identity, applies across tensors). Its id is fixed (the top of the id
+ * range), so keys print the same in every table and every process. */
 Expr canonical_var(size_t k) {
-    static std::mutex mu;
-    static std::vector<VarPtr> vars;
-    std::lock_guard<std::mutex> lock(mu);
-    while (vars.size() <= k) {
-        std::string name(1, '_'); // (appended, not "_" + ...: GCC 12 warns falsely on the latter)
-        name.append(std::to_string(vars.size()));
-        vars.push_back(make_var(name, VarRole::Index));
-    }
-    return var_expr(vars[k]);
+    std::string name(1, '_'); // (appended, not "_" + ...: GCC 12 warns falsely on the latter)
+    name.append(std::to_string(k));
+    return var_expr(std::make_shared<VarNode>(name, UINT64_MAX - k, VarRole::Index, Int64));
 }
 
 std::string canonical_key(const Layout &layout, const std::vector<Expr> &exprs) {
@@ -48,25 +40,11 @@ std::string canonical_key(const Layout &layout, const std::vector<Expr> &exprs) 
     return key;
 }
 
-/** One UFNode per structural key, so that equal aux arrays are one symbol process-wide. */
-std::shared_ptr<const UFNode> intern(const std::string &key, const std::function<std::shared_ptr<UFNode>()> &make) {
-    static std::mutex mu;
-    static std::map<std::string, std::shared_ptr<const UFNode>> table;
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = table.find(key);
-    if (it != table.end()) return it->second;
-    std::shared_ptr<UFNode> u = make();
-    u->id = next_aux_id++;
-    u->kind = UFKind::Aux;
-    table[key] = u;
-    return u;
-}
-
 } // namespace
 
-std::shared_ptr<const UFNode> prefix_sum_aux(Layout layout, Expr summand) {
+std::shared_ptr<const UFNode> prefix_sum_aux(AuxTable &table, Layout layout, Expr summand) {
     std::string key = "prefix" + canonical_key(layout, {summand});
-    return intern(key, [&] {
+    return table.intern(key, [&] {
         auto spec = std::make_shared<AuxSpec>();
         spec->kind = AuxSpec::Kind::PrefixSum;
         spec->layout = layout;
@@ -82,10 +60,10 @@ std::shared_ptr<const UFNode> prefix_sum_aux(Layout layout, Expr summand) {
     });
 }
 
-FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::shared_ptr<const UFNode> &prefix,
-                       const Expr &outer_extent, int64_t pad) {
+FusionMaps fusion_maps(AuxTable &table, const std::shared_ptr<const DimNode> &fused,
+                       const std::shared_ptr<const UFNode> &prefix, const Expr &outer_extent, int64_t pad) {
     CORA_CHECK(prefix->aux && prefix->aux->kind == AuxSpec::Kind::PrefixSum && prefix->arity == 1,
-                   "fusion maps need a 1-D prefix sum");
+               "fusion maps need a 1-D prefix sum");
     CORA_CHECK(pad >= 1, "fusion pad must be positive");
     Expr total = UFCall::make(prefix, {outer_extent});
     Expr padded = pad == 1 ? total : simplify(ceil_mult_expr(total, pad));
@@ -93,7 +71,7 @@ FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::s
     std::string base = prefix->aux->key + " / " + structural_key(outer_extent) + " pad " + std::to_string(pad);
     auto map = [&](AuxSpec::Kind kind, const char *prefix_name, std::shared_ptr<const UFNode> partner) {
         std::string key = std::string(kind == AuxSpec::Kind::FusedOuter ? "fo of " : "fi of ") + base;
-        return intern(key, [&] {
+        return table.intern(key, [&] {
             auto spec = std::make_shared<AuxSpec>();
             spec->kind = kind;
             spec->layout = layout;
@@ -119,11 +97,11 @@ FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::s
     return maps;
 }
 
-std::shared_ptr<const UFNode> longest_first_aux(const std::shared_ptr<const DimNode> &d, const Expr &extent,
-                                                const Expr &cost) {
+std::shared_ptr<const UFNode> longest_first_aux(AuxTable &table, const std::shared_ptr<const DimNode> &d,
+                                                const Expr &extent, const Expr &cost) {
     Layout layout{LayoutDim{d, extent}};
     std::string key = "longest-first" + canonical_key(layout, {cost});
-    return intern(key, [&] {
+    return table.intern(key, [&] {
         auto spec = std::make_shared<AuxSpec>();
         spec->kind = AuxSpec::Kind::LongestFirst;
         spec->layout = layout;
@@ -206,7 +184,7 @@ std::pair<Expr, Expr> split_invariant_factor(const Expr &slice) {
 
 } // namespace
 
-FlatLayout flatten_layout(const Layout &layout) {
+FlatLayout flatten_layout(AuxTable &table, const Layout &layout) {
     const int n = (int)layout.size();
     Expr slice = IntImm::make(1);
     Expr offset = IntImm::make(0);
@@ -242,7 +220,7 @@ FlatLayout flatten_layout(const Layout &layout) {
         // differ only in their dense inner dims, and fused-loop offsets simplify by the
         // inverse law P(fo(t)) + fi(t) = t.
         auto [factor, ragged] = split_invariant_factor(slice);
-        auto aux = prefix_sum_aux(aux_layout, ragged);
+        auto aux = prefix_sum_aux(table, aux_layout, ragged);
         offset = Add::make(Mul::make(UFCall::make(aux, args), factor), offset);
         args.back() = layout[k].extent;
         slice = simplify(Mul::make(UFCall::make(aux, args), factor));
@@ -250,7 +228,7 @@ FlatLayout flatten_layout(const Layout &layout) {
     FlatLayout flat;
     flat.offset = simplify(offset);
     flat.size = simplify(slice);
-    flat.aux = aux_closure({flat.offset, flat.size});
+    flat.aux = aux_closure(table, {flat.offset, flat.size});
     return flat;
 }
 
@@ -265,7 +243,7 @@ Expr flat_offset(const FlatLayout &flat, const Layout &layout, const std::vector
 namespace {
 
 /** The tensor's storage transforms applied, in order, to its layout and (if given) indices. */
-Layout apply_storage_transforms(const TensorNode &t, std::vector<Expr> *idx) {
+Layout apply_storage_transforms(AuxTable &table, const TensorNode &t, std::vector<Expr> *idx) {
     Layout l = t.storage;
     using Kind = StorageTransform::Kind;
     for (const StorageTransform &st : t.storage_transforms) {
@@ -276,8 +254,8 @@ Layout apply_storage_transforms(const TensorNode &t, std::vector<Expr> *idx) {
         if (idx) at.assign(idx->begin(), idx->begin() + (long)(st.kind == Kind::Reorder ? 0 : p));
         if (st.kind == Kind::Fuse) {
             const LayoutDim &outer = l[p], &inner = l[p + 1];
-            auto prefix = prefix_sum_aux({LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}},
-                                         inner.extent);
+            auto prefix = prefix_sum_aux(
+                table, {LayoutDim{outer.dim, simplify(Add::make(outer.extent, IntImm::make(1)))}}, inner.extent);
             out.push_back(LayoutDim{st.a, simplify(ceil_mult_expr(UFCall::make(prefix, {outer.extent}), st.factor))});
             out.insert(out.end(), l.begin() + (long)p + 2, l.end());
             if (idx) {
@@ -310,15 +288,15 @@ Layout apply_storage_transforms(const TensorNode &t, std::vector<Expr> *idx) {
 
 } // namespace
 
-Layout physical_layout(const TensorNode &t) { return apply_storage_transforms(t, nullptr); }
+Layout physical_layout(AuxTable &table, const TensorNode &t) { return apply_storage_transforms(table, t, nullptr); }
 
-std::vector<Expr> physical_indices(const TensorNode &t, const std::vector<Expr> &logical) {
+std::vector<Expr> physical_indices(AuxTable &table, const TensorNode &t, const std::vector<Expr> &logical) {
     std::vector<Expr> idx = logical;
-    apply_storage_transforms(t, &idx);
+    apply_storage_transforms(table, t, &idx);
     return idx;
 }
 
-std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &exprs) {
+std::vector<std::shared_ptr<const UFNode>> aux_closure(AuxTable &table, const std::vector<Expr> &exprs) {
     std::vector<std::shared_ptr<const UFNode>> order;
     std::set<const UFNode *> seen;
     std::function<void(const Expr &)> visit_expr;
@@ -333,7 +311,7 @@ std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &
             visit_expr(ld.extent);
         if (u->aux->summand.defined()) visit_expr(u->aux->summand);
         if (u->aux->outer_extent.defined()) visit_expr(u->aux->outer_extent);
-        FlatLayout inner = flatten_layout(u->aux->layout);
+        FlatLayout inner = flatten_layout(table, u->aux->layout);
         for (auto &d : inner.aux)
             add(d);
         order.push_back(u);

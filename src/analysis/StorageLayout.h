@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/AuxTable.h"
 #include "ir/Tensor.h"
 
 namespace cora::ir {
@@ -32,11 +33,12 @@ void validate_layout(const Layout &layout, const std::string &what);
 /** Dimension graph: edge (j, k) when the extent of dim k uses the index of dim j. */
 std::vector<std::pair<int, int>> dim_graph(const Layout &layout);
 
-FlatLayout flatten_layout(const Layout &layout);
+/** The aux arrays it creates come from `table` (AuxTable.h), as for every function below. */
+FlatLayout flatten_layout(AuxTable &table, const Layout &layout);
 
 /** The prefix-sum aux array over `layout` (last dim: summed range + 1) of `summand`, interned
  * by a canonical key (positions, not dim identities). */
-std::shared_ptr<const UFNode> prefix_sum_aux(Layout layout, Expr summand);
+std::shared_ptr<const UFNode> prefix_sum_aux(AuxTable &table, Layout layout, Expr summand);
 
 /** The fusion maps of a loop over (o < outer_extent, i < E_i(o)) where prefix = P_{E_i}. */
 struct FusionMaps {
@@ -44,25 +46,25 @@ struct FusionMaps {
     Expr total;                                 ///< P(outer_extent)
     Expr padded_total;                          ///< ceil_mult(total, pad)
 };
-FusionMaps fusion_maps(const std::shared_ptr<const DimNode> &fused, const std::shared_ptr<const UFNode> &prefix,
-                       const Expr &outer_extent, int64_t pad);
+FusionMaps fusion_maps(AuxTable &table, const std::shared_ptr<const DimNode> &fused,
+                       const std::shared_ptr<const UFNode> &prefix, const Expr &outer_extent, int64_t pad);
 
 /** The prelude's longest-first permutation of loop `d` (extent E, loop-invariant) by `cost`. */
-std::shared_ptr<const UFNode> longest_first_aux(const std::shared_ptr<const DimNode> &d, const Expr &extent,
-                                                const Expr &cost);
+std::shared_ptr<const UFNode> longest_first_aux(AuxTable &table, const std::shared_ptr<const DimNode> &d,
+                                                const Expr &extent, const Expr &cost);
 
 /** ((e + m - 1) / m) * m (floor division; e >= 0). */
 Expr ceil_mult_expr(const Expr &e, int64_t m);
 
 /** A tensor's storage with its storage transforms applied (what is flattened and allocated). */
-Layout physical_layout(const TensorNode &t);
+Layout physical_layout(AuxTable &table, const TensorNode &t);
 /** The physical indices of the element at logical storage indices `logical`. */
-std::vector<Expr> physical_indices(const TensorNode &t, const std::vector<Expr> &logical);
+std::vector<Expr> physical_indices(AuxTable &table, const TensorNode &t, const std::vector<Expr> &logical);
 
 /** Offset of an element at `indices` (substituted into the flattened offset). */
 Expr flat_offset(const FlatLayout &flat, const Layout &layout, const std::vector<Expr> &indices);
 
 /** Aux arrays used by `e` (through UF calls) and everything they depend on, dependencies first. */
-std::vector<std::shared_ptr<const UFNode>> aux_closure(const std::vector<Expr> &exprs);
+std::vector<std::shared_ptr<const UFNode>> aux_closure(AuxTable &table, const std::vector<Expr> &exprs);
 
 } // namespace cora::ir

@@ -110,6 +110,12 @@ Func &Func::store_in(const Shape &storage) {
 }
 
 namespace {
+/** The tensor's current physical layout (its aux arrays come from a table of this query alone). */
+ir::Layout physical_layout_of(const ir::TensorNode &t) {
+    ir::AuxTable table;
+    return ir::physical_layout(table, t);
+}
+
 /** The position of `d` in layout `l` (the tensor's current physical layout, or its storage). */
 size_t storage_position(const ir::TensorNode &t, const ir::Layout &l, const Dim &d, const char *what) {
     require_storage_owner(t, what);
@@ -151,7 +157,7 @@ Tensor &Tensor::fuse_storage(const Dim &outer, const Dim &inner, const Dim &fuse
                             "': ", msg...);
     };
     if (bulk_pad <= 0) fail("bulk padding must be positive, got ", bulk_pad);
-    const ir::Layout l = ir::physical_layout(*node_);
+    const ir::Layout l = physical_layout_of(*node_);
     size_t j = storage_position(*node_, l, outer, what), k = storage_position(*node_, l, inner, what);
     if (k != j + 1) fail("'", inner.name(), "' must be the storage dim directly inside '", outer.name(), "'");
     if (!ir::vars_of(l[j].extent, ir::VarRole::Index).empty())
@@ -175,7 +181,7 @@ Tensor &Tensor::split_storage(const Dim &d, const Dim &outer, const Dim &inner, 
         throw_compile_error("split_storage of '", d.name(), "' in tensor '", name(), "': ", msg...);
     };
     if (factor <= 0) fail("factor must be positive, got ", factor);
-    size_t k = storage_position(*node_, ir::physical_layout(*node_), d, "split_storage");
+    size_t k = storage_position(*node_, physical_layout_of(*node_), d, "split_storage");
     if (outer.same_as(inner)) fail("outer and inner must be different dims");
     for (const Dim *n : {&outer, &inner})
         if (names_storage_dim(*node_, *n)) fail("dim '", n->name(), "' is already a dim of the tensor");
@@ -186,7 +192,7 @@ Tensor &Tensor::split_storage(const Dim &d, const Dim &outer, const Dim &inner, 
 
 Tensor &Tensor::reorder_storage(const std::vector<Dim> &outermost_first) {
     auto fail = [&](auto &&...msg) { throw_compile_error("reorder_storage of tensor '", name(), "': ", msg...); };
-    const ir::Layout l = ir::physical_layout(*node_);
+    const ir::Layout l = physical_layout_of(*node_);
     std::vector<size_t> positions, order(l.size());
     for (size_t i = 0; i < outermost_first.size(); i++) {
         positions.push_back(storage_position(*node_, l, outermost_first[i], "reorder_storage"));

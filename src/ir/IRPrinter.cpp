@@ -14,6 +14,7 @@ class Printer : public IRVisitor {
 public:
     std::ostringstream os;
     int indent = 0;
+    bool aux_by_key = false; ///< structural keys: an aux array is what it computes, not its name
     using IRVisitor::visit;
 
 protected:
@@ -82,7 +83,10 @@ protected:
         os << ")";
     }
     void visit_node(const UFCall *op) override {
-        os << op->fn->name << "(";
+        if (aux_by_key && op->fn->aux)
+            os << "{" << op->fn->aux->key << "}(";
+        else
+            os << op->fn->name << "(";
         list(op->args);
         os << ")";
     }
@@ -208,11 +212,17 @@ std::string print(const Stmt &s) {
 }
 
 std::string structural_key(const Expr &e) {
-    // Like print(), but symbols carry their ids so that distinct dims with one name differ.
-    std::string out = print(e) + " |";
+    // Like print(), but symbols carry their ids so that distinct dims with one name differ, and
+    // aux arrays appear as their own keys: their names and ids belong to one AuxTable, the key to
+    // the structure, so keys agree between compilations (a RaggedShape shares arrays by key).
+    Printer p;
+    p.aux_by_key = true;
+    p.visit(e);
+    std::string out = p.os.str() + " |";
     visit_exprs(e, [&](const Expr &x) {
         if (const VarNode *v = x.as<VarNode>()) out += " " + v->name + "#" + std::to_string(v->id);
-        if (const UFCall *u = x.as<UFCall>()) out += " " + u->fn->name + "#" + std::to_string(u->fn->id);
+        if (const UFCall *u = x.as<UFCall>(); u && !u->fn->aux)
+            out += " " + u->fn->name + "#" + std::to_string(u->fn->id);
         if (const Load *l = x.as<Load>()) out += " " + l->buffer->name + "#" + std::to_string(l->buffer->id);
     });
     return out;

@@ -22,10 +22,10 @@ namespace cora::ir {
 
 namespace {
 
-Stmt check_aux_consistency(const ModuleArg &a) {
+Stmt check_aux_consistency(const ModuleArg &a, AuxTable &table) {
     const AuxSpec &spec = *a.uf->aux;
     const Layout &l = spec.layout;
-    FlatLayout flat = flatten_layout(l);
+    FlatLayout flat = flatten_layout(table, l);
     std::vector<Expr> idx;
     for (auto &ld : l)
         idx.push_back(var_expr(ld.dim->var));
@@ -140,7 +140,7 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
                                           {"aux array '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
             if (a.uf->aux->kind == AuxSpec::Kind::PrefixSum)
-                checks.push_back(check_aux_consistency(a));
+                checks.push_back(check_aux_consistency(a, ctx.aux));
             else if (a.uf->aux->kind != AuxSpec::Kind::LongestFirst) // permutations: below
                 checks.push_back(check_fusion_map(a));
             break;

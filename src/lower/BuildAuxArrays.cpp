@@ -24,10 +24,10 @@ namespace {
 
 Expr int_imm(int64_t v) { return IntImm::make(v); }
 
-Stmt build_prefix_sum(const ModuleArg &a) {
+Stmt build_prefix_sum(const ModuleArg &a, AuxTable &table) {
     const AuxSpec &spec = *a.uf->aux;
     const Layout &l = spec.layout;
-    FlatLayout flat = flatten_layout(l);
+    FlatLayout flat = flatten_layout(table, l);
     std::vector<Expr> idx;
     for (const LayoutDim &ld : l)
         idx.push_back(var_expr(ld.dim->var));
@@ -99,7 +99,7 @@ Stmt build_aux_arrays(const Stmt &rest, const LoweringContext &ctx) {
         const ModuleArg &a = **it;
         Stmt build;
         switch (a.uf->aux->kind) {
-        case AuxSpec::Kind::PrefixSum: build = build_prefix_sum(a); break;
+        case AuxSpec::Kind::PrefixSum: build = build_prefix_sum(a, ctx.aux); break;
         case AuxSpec::Kind::FusedOuter:
         case AuxSpec::Kind::FusedInner: build = build_fusion_map(a); break;
         case AuxSpec::Kind::LongestFirst: build = build_longest_first(a); break;

@@ -34,7 +34,7 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
     visit_exprs(s, [&](const Expr &e) { roots.push_back(e); });
     for (auto &[t, st] : ctx.storage)
         roots.push_back(st.flat.size);
-    std::vector<std::shared_ptr<const UFNode>> aux = aux_closure(roots);
+    std::vector<std::shared_ptr<const UFNode>> aux = aux_closure(ctx.aux, roots);
     for (auto &a : aux) {
         for (auto &ld : a->aux->layout)
             roots.push_back(ld.extent);
@@ -85,7 +85,7 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
         a.uf = u;
         a.var = make_var(a.name, VarRole::Buffer, Int64);
         a.count_var = make_var(a.name + "_count", VarRole::Local, Int64);
-        a.expected_count = flatten_layout(u->aux->layout).size;
+        a.expected_count = flatten_layout(ctx.aux, u->aux->layout).size;
         ctx.args.push_back(a);
     }
     auto add_tensor = [&](const TensorPtr &t, ModuleArg::Kind k) {

@@ -23,7 +23,7 @@ protected:
             if (a.uf.get() == op->fn.get()) arg = &a;
         CORA_CHECK(arg != nullptr, "no argument for uninterpreted function ", op->fn->name);
         if (op->fn->kind == UFKind::LengthArray) return Cast::make(Int64, Load::make(arg->var, args[0]));
-        FlatLayout flat = flatten_layout(op->fn->aux->layout);
+        FlatLayout flat = flatten_layout(ctx_.aux, op->fn->aux->layout);
         return Load::make(arg->var, mutate(flat_offset(flat, op->fn->aux->layout, args)));
     }
 

@@ -55,9 +55,12 @@ struct Permutation {
 
 struct LoweringContext {
     int debug = 0;
-    bool remove_guards = true; ///< false: every schedule guard stays (the prover still validates)
+    bool remove_guards = true;        ///< false: every schedule guard stays (the prover still validates)
     bool build_aux_in_kernel = false; ///< aux arrays are built by the kernel, not passed (AOT)
     std::unique_ptr<ProverChain> prover;
+    /** This compilation's aux arrays: one symbol per structure (AuxTable.h). Interning is a cache,
+     * so passes with a const context may add to it. */
+    mutable AuxTable aux;
     std::vector<TensorPtr> funcs;   ///< computed tensors, producers first
     std::vector<TensorPtr> inlined; ///< Funcs expanded into their readers (compute_inline)
     std::vector<TensorPtr> inputs;  ///< input tensors, in first-use order

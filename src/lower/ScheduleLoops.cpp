@@ -94,8 +94,8 @@ public:
 
     /** Empty when in bounds, else a description of the failed obligation. */
     std::string access(const TensorNode &t, const std::vector<Expr> &logical) {
-        Layout phys = physical_layout(t);
-        std::vector<Expr> idx = physical_indices(t, logical);
+        Layout phys = physical_layout(ctx_.aux, t);
+        std::vector<Expr> idx = physical_indices(ctx_.aux, t, logical);
         std::map<const VarNode *, Expr> m;
         for (size_t k = 0; k < phys.size(); k++) {
             Expr i = simplify(idx[k]);
@@ -156,7 +156,7 @@ struct LoopPlan {
 /** Applies the transforms in order. With `skip_splits`, splits are left out: the result runs
  * the same (guarded) iterations in a simpler nest, which is where padded iterations are
  * checked; nullopt when a later transform uses a loop a split made. */
-std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
+std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits, LoweringContext &ctx) {
     const Schedule &sch = f->schedule;
     LoopPlan plan;
     auto &loops = plan.loops;
@@ -219,7 +219,7 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
                     if (v != s.parent->var.get())
                         remap_error("the cost ", print(cost), " uses '", v->name, "'; it may use only '",
                                     s.parent->name, "'");
-                perm = longest_first_aux(s.parent, e, cost);
+                perm = longest_first_aux(ctx.aux, s.parent, e, cost);
             }
             plan.permutations.push_back(Permutation{perm, e, s.parent->name});
             rebind(s.parent->var.get(), UFCall::make(perm, {var_expr(s.outer->var)}));
@@ -265,8 +265,9 @@ std::optional<LoopPlan> plan_loops(const TensorPtr &f, bool skip_splits) {
                 for (size_t k = n + 1; k < sch.transforms.size(); k++)
                     if (sch.transforms[k].kind == Kind::Pad && sch.transforms[k].parent == s.fused)
                         bulk_pad = sch.transforms[k].factor;
-                auto prefix = prefix_sum_aux({LayoutDim{s.outer, simplify(Add::make(eo, IntImm::make(1)))}}, ei);
-                FusionMaps maps = fusion_maps(s.fused, prefix, eo, bulk_pad);
+                auto prefix =
+                    prefix_sum_aux(ctx.aux, {LayoutDim{s.outer, simplify(Add::make(eo, IntImm::make(1)))}}, ei);
+                FusionMaps maps = fusion_maps(ctx.aux, s.fused, prefix, eo, bulk_pad);
                 rebind(s.outer->var.get(), UFCall::make(maps.outer, {fv}));
                 rebind(s.inner->var.get(), UFCall::make(maps.inner, {fv}));
                 extent[s.fused.get()] = maps.total;
@@ -528,7 +529,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
         CORA_CHECK(red != nullptr, "scheduled reduction vanished");
         red_body = substitute(red->body, red->var.get(), var_expr(sch.reduction_loop->var)); // inlining renames
     }
-    LoopPlan plan = *plan_loops(f, false);
+    LoopPlan plan = *plan_loops(f, false, ctx);
     auto &loops = plan.loops;
     auto &extent = plan.extent;
     auto &guards = plan.guards;
@@ -600,7 +601,7 @@ Stmt schedule_func(const TensorPtr &f, LoweringContext &ctx) {
     std::string pad_unsafe;
     if (padded) {
         // Check in the split-free nest when there is one: split guards are then implicit.
-        std::optional<LoopPlan> simple = plan_loops(f, true);
+        std::optional<LoopPlan> simple = plan_loops(f, true, ctx);
         const LoopPlan &p = simple ? *simple : plan;
         auto in_p = [&](const Expr &e) { return simplify(substitute(e, p.value)); };
         Scope pad_scope;

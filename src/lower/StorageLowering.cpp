@@ -27,8 +27,8 @@ public:
         if (it != ctx_.storage.end()) return it->second;
         TensorStorage st;
         st.buffer = make_var(t->name, VarRole::Buffer, t->type);
-        st.layout = physical_layout(*t);
-        st.flat = flatten_layout(st.layout);
+        st.layout = physical_layout(ctx_.aux, *t);
+        st.flat = flatten_layout(ctx_.aux, st.layout);
         return ctx_.storage.emplace(t.get(), st).first->second;
     }
 
@@ -62,7 +62,7 @@ protected:
 private:
     /** Simplified here, while fusion-map calls are still UF calls: P(fo(t)) + fi(t) -> t. */
     Expr offset_of(const TensorStorage &st, const TensorNode &t, const std::vector<Expr> &idx) {
-        Expr offset = simplify(flat_offset(st.flat, st.layout, physical_indices(t, idx)));
+        Expr offset = simplify(flat_offset(st.flat, st.layout, physical_indices(ctx_.aux, t, idx)));
         size_t before = count_div_mod(offset);
         if (before == 0 || lets_.empty()) return offset;
         Expr in_loops = offset;

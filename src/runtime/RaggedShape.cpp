@@ -38,8 +38,11 @@ int64_t RaggedShape::Impl::aux_at(const UFNode *fn, const std::vector<int64_t> &
     FlatLayout *flat;
     {
         std::lock_guard<std::mutex> lock(mu);
-        auto it = aux_layouts.find(fn);
-        if (it == aux_layouts.end()) it = aux_layouts.emplace(fn, flatten_layout(fn->aux->layout)).first;
+        auto it = aux_layouts.find(fn->aux->key);
+        if (it == aux_layouts.end()) {
+            AuxTable table; // the layout's own aux arrays, shared with others through their keys
+            it = aux_layouts.emplace(fn->aux->key, flatten_layout(table, fn->aux->layout)).first;
+        }
         flat = &it->second;
     }
     Interpreter in = interpreter();
@@ -218,7 +221,8 @@ int64_t RaggedShape::eval(const Expr &e) const {
 int64_t RaggedShape::Impl::storage_size(const TensorNode &t) const {
     validate_counts();
     Interpreter in = interpreter();
-    return in.eval_int(flatten_layout(physical_layout(t)).size);
+    AuxTable table;
+    return in.eval_int(flatten_layout(table, physical_layout(table, t)).size);
 }
 
 int64_t RaggedShape::size_of(const Tensor &t) const { return impl_->storage_size(*t.node()); }
@@ -230,8 +234,9 @@ void RaggedShape::Impl::for_each_element(const TensorNode &t,
     std::vector<Expr> logical;
     for (auto &ld : t.storage)
         logical.push_back(var_expr(ld.dim->var));
-    Layout phys = physical_layout(t);
-    Expr offset = flat_offset(flatten_layout(phys), phys, physical_indices(t, logical));
+    AuxTable table;
+    Layout phys = physical_layout(table, t);
+    Expr offset = flat_offset(flatten_layout(table, phys), phys, physical_indices(table, t, logical));
     const Layout &dom = t.domain;
     if (dom.empty()) {
         f({}, in.eval_int(offset));

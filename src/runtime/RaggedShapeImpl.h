@@ -21,7 +21,7 @@ struct RaggedShape::Impl {
     std::map<const UFNode *, std::vector<int32_t>> lengths;
     mutable std::mutex mu;
     mutable std::map<std::string, std::vector<int64_t>> aux; // by AuxSpec::key
-    mutable std::map<const UFNode *, FlatLayout> aux_layouts;
+    mutable std::map<std::string, FlatLayout> aux_layouts;   // by AuxSpec::key (symbols belong to one table)
 
     /** An interpreter bound to this shape's params, lengths and aux arrays. */
     Interpreter interpreter() const;

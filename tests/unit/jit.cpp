@@ -102,3 +102,38 @@ TEST_CASE("the generated source and lowered IR are available for inspection", "[
     REQUIRE(k.source().find("#pragma omp parallel for") != std::string::npos);
     REQUIRE(k.source().find("extern \"C\" int32_t cora_inspect") != std::string::npos);
 }
+
+namespace {
+/** A packed-token scale whose aux arrays (prefix sums, fusion maps) are named after its dims. */
+std::string scale_source(const Param &B, const LengthArray &len) {
+    Dim batch("batch"), seq("seq"), tok("tok");
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    Func Out("Out", {{batch, B}, {seq, len(batch)}});
+    Out.compute([&](Expr b, Expr s) { return A(b, s) * 2.0f; });
+    Out.fuse(batch, seq, tok);
+    return Pipeline({Out}, "deterministic").compile().source();
+}
+} // namespace
+
+TEST_CASE("the same pipeline gives byte-identical source whatever was compiled before", "[jit][naming]") {
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 10);
+    {
+        // Another pipeline with the same raggedness over other dims, compiled first: its aux
+        // arrays must not lend their names to the next compilation.
+        Dim row("row"), col("col"), flat("flat");
+        Tensor X("X", {{row, B}, {col, len(row)}});
+        Func Y("Y", {{row, B}, {col, len(row)}});
+        Y.compute([&](Expr r, Expr c) { return X(r, c) + 1.0f; });
+        Y.fuse(row, col, flat);
+        std::string other = Pipeline({Y}, "other").compile().source();
+        REQUIRE(other.find("prefix_row") != std::string::npos);
+    }
+    std::string after_other = scale_source(B, len);
+    Param B2("B", 1, 8);
+    LengthArray len2("len", B2, 0, 10);
+    std::string alone = scale_source(B2, len2); // fresh symbols: nothing shared with earlier pipelines
+    REQUIRE(after_other == alone);
+    REQUIRE(alone.find("prefix_batch") != std::string::npos);
+    REQUIRE(alone.find("prefix_row") == std::string::npos);
+}

@@ -104,7 +104,8 @@ TEST_CASE("Z3 knows prefix sums are monotone, start at 0 and step by the summand
     Setup s;
     // P(x) = sum_{x' < x} len(x') over x in [0, B]: the packed offsets of [b: B, i: len(b)].
     Dim pb("pb");
-    auto P = prefix_sum_aux({LayoutDim{pb.node(), Expr(s.B) + 1}}, s.len(pb));
+    AuxTable table;
+    auto P = prefix_sum_aux(table, {LayoutDim{pb.node(), Expr(s.B) + 1}}, s.len(pb));
     auto p = [&](const Expr &x) { return UFCall::make(P, {x}); };
     auto z3 = make_z3_prover();
     BoundsProver bounds;
@@ -129,8 +130,9 @@ TEST_CASE("Z3 encodes fusion maps whose prefix-sum terms it builds itself", "[pr
     // the prefix-sum axioms read it after encoding ends (a use-after-free under ASan once).
     Setup s;
     Dim pb("pb"), fused("fused"), f("f");
-    auto P = prefix_sum_aux({LayoutDim{pb.node(), Expr(s.B) + 1}}, s.len(pb));
-    FusionMaps maps = fusion_maps(fused.node(), P, s.B, 1);
+    AuxTable table;
+    auto P = prefix_sum_aux(table, {LayoutDim{pb.node(), Expr(s.B) + 1}}, s.len(pb));
+    FusionMaps maps = fusion_maps(table, fused.node(), P, s.B, 1);
     Scope scope{{f.node()->var.get(), Expr(0), maps.total}};
     Expr fo = UFCall::make(maps.outer, {Expr(f)}), fi = UFCall::make(maps.inner, {Expr(f)});
     auto z3 = make_z3_prover();

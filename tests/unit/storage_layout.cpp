@@ -13,6 +13,7 @@ Layout layout_of(const Tensor &t) { return t.node()->storage; }
 } // namespace
 
 TEST_CASE("offsets of [batch, seq(b), heads, seq(b)] equal the hand computation", "[storage]") {
+    AuxTable table;
     Dim batch("batch"), q("q"), heads("heads"), kv("kv");
     const int64_t H = 4;
     Param B("B", 1, 16);
@@ -20,7 +21,7 @@ TEST_CASE("offsets of [batch, seq(b), heads, seq(b)] equal the hand computation"
     Tensor S("S", {{batch, B}, {q, len(batch)}, {heads, H}, {kv, len(batch)}});
     Layout l = layout_of(S);
     REQUIRE(dim_graph(l) == std::vector<std::pair<int, int>>{{0, 1}, {0, 3}});
-    FlatLayout flat = flatten_layout(l);
+    FlatLayout flat = flatten_layout(table, l);
     REQUIRE(flat.aux.size() == 1); // one prefix-sum array over batch
     REQUIRE(print(flat.offset).find("prefix_batch(batch)") != std::string::npos);
 
@@ -51,17 +52,18 @@ TEST_CASE("offsets of [batch, seq(b), heads, seq(b)] equal the hand computation"
 }
 
 TEST_CASE("dense layouts need no aux arrays; nested raggedness needs nested aux arrays", "[storage]") {
+    AuxTable table;
     Dim x("x"), y("y"), z("z");
     Param N("N", 1, 100);
     Tensor D("D", {{x, N}, {y, 7}, {z, 3}});
-    FlatLayout dense = flatten_layout(layout_of(D));
+    FlatLayout dense = flatten_layout(table, layout_of(D));
     REQUIRE(dense.aux.empty());
     REQUIRE(print(dense.offset) == "(((x * 21) + (y * 3)) + z)");
     REQUIRE(print(dense.size) == "(N * 21)");
 
     // Triangular storage: extent of z depends on y (an outer loop variable, no length array).
     Tensor T("T", {{x, N}, {y, 5}, {z, y + 1}});
-    FlatLayout tri = flatten_layout(layout_of(T));
+    FlatLayout tri = flatten_layout(table, layout_of(T));
     REQUIRE(tri.aux.size() == 1);
     RaggedShape shape;
     shape.set(N, 3);
@@ -72,7 +74,7 @@ TEST_CASE("dense layouts need no aux arrays; nested raggedness needs nested aux 
     Param D2("D2", 1, 8);
     LengthArray nsent("nsent", D2, 0, 6), width("width", D2, 1, 4);
     Tensor W("W", {{doc, D2}, {sent, nsent(doc)}, {word, sent * width(doc) + 1}});
-    FlatLayout nested = flatten_layout(layout_of(W));
+    FlatLayout nested = flatten_layout(table, layout_of(W));
     // Per-(doc, sent) prefix sums, the per-doc offsets of that 2-D array, and per-doc totals.
     REQUIRE(nested.aux.size() == 3);
     RaggedShape s2;
