@@ -86,12 +86,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     // of bytes really behind args[a].data, whatever its count and type code claim by now: the
     // mutations below never write past it, and a count that claims more than it is only passed
     // with a NULL pointer (a caller that lies about its memory is outside what a check can see).
-    std::vector<std::vector<uint8_t>> own(args.size());
+    std::vector<std::vector<uint8_t>> own(args.size()), retired;
     std::vector<size_t> room(args.size(), 0);
     auto reallocate = [&](size_t a, int64_t count, size_t elem) {
         std::vector<uint8_t> v((size_t)count * elem);
         size_t keep = std::min(v.size(), room[a]);
         if (keep > 0) std::memcpy(v.data(), args[a].data, keep);
+        retired.push_back(std::move(own[a])); // other arguments may point into it (aliasing)
         own[a] = std::move(v);
         args[a].data = own[a].empty() ? nullptr : own[a].data();
         args[a].count = count;
