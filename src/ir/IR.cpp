@@ -174,6 +174,16 @@ bool is_const(const Expr &e, int64_t v) {
 Expr make_zero(Type t) { return t.is_float() ? FloatImm::make(0.0, t) : IntImm::make(0, t); }
 Expr make_one(Type t) { return t.is_float() ? FloatImm::make(1.0, t) : IntImm::make(1, t); }
 
+Expr reduce_combine(ReduceOp op, const Expr &acc, const Expr &x) {
+    switch (op) {
+    case ReduceOp::Sum: return Add::make(acc, x);
+    case ReduceOp::Max: return Max::make(acc, x);
+    case ReduceOp::Min: return Min::make(acc, x);
+    }
+    CORA_CHECK(false, "unknown reduction");
+    return Expr();
+}
+
 Expr reduce_identity(ReduceOp op, Type t) {
     switch (op) {
     case ReduceOp::Sum: return make_zero(t);

@@ -25,8 +25,9 @@ namespace cora::ir {
     X(FloatImm)                                                                                                        \
     X(Var)                                                                                                             \
     X(Add)                                                                                                             \
-    X(Sub) X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select)        \
-        X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
+    X(Sub)                                                                                                             \
+    X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast)       \
+        X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For) X(Provide) X(Store) X(Block) X(IfThenElse) X(LetStmt) X(LocalVar) X(Assign) X(Allocate) X(Assert)
@@ -352,6 +353,8 @@ Expr make_zero(Type t);
 Expr make_one(Type t);
 /** The identity of a reduction (0, -inf, +inf) in type t. */
 Expr reduce_identity(ReduceOp op, Type t);
+/** acc combined with x by `op` (acc + x, max, min): one definition for every reduction lowering. */
+Expr reduce_combine(ReduceOp op, const Expr &acc, const Expr &x);
 const char *reduce_op_name(ReduceOp op);
 
 } // namespace cora::ir

@@ -15,32 +15,12 @@ TensorPtr split_head(const TensorNode &t) {
     return head;
 }
 
-std::vector<TensorPtr> hfuse_members(const TensorNode &t) {
-    std::vector<TensorPtr> v;
-    for (const std::weak_ptr<const TensorNode> &w : t.schedule.hfuse) {
-        TensorPtr m = w.lock();
-        if (!m)
-            throw_compile_error("hfuse of Func '", t.name,
-                                "': a member of its group no longer exists; keep the Funcs you fuse alive");
-        v.push_back(m);
-    }
-    return v;
-}
-
 std::vector<Expr> store_indices(const TensorNode &t) {
     if (t.is_split_tail) return t.store_indices;
     std::vector<Expr> idx;
     for (const LayoutDim &d : t.domain)
         idx.push_back(var_expr(d.dim->var));
     return idx;
-}
-
-Layout loop_domain(const TensorNode &t) {
-    Layout l = t.domain;
-    for (const OpSplit &s : t.schedule.op_splits)
-        for (LayoutDim &d : l)
-            if (d.dim == s.dim) d.extent = s.point;
-    return l;
 }
 
 } // namespace cora::ir

@@ -11,6 +11,10 @@
 
 #include "ir/IR.h"
 
+namespace cora::front {
+struct Schedule; // the front end's record of how a Func is scheduled (front/Schedule.h)
+}
+
 namespace cora::ir {
 
 struct LayoutDim {
@@ -19,76 +23,7 @@ struct LayoutDim {
 };
 using Layout = std::vector<LayoutDim>;
 
-enum class LoopAnnotation : uint8_t { Serial, Parallel, Vectorize, Unroll };
-
-/** One step of a loop schedule, applied in the order given.
- *  - Split: loop `parent` becomes `outer` (extent ceil(E / factor)) and `inner` (extent factor),
- *    parent = outer * factor + inner.
- *  - Fuse: adjacent loops `outer`, `inner` become one loop `fused` over every (outer, inner)
- *    pair; a ragged inner extent uses the prelude's fusion maps fo(fused), fi(fused).
- *  - Pad: the extent E of loop `parent` becomes ceil_mult(E, factor); the extra iterations
- *    compute values nobody reads, so they must stay inside storage (else they are guarded). */
-struct LoopTransform {
-    enum class Kind : uint8_t { Split, Fuse, Pad, Remap };
-    Kind kind;
-    std::shared_ptr<const DimNode> parent, outer, inner, fused;
-    int64_t factor = 1;
-    /** Remap: loop `parent` becomes loop `outer` (its rank) with parent = perm(rank), where perm
-     * is `permutation` (a user LengthArray) or, when that is null, the prelude's ordering of
-     * the parent's indices by decreasing `cost` (longest first; ties by index). */
-    std::shared_ptr<const UFNode> permutation;
-    Expr cost;
-};
-
 struct TensorNode;
-
-/** Operation splitting: the op's loops cover only [0, point) of its domain dim `dim`; `tail`, a
- * Func node that writes the same storage, covers [point, E) (its dim runs from 0, shifted). */
-struct OpSplit {
-    std::shared_ptr<const DimNode> dim;
-    Expr point; ///< in terms of the dims outside `dim`, params and length arrays
-    std::shared_ptr<const TensorNode> tail;
-};
-
-/** How a Func's loop nest is built from its domain, recorded as data and applied by
- * lower/ScheduleLoops. Empty: the default schedule (domain order, outermost loop parallel). */
-struct Schedule {
-    std::vector<LoopTransform> transforms;             ///< applied in order
-    std::vector<std::shared_ptr<const DimNode>> order; ///< reorder requests, outermost first
-    std::vector<std::pair<std::shared_ptr<const DimNode>, LoopAnnotation>> annotations;
-    /** Horizontal fusion: this Func's outermost loop and those of `hfuse` run as one loop. Weak:
-     * a member may read the leader's inputs or be read by it; see hfuse_members(). */
-    std::vector<std::weak_ptr<const TensorNode>> hfuse;
-    bool hfuse_member = false; ///< listed in another Func's hfuse group
-    /** Operation splits, in order: each cuts the op's loops at its point (in the range the
-     * earlier ones left) and hands the rest to its tail. Empty: the op is not split. */
-    std::vector<OpSplit> op_splits;
-    bool inlined = false; ///< compute_inline: expanded into its readers, never stored
-    /** compute_at: this Func's loops run inside `at_consumer`'s loop over `at_loop` (set
-     * together). Weak: the consumer reads this Func, so it owns it; a strong pointer back would be
-     * a cycle that is never freed. */
-    std::weak_ptr<const TensorNode> at_consumer;
-    std::shared_ptr<const DimNode> at_loop;
-    bool has_compute_at() const { return at_loop != nullptr; }
-    /** The dim of a definition that is one reduction (sum/maximum/minimum over it), once a
-     * primitive names it: it is then a loop of the nest (innermost, until split or reordered),
-     * the elements are initialised before the first reduction loop and updated inside it. */
-    std::shared_ptr<const DimNode> reduction_loop;
-    /** cache_write: the elements computed inside this loop live in a per-iteration dense tile
-     * (initialised, updated, then written to storage once). */
-    std::shared_ptr<const DimNode> cache_write_at;
-    /** cache_read: the region of `tensor` read inside loop `at` is copied into a dense tile at
-     * the start of each iteration of `at`, and read from there. */
-    struct CacheRead {
-        std::shared_ptr<const TensorNode> tensor;
-        std::shared_ptr<const DimNode> at;
-    };
-    std::vector<CacheRead> cache_reads;
-    bool empty() const {
-        return transforms.empty() && order.empty() && annotations.empty() && !reduction_loop && !cache_write_at &&
-               cache_reads.empty();
-    }
-};
 
 /** One step from a tensor's logical storage layout to its physical layout; steps apply in
  * order, each to the layout the previous ones produced (positions refer to that layout).
@@ -110,14 +45,15 @@ struct StorageTransform {
 
 struct TensorNode {
     std::string name;
-    uint64_t id;
     Type type;
     bool is_input;
     Layout domain;  ///< loop domain (Funcs) or logical shape (inputs): what may be read
     Layout storage; ///< storage layout; dims in the same order as domain, extents >= domain's
     std::vector<StorageTransform> storage_transforms; ///< storage -> physical layout, in order
     Expr value;                                       ///< definition (Funcs), in terms of domain dim variables
-    Schedule schedule;
+    /** How its loops are built: recorded by the front end, read by lowering (front/Schedule.h,
+     * front::schedule_of). Null for inputs. */
+    std::shared_ptr<front::Schedule> schedule;
     /** The tail of an op split writes the storage of `stores_into`, the Func it was split from,
      * at `store_indices` (its own domain vars shifted by the split point). Weak: the Func owns
      * its tails (Schedule::op_splits); see split_head(). */
@@ -130,15 +66,10 @@ using TensorPtr = std::shared_ptr<const TensorNode>;
 /** For an op-split tail, the Func whose storage it writes; null for every other tensor.
  * CompileError when that Func no longer exists (only its tail was kept). */
 TensorPtr split_head(const TensorNode &t);
-/** The members of `t`'s horizontal fusion group, without `t` (CompileError when one no longer
- * exists). */
-std::vector<TensorPtr> hfuse_members(const TensorNode &t);
 /** The tensor whose storage an op's loops write: itself, or for an op-split tail its Func. */
 inline const TensorNode &store_target(const TensorNode &t) { return t.is_split_tail ? *split_head(t) : t; }
 /** The indices of store_target(t) that the op writes, in terms of t's domain vars. */
 std::vector<Expr> store_indices(const TensorNode &t);
-/** The ranges the op's loops run over: the domain, with an op-split dim cut at its point. */
-Layout loop_domain(const TensorNode &t);
 
 /** An aux array built by the prelude.
  *  - PrefixSum: for every index of the layout's outer dims (all but the last),

@@ -11,6 +11,7 @@
  * tests/error/schedule_errors.cpp. */
 #include <algorithm>
 
+#include "front/Schedule.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
 #include "util/Error.h"
@@ -20,7 +21,7 @@ namespace cora::ir {
 void select_inlined(LoweringContext &ctx) {
     std::vector<TensorPtr> computed;
     for (const TensorPtr &f : ctx.funcs) {
-        const Schedule &sch = f->schedule;
+        const front::Schedule &sch = front::schedule_of(*f);
         if (!sch.inlined) {
             computed.push_back(f);
             continue;

@@ -2,9 +2,12 @@
  *
  *   1. collect funcs (producers first) and validate them: dims, extents, access bounds, storage cover
  *   1b. select_inlined: compute_inline Funcs leave the list; their reads get expanded
- *   2. schedule_loops: one loop nest per op from its schedule (split, fuse with prelude-built
- *      fusion maps, pad_loop incl. bulk padding, remap, with guards the prover may remove;
- *      reorder, parallel/vectorize/unroll; default: outermost loop parallel; then hfuse);
+ *   2. the loop nests (Scheduling.h), per op (each Func, then its op-split tails):
+ *      plan_loops (the schedule's transforms replayed on front::LoopReplay: split, fuse with
+ *      prelude-built fusion maps, pad_loop incl. bulk padding, remap; reorder; extents; loop
+ *      kinds) -> check_padded_iterations -> add_guards (placed, proved ones dropped) ->
+ *      bound_loops_by_guards -> apply_cache_reads -> build_loop_nest (cache_write tiles,
+ *      reduction init/update); then apply_compute_at and apply_hfuse over all ops.
  *      vloop extents are UF calls
  *   3. lower_reductions: reductions become accumulator loops
  *   4. storage_lowering: storage transforms, dimension graph -> flat offsets through prefix-sum aux
@@ -27,6 +30,7 @@
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
+#include "lower/Scheduling.h"
 #include "lower/StageCheck.h"
 #include "util/Error.h"
 
@@ -76,7 +80,20 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     PassRunner pass(ctx);
     pass.run_step("validate_pipeline", [&] { validate_pipeline(ctx); });
     pass.run_step("select_inlined", [&] { select_inlined(ctx); });
-    Stmt s = pass.run("schedule_loops", Stage::Scheduled, [&] { return schedule_loops(ctx); });
+    const std::vector<TensorPtr> ops = scheduled_ops(ctx);
+    std::vector<Stmt> nests;
+    pass.run_step("loop nests", [&] {
+        for (const TensorPtr &op : ops) {
+            LoopPlan plan = plan_loops(op, ctx);
+            std::string pad_unsafe = check_padded_iterations(plan, ctx);
+            PlacedGuards guards = add_guards(plan, pad_unsafe, ctx);
+            bound_loops_by_guards(plan, guards);
+            CacheReads reads = apply_cache_reads(plan, ctx);
+            nests.push_back(build_loop_nest(plan, guards, reads));
+        }
+    });
+    pass.run_step("compute_at", [&] { apply_compute_at(ops, nests, ctx); });
+    Stmt s = pass.run("hfuse", Stage::Scheduled, [&] { return apply_hfuse(ops, nests, ctx); });
     s = pass.run("lower_reductions", Stage::ReductionsLowered, [&] { return lower_reductions(s); });
     s = pass.run("storage_lowering", Stage::StorageLowered, [&] { return storage_lowering(s, ctx); });
     s = pass.run("allocate_intermediates", Stage::StorageLowered, [&] { return allocate_intermediates(s, ctx); });

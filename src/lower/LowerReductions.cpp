@@ -51,12 +51,8 @@ Stmt lower_value(const Expr &value, const std::function<Stmt(const Expr &)> &con
     const Reduce *red = r.as<Reduce>();
     VarPtr acc = make_var("acc_" + red->var->name, VarRole::Local, red->type);
     Expr acc_e = var_expr(acc);
-    Stmt loop_body = lower_value(red->body, [&](const Expr &b) {
-        Expr combined = red->op == ReduceOp::Sum   ? Add::make(acc_e, b)
-                        : red->op == ReduceOp::Max ? Max::make(acc_e, b)
-                                                   : Min::make(acc_e, b);
-        return Assign::make(acc, combined);
-    });
+    Stmt loop_body =
+        lower_value(red->body, [&](const Expr &b) { return Assign::make(acc, reduce_combine(red->op, acc_e, b)); });
     Stmt loop = For::make(red->var, IntImm::make(0), red->extent, ForKind::Serial, loop_body);
     Stmt rest = lower_value(replace_node(value, r, acc_e), consume);
     return LocalVar::make(acc, reduce_identity(red->op, red->type), Block::make({loop, rest}));

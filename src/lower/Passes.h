@@ -9,7 +9,6 @@ void validate_pipeline(LoweringContext &ctx);
 void select_inlined(LoweringContext &ctx);
 /** `e` with every read of an inlined Func replaced by its definition (InlineFuncs.cpp). */
 Expr inline_reads(const Expr &e, const LoweringContext &ctx);
-Stmt schedule_loops(LoweringContext &ctx);
 Stmt lower_reductions(const Stmt &s);
 Stmt storage_lowering(const Stmt &s, LoweringContext &ctx);
 Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx);

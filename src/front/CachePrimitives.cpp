@@ -1,0 +1,42 @@
+/** \file cache_write (a per-tile accumulator) and cache_read (a per-tile copy of an input's
+ * region) of a Func. */
+#include "cora/Tensor.h"
+
+#include "front/Primitives.h"
+#include "front/Schedule.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "util/Error.h"
+
+namespace cora {
+
+using namespace front;
+
+Func &Func::cache_write(const Dim &at) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("cache_write at '", at.name(), "' in Func '", name(), "': ", msg...);
+    };
+    if (!is_known_dim(*node_, at.node().get())) fail("'", at.name(), "' is not a loop of this Func");
+    if (mutable_schedule(*node_).cache_write_at) fail("it already has a cache_write");
+    mutable_schedule(*node_).cache_write_at = at.node();
+    return *this;
+}
+
+Func &Func::cache_read(const Tensor &t, const Dim &at) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("cache_read of '", t.name(), "' at '", at.name(), "' in Func '", name(), "': ", msg...);
+    };
+    if (!is_known_dim(*node_, at.node().get())) fail("'", at.name(), "' is not a loop of this Func");
+    if (t.node() == node_) fail("a Func cannot cache its own storage; use cache_write");
+    bool read = false;
+    ir::visit_exprs(node_->value, [&](const Expr &e) {
+        if (const ir::Access *a = e.as<ir::Access>()) read = read || a->tensor == t.node();
+    });
+    if (!read) fail("the definition does not read '", t.name(), "'");
+    for (auto &c : mutable_schedule(*node_).cache_reads)
+        if (c.tensor == t.node()) fail("'", t.name(), "' is already cached");
+    mutable_schedule(*node_).cache_reads.push_back({t.node(), at.node()});
+    return *this;
+}
+
+} // namespace cora

@@ -1,0 +1,132 @@
+#include "front/Schedule.h"
+
+#include <algorithm>
+
+#include "util/Error.h"
+
+namespace cora::front {
+
+const Schedule &schedule_of(const ir::TensorNode &t) {
+    static const Schedule none; // immutable: the schedule of inputs and unscheduled Funcs
+    return t.schedule ? *t.schedule : none;
+}
+
+Schedule &mutable_schedule(ir::TensorNode &t) {
+    if (!t.schedule) t.schedule = std::make_shared<Schedule>();
+    return *t.schedule;
+}
+
+ir::Layout loop_domain(const ir::TensorNode &t) {
+    ir::Layout l = t.domain;
+    for (const OpSplit &s : schedule_of(t).op_splits)
+        for (ir::LayoutDim &d : l)
+            if (d.dim == s.dim) d.extent = s.point;
+    return l;
+}
+
+std::vector<ir::TensorPtr> hfuse_members(const ir::TensorNode &t) {
+    std::vector<ir::TensorPtr> v;
+    for (const std::weak_ptr<const ir::TensorNode> &w : schedule_of(t).hfuse) {
+        ir::TensorPtr m = w.lock();
+        if (!m)
+            throw_compile_error("hfuse of Func '", t.name,
+                                "': a member of its group no longer exists; keep the Funcs you fuse alive");
+        v.push_back(m);
+    }
+    return v;
+}
+
+const ir::DimNode *reduction_dim(const ir::TensorNode &t) {
+    const ir::Reduce *r = t.value.as<ir::Reduce>();
+    return r ? r->var->dim : nullptr;
+}
+
+bool is_reduction_loop(const ir::TensorNode &t, const ir::DimNode *d) {
+    std::vector<const ir::DimNode *> from{reduction_dim(t)};
+    if (!from[0]) return false;
+    for (const LoopTransform &tr : schedule_of(t).transforms)
+        if (tr.kind == LoopTransform::Kind::Split &&
+            std::find(from.begin(), from.end(), tr.parent.get()) != from.end()) {
+            from.push_back(tr.outer.get());
+            from.push_back(tr.inner.get());
+        }
+    return std::find(from.begin(), from.end(), d) != from.end();
+}
+
+bool is_known_dim(const ir::TensorNode &t, const ir::DimNode *d) {
+    for (const ir::LayoutDim &ld : t.domain)
+        if (ld.dim.get() == d) return true;
+    if (d == reduction_dim(t)) return true;
+    for (const LoopTransform &tr : schedule_of(t).transforms)
+        if (tr.outer.get() == d || tr.inner.get() == d || tr.fused.get() == d) return true;
+    return false;
+}
+
+LoopReplay::LoopReplay(const ir::TensorNode &f, bool with_reduction_dim) {
+    for (const ir::LayoutDim &d : f.domain)
+        loops_.push_back(d.dim);
+    const Schedule &sch = schedule_of(f);
+    if (sch.reduction_loop) {
+        loops_.push_back(sch.reduction_loop);
+    } else if (with_reduction_dim) {
+        if (const ir::Reduce *r = f.value.as<ir::Reduce>()) {
+            // The reduction's Dim node is reachable from its variable only as a raw pointer; the
+            // loop list holds it through a non-owning alias (the definition keeps it alive).
+            const ir::DimNode *k = r->var->dim;
+            if (k) loops_.push_back(DimPtr(DimPtr(), k));
+        }
+    }
+}
+
+bool LoopReplay::is_loop(const DimPtr &d) const {
+    return std::any_of(loops_.begin(), loops_.end(), [&](const DimPtr &l) { return l.get() == d.get(); });
+}
+
+bool LoopReplay::applies(const LoopTransform &t) const {
+    using Kind = LoopTransform::Kind;
+    return t.kind == Kind::Pad || t.kind == Kind::Remap || t.kind == Kind::Split ? is_loop(t.parent)
+                                                                                 : is_loop(t.outer) && is_loop(t.inner);
+}
+
+size_t LoopReplay::apply(const LoopTransform &t) {
+    using Kind = LoopTransform::Kind;
+    auto find = [&](const DimPtr &d) {
+        auto it = std::find_if(loops_.begin(), loops_.end(), [&](const DimPtr &l) { return l.get() == d.get(); });
+        CORA_CHECK(it != loops_.end(), "loop transform on '", d->name, "', which is not a loop");
+        return it;
+    };
+    switch (t.kind) {
+    case Kind::Split: {
+        auto it = find(t.parent);
+        size_t pos = (size_t)(it - loops_.begin());
+        *it = t.inner;
+        loops_.insert(loops_.begin() + (long)pos, t.outer);
+        return pos;
+    }
+    case Kind::Remap: {
+        auto it = find(t.parent);
+        *it = t.outer;
+        return (size_t)(it - loops_.begin());
+    }
+    case Kind::Pad: return (size_t)(find(t.parent) - loops_.begin());
+    case Kind::Fuse: {
+        auto it = find(t.outer);
+        CORA_CHECK(it + 1 != loops_.end() && (it + 1)->get() == t.inner.get(), "fused loops '", t.outer->name,
+                   "' and '", t.inner->name, "' are not adjacent");
+        size_t pos = (size_t)(it - loops_.begin());
+        *it = t.fused;
+        loops_.erase(loops_.begin() + (long)pos + 1);
+        return pos;
+    }
+    }
+    return 0;
+}
+
+std::vector<DimPtr> final_loops(const ir::TensorNode &f, bool with_reduction_dim) {
+    LoopReplay r(f, with_reduction_dim);
+    for (const LoopTransform &t : schedule_of(f).transforms)
+        r.apply(t);
+    return r.loops();
+}
+
+} // namespace cora::front

@@ -1,0 +1,203 @@
+/** \file Step: cache_read tiles, and the element and indices of an op's leaf statements.
+ *
+ * cache_read(t, at): the box of t read inside `at` (symbolic bounds of the read's indices over
+ * the loops inside `at` and the element's reductions; its start may use only the loops outside,
+ * its size must be a constant of at most kMaxTileElements) is copied into a stack tile as `at`'s
+ * body starts, zeros outside t's shape, and the element reads the tile. A producer computed
+ * inside this Func's loop `d` (compute_at) is complete only once `d`'s body starts: the copy
+ * must be inside `d`.
+ * Domain dims (and the reduction dim) get their values: those given by fusion maps are
+ * substituted, so that storage lowering can cancel P(fo(f)) + fi(f) = f; the others are lets
+ * around each leaf statement.
+ * Tests: tests/correctness/caching.cpp, tests/error/schedule_errors.cpp. */
+#include <map>
+
+#include "analysis/Bounds.h"
+#include "analysis/Simplify.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "lower/Scheduling.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+std::string print_list(const std::vector<Expr> &v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); i++)
+        out += (i ? ", " : "") + print(v[i]);
+    return out;
+}
+bool equal_all(const std::vector<Expr> &a, const std::vector<Expr> &b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); i++)
+        if (!equal(a[i], b[i])) return false;
+    return true;
+}
+
+bool uses_fusion_map(const Expr &e) {
+    bool found = false;
+    visit_exprs(e, [&](const Expr &x) {
+        if (const UFCall *u = x.as<UFCall>())
+            found = found || (u->fn->aux && (u->fn->aux->kind == AuxSpec::Kind::FusedOuter ||
+                                             u->fn->aux->kind == AuxSpec::Kind::FusedInner));
+    });
+    return found;
+}
+
+/** cache_read of `t` in loop `pos`: the box of `t` that `element` reads over the loops inside
+ * `pos` (and the reductions in `element`), the tile and its copy, and `element` reading the
+ * tile. The box comes from symbolic bounds of the read's indices over those loops; its start
+ * may use only the loops outside, its size must be a constant. */
+std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorPtr &t, const std::string &at_name,
+                                             const Expr &element, size_t pos, LoweringContext &ctx) {
+    const TensorNode &f = *plan.op;
+    const std::vector<DimPtr> &loops = plan.loops;
+    const std::vector<Expr> &extents = plan.extents;
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("cache_read of '", t->name, "' at '", at_name, "' in Func '", f.name, "': ", msg...);
+    };
+    const Access *read = nullptr;
+    Scope inner;
+    for (size_t k = pos + 1; k < loops.size(); k++)
+        inner.push_back(ScopeEntry{loops[k]->var.get(), IntImm::make(0), extents[k]});
+    visit_exprs(element, [&](const Expr &e) {
+        if (const Reduce *r = e.as<Reduce>())
+            inner.push_back(ScopeEntry{r->var.get(), IntImm::make(0), plan.now(r->extent)});
+        const Access *a = e.as<Access>();
+        if (!a || a->tensor != t) return;
+        if (read && !equal_all(read->indices, a->indices))
+            fail("it is read at (", print_list(read->indices), ") and at (", print_list(a->indices),
+                 "); a cached tensor must be read at one index tuple");
+        read = a;
+    });
+    if (!read) fail("no read of it is left (an inlined Func is not stored)");
+    std::vector<Expr> lo;
+    std::vector<int64_t> size;
+    int64_t total = 1;
+    for (size_t j = 0; j < read->indices.size(); j++) {
+        const std::string &dim = t->domain[j].dim->name;
+        Expr e = plan.now(read->indices[j]);
+        Expr l = symbolic_bound(e, inner, false), h = symbolic_bound(e, inner, true);
+        if (!l.defined() || !h.defined()) fail("the index ", print(e), " in dim '", dim, "' has no bound");
+        l = simplify(l);
+        for (const ScopeEntry &s : inner)
+            if (uses_var(l, s.var))
+                fail("the region in dim '", dim, "' starts at ", print(l), ", which depends on '", s.var->name,
+                     "', a loop inside '", at_name, "'");
+        Expr sz = simplify(Add::make(Sub::make(h, l), IntImm::make(1)));
+        const int64_t *c = as_const_int(sz);
+        if (!c)
+            fail("the region in dim '", dim, "' has size ", print(sz), ", not a constant; split the loops inside '",
+                 at_name, "' so that they have constant extents");
+        lo.push_back(l);
+        size.push_back(std::max<int64_t>(*c, 1));
+        total *= size.back();
+    }
+    if (total > kMaxTileElements)
+        fail("the region has ", total, " elements, more than ", kMaxTileElements, "; cache at an inner loop");
+    // The copy: every element of the box inside t's shape; the others are zero (never read by
+    // an iteration that runs unguarded, since those read inside the shape).
+    CacheTile tile{make_var(t->name + "_cache", VarRole::Buffer, t->type), total, Stmt()};
+    Scope copy_scope;
+    for (size_t k = 0; k <= pos; k++)
+        copy_scope.push_back(ScopeEntry{loops[k]->var.get(), IntImm::make(0), extents[k]});
+    std::vector<VarPtr> copy_vars; // null for a dim of size 1
+    std::vector<Expr> idx;
+    std::map<const VarNode *, Expr> shape_at;
+    Expr flat = IntImm::make(0), cond;
+    for (size_t j = 0; j < lo.size(); j++) {
+        Expr c = IntImm::make(0);
+        copy_vars.push_back(nullptr);
+        if (size[j] > 1) {
+            copy_vars[j] = make_var(t->name + "_" + t->domain[j].dim->name + "_c", VarRole::Index);
+            copy_scope.push_back(ScopeEntry{copy_vars[j].get(), IntImm::make(0), IntImm::make(size[j])});
+            c = var_expr(copy_vars[j]);
+        }
+        idx.push_back(simplify(Add::make(lo[j], c)));
+        flat = simplify(Add::make(Mul::make(flat, IntImm::make(size[j])), c));
+        Expr extent = simplify(substitute(t->domain[j].extent, shape_at));
+        shape_at[t->domain[j].dim->var.get()] = idx[j];
+        // Keep only the bound conditions the prover cannot show.
+        auto require = [&](const Expr &holds, const Expr &nonneg) {
+            if (!ctx.prover->prove_nonneg(nonneg, copy_scope)) cond = cond.defined() ? And::make(cond, holds) : holds;
+        };
+        require(GE::make(idx[j], IntImm::make(0)), idx[j]);
+        require(LT::make(idx[j], extent), Sub::make(Sub::make(extent, idx[j]), IntImm::make(1)));
+    }
+    Stmt leaf = Store::make(tile.buffer, flat, Access::make(t, idx));
+    if (cond.defined()) leaf = IfThenElse::make(cond, leaf, Store::make(tile.buffer, flat, make_zero(t->type)));
+    for (size_t j = lo.size(); j-- > 0;)
+        if (copy_vars[j]) leaf = For::make(copy_vars[j], IntImm::make(0), IntImm::make(size[j]), ForKind::Serial, leaf);
+    tile.copy = leaf;
+    // The reads: the tile at the index's offset from the box's start.
+    Expr offset = IntImm::make(0);
+    for (size_t j = 0; j < lo.size(); j++) // in loop variables, so that the tile's base cancels
+        offset = Add::make(Mul::make(offset, IntImm::make(size[j])),
+                           Sub::make(substitute(read->indices[j], plan.transformed.value), lo[j]));
+    struct UseTile : IRMutator {
+        const TensorNode *t;
+        Expr load;
+        Expr mutate_node(const Access *op, const Expr &self) override {
+            return op->tensor.get() == t ? load : IRMutator::mutate_node(op, self);
+        }
+        using IRMutator::mutate_node;
+    } use;
+    use.t = t.get();
+    use.load = Load::make(tile.buffer, simplify(offset));
+    return {tile, use.mutate(element)};
+}
+
+} // namespace
+
+CacheReads apply_cache_reads(const LoopPlan &plan, LoweringContext &ctx) {
+    const TensorPtr &f = plan.op;
+    const front::Schedule &sch = front::schedule_of(*f);
+    CacheReads out;
+    // Domain dims (and the reduction dim) get their values: fusion-map values are substituted
+    // (storage lowering cancels them), the others are lets around each leaf statement.
+    std::map<const VarNode *, Expr> direct;
+    std::vector<VarPtr> bound;
+    for (const LayoutDim &d : f->domain)
+        bound.push_back(d.dim->var);
+    if (plan.red) bound.push_back(sch.reduction_loop->var);
+    for (const VarPtr &v : bound) {
+        auto it = plan.transformed.value.find(v.get());
+        if (it == plan.transformed.value.end()) continue;
+        if (uses_fusion_map(it->second))
+            direct[v.get()] = simplify(it->second);
+        else
+            out.lets.emplace_back(v, simplify(it->second));
+    }
+    for (const Expr &i : plan.store_at)
+        out.store_at.push_back(substitute(i, direct));
+
+    // cache_read: the region each cached tensor's reads cover inside its loop, copied first.
+    Expr element = plan.element();
+    for (const front::Schedule::CacheRead &c : sch.cache_reads) {
+        size_t pos = plan.position_of(c.at, "cache_read");
+        // A producer computed inside this Func's loop `d` (directly or with its consumer) is
+        // complete for the iteration only once `d`'s body starts: the copy must be inside `d`.
+        for (TensorPtr p = c.tensor; p && front::schedule_of(*p).has_compute_at();
+             p = front::schedule_of(*p).at_consumer.lock()) {
+            const front::Schedule &ps = front::schedule_of(*p);
+            if (ps.at_consumer.lock() == f) {
+                auto it = std::find(plan.loops.begin(), plan.loops.end(), ps.at_loop);
+                if (it != plan.loops.end() && (size_t)(it - plan.loops.begin()) > pos)
+                    throw_compile_error("cache_read of '", c.tensor->name, "' at '", c.at->name, "' in Func '", f->name,
+                                        "': it is computed inside loop '", ps.at_loop->name,
+                                        "' (compute_at), after the copy would be made; cache it at '", ps.at_loop->name,
+                                        "' or inside");
+                break;
+            }
+        }
+        auto [tile, cached] = cache_read_region(plan, c.tensor, c.at->name, element, pos, ctx);
+        out.prologue[pos].push_back(tile);
+        element = cached;
+    }
+    out.element = substitute(element, direct);
+    return out;
+}
+
+} // namespace cora::ir

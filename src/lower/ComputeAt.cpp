@@ -1,0 +1,167 @@
+/** \file Step: compute_at, and which op reads which.
+ *
+ * compute_at(consumer, d) moves a producer's nest, minus the outermost loops it shares with the
+ * consumer down to d, to the start of the body of the consumer's loop d. Checked: the shared dims
+ * are the producer's outermost dims, in order, with equal extents; the consumer reads only the
+ * current indices of them; no op in between (nor one horizontally fused with the consumer) reads
+ * the producer. Producers first: a Func computed at a consumer that is itself computed at another
+ * moves along with it (when it sits inside the loops the consumer keeps).
+ * Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
+#include <algorithm>
+#include <functional>
+
+#include "analysis/Simplify.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+#include "lower/Scheduling.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+/** Whether op `consumer` reads what op `producer` writes. */
+bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringContext &ctx) {
+    bool found = false;
+    visit_exprs(inline_reads(consumer->value, ctx), [&](const Expr &e) {
+        if (const Access *a = e.as<Access>()) found = found || a->tensor.get() == &store_target(*producer);
+    });
+    return found;
+}
+
+std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx) {
+    std::vector<TensorPtr> ops;
+    std::function<void(const TensorPtr &)> add = [&](const TensorPtr &op) {
+        ops.push_back(op);
+        for (const front::OpSplit &s : front::schedule_of(*op).op_splits)
+            add(s.tail);
+    };
+    for (const TensorPtr &f : ctx.funcs)
+        add(f);
+    return ops;
+}
+
+namespace {
+
+/** compute_at bookkeeping: producers' loop bodies waiting to be placed at the start of a
+ * consumer's loop body (per op, per loop variable), in producer order. */
+using PendingInserts = std::vector<std::map<const VarNode *, std::vector<Stmt>>>;
+
+/** Places the pending producer bodies of op `k` into its nest. */
+void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) {
+    for (auto &entry : pending[k]) {
+        const VarNode *var = entry.first; // (clang 14 cannot capture structured bindings)
+        const std::vector<Stmt> &bodies = entry.second;
+        std::function<Stmt(const Stmt &)> insert = [&](const Stmt &s) {
+            const For *loop = s.as<For>();
+            CORA_CHECK(loop != nullptr, "compute_at loop vanished");
+            Stmt body;
+            if (loop->var.get() == var) {
+                std::vector<Stmt> all = bodies;
+                all.push_back(loop->body);
+                body = Block::make(all);
+            } else {
+                body = insert(loop->body);
+            }
+            return For::make(loop->var, loop->min, loop->extent, loop->for_kind, body);
+        };
+        nests[k] = insert(nests[k]);
+    }
+    pending[k].clear();
+}
+
+/** compute_at: takes the nest of `f` (with its own producers placed), strips the outermost
+ * loops it shares with the consumer down to `at_loop`, and queues the rest for the start of
+ * the body of the consumer's loop `at_loop`. */
+void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
+                     PendingInserts &pending, const LoweringContext &ctx) {
+    const TensorPtr g = front::schedule_of(*f).at_consumer.lock();
+    const DimPtr &d = front::schedule_of(*f).at_loop;
+    if (!g)
+        throw_compile_error("compute_at of Func '", f->name, "' at '", d->name,
+                            "': its consumer no longer exists, so this pipeline cannot compute it");
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("compute_at of Func '", f->name, "' in '", g->name, "' at '", d->name, "': ", msg...);
+    };
+    if (!front::schedule_of(*f).op_splits.empty()) fail("its op is split");
+    if (!front::schedule_of(*f).hfuse.empty() || front::schedule_of(*f).hfuse_member) fail("it is horizontally fused");
+    size_t fp = (size_t)(std::find(ops.begin(), ops.end(), f) - ops.begin());
+    size_t gp = (size_t)(std::find(ops.begin(), ops.end(), g) - ops.begin());
+    if (gp == ops.size() || gp < fp) fail("'", g->name, "' is not computed after it by this pipeline");
+    // The consumer's outermost loops down to d: directly nested, over f's outermost dims.
+    std::vector<const For *> outer;
+    for (const For *loop = nests[gp].as<For>(); loop; loop = loop->body.as<For>()) {
+        outer.push_back(loop);
+        if (loop->var == d->var) break;
+    }
+    if (outer.empty() || outer.back()->var != d->var)
+        fail("'", d->name,
+             "' is not one of the consumer's outermost loops (split, fused, reordered, or under a guard)");
+    size_t depth = outer.size();
+    for (size_t j = 0; j < depth; j++) {
+        if (j == f->domain.size()) fail("it has fewer dims than the consumer's loops down to '", d->name, "'");
+        const LayoutDim &fd = f->domain[j];
+        if (outer[j]->var != fd.dim->var)
+            fail("the consumer's loop ", j, " is '", outer[j]->var->name, "' but its dim ", j, " is '", fd.dim->name,
+                 "'; the loops down to '", d->name, "' must be its outermost dims, in order");
+        if (!equal(simplify(outer[j]->extent), simplify(fd.extent)))
+            fail("the consumer's loop '", fd.dim->name, "' runs to ", print(outer[j]->extent), ", not over its extent ",
+                 print(fd.extent));
+    }
+    // An op between f and g that reads f must run after f: computed at g at least as deep.
+    auto depth_at = [&](const TensorNode &r) {
+        for (size_t j = 0; j < g->domain.size(); j++)
+            if (g->domain[j].dim == front::schedule_of(r).at_loop) return j + 1;
+        return (size_t)0;
+    };
+    for (size_t k = fp + 1; k < gp; k++)
+        if (reads(ops[k], f, ctx) &&
+            !(front::schedule_of(*ops[k]).at_consumer.lock() == g && depth_at(*ops[k]) >= depth))
+            fail("'", ops[k]->name, "', computed before '", g->name, "', reads it");
+    // Ops horizontally fused with the consumer run concurrently with its iterations, so none
+    // of them may read f (it is computed inside those iterations).
+    std::vector<TensorPtr> group;
+    for (const TensorPtr &op : ops) {
+        std::vector<TensorPtr> members = front::hfuse_members(*op);
+        if (op == g || std::find(members.begin(), members.end(), g) != members.end()) {
+            group.push_back(op);
+            group.insert(group.end(), members.begin(), members.end());
+        }
+    }
+    for (const TensorPtr &m : group)
+        if (m != g && reads(m, f, ctx))
+            fail("'", m->name, "' runs in one loop with '", g->name, "' (hfuse) and reads it, but it is computed ",
+                 "inside the iterations of '", g->name, "'");
+    // The consumer reads f only at its current indices of those dims.
+    visit_exprs(inline_reads(g->value, ctx), [&](const Expr &e) {
+        const Access *a = e.as<Access>();
+        if (!a || a->tensor != f) return;
+        for (size_t j = 0; j < depth; j++)
+            if (!equal(a->indices[j], var_expr(f->domain[j].dim->var)))
+                fail("'", g->name, "' reads it at ", print(a->indices[j]), " in dim '", f->domain[j].dim->name,
+                     "', but only the elements at its current '", f->domain[j].dim->name, "' are computed there");
+    });
+    // f's own outermost loops must be the same, unguarded.
+    place_pending(fp, nests, pending);
+    Stmt inner = nests[fp];
+    for (size_t j = 0; j < depth; j++) {
+        const For *loop = inner.as<For>();
+        if (!loop || loop->var != f->domain[j].dim->var)
+            fail("its own loop nest must start with its dims down to '", d->name,
+                 "', unsplit and unguarded (schedule only the loops inside them)");
+        inner = loop->body;
+    }
+    pending[gp][d->var.get()].push_back(inner);
+    nests[fp] = Block::make({});
+}
+
+} // namespace
+
+void apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, const LoweringContext &ctx) {
+    PendingInserts pending(ops.size());
+    for (const TensorPtr &op : ops)
+        if (front::schedule_of(*op).has_compute_at()) compute_at_nest(op, ops, nests, pending, ctx);
+    for (size_t k = 0; k < ops.size(); k++)
+        place_pending(k, nests, pending);
+}
+
+} // namespace cora::ir

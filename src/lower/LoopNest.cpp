@@ -1,0 +1,128 @@
+/** \file Step: an op's loop nest from its plan, guards and cache_read tiles.
+ *
+ * The leaf computes the element (reading cache_read tiles) and stores it through the Func's
+ * storage (a Provide; an op-split tail writes its Func's storage). Reduction loops: from the inner
+ * position (the cache_write loop's body, else the outermost reduction loop) the nest is an init
+ * nest over the inner loops over the Func's dims (their guards only) storing the identity, then
+ * the update nest over all inner loops. cache_write(at): the element state is a stack tile
+ * indexed by the inner loops over the Func's dims (constant extents, at most kMaxTileElements),
+ * written back under their guards. With reduction loops outside `at` (k-panels), storage is
+ * initialised before the outermost one and each tile starts from storage instead of the
+ * identity. Unscheduled reductions stay Reduce nodes for lower_reductions; both combine their
+ * values with reduce_combine.
+ * Tests: tests/correctness/caching.cpp (k-panels, tiles), vgemm.cpp, trmm.cpp. */
+#include "analysis/Simplify.h"
+#include "ir/IRPrinter.h"
+#include "lower/Scheduling.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads) {
+    const TensorPtr &f = plan.op;
+    const front::Schedule &sch = front::schedule_of(*f);
+    const std::vector<DimPtr> &loops = plan.loops;
+    const std::vector<Expr> &extents = plan.extents;
+    const std::vector<bool> &is_reduction = plan.is_reduction;
+    const size_t n = loops.size();
+    const Reduce *red = plan.red;
+    const TensorPtr &target = plan.target;
+    const std::vector<Expr> &at = reads.store_at;
+    const Expr &element = reads.element;
+    auto with_lets = [&](Stmt s, bool elements_only) {
+        for (auto &[v, e] : reads.lets)
+            if (!(elements_only && red && v == sch.reduction_loop->var)) s = LetStmt::make(v, e, s);
+        return s;
+    };
+
+    // Where the per-element state starts: the cache_write loop's body, else the outermost
+    // reduction loop; the loops from there on form the inner part.
+    size_t first_reduction = n;
+    for (size_t k = n; k-- > 0;)
+        if (is_reduction[k]) first_reduction = k;
+    std::optional<size_t> cache_pos;
+    if (sch.cache_write_at) cache_pos = plan.position_of(sch.cache_write_at, "cache_write");
+    size_t inner = cache_pos ? *cache_pos + 1 : first_reduction;
+    // Reduction loops outside the tile (k-panels): storage holds the partial result between
+    // the tile's visits; it is initialised before the outermost reduction loop and each visit
+    // loads it into the tile.
+    const bool tile_accumulates = cache_pos && red && first_reduction < inner;
+    /** The loops at `positions` around `leaf`, each with its guards (only those over the
+     * Func's dims when `elements_only`) and, for full nests, its prologue. */
+    auto nest = [&](const std::vector<size_t> &positions, Stmt s, bool elements_only) {
+        for (size_t j = positions.size(); j-- > 0;) {
+            size_t k = positions[j];
+            if (!elements_only && reads.prologue.count(k))
+                for (const CacheTile &c : reads.prologue.at(k))
+                    s = Allocate::make(c.buffer, IntImm::make(c.size), Block::make({c.copy, s}), MemoryType::Stack);
+            for (const Expr &c : guards.at[k + 1])
+                if (!(elements_only && plan.uses_reduction_loop(c))) s = IfThenElse::make(c, s);
+            s = For::make(loops[k]->var, IntImm::make(0), guards.loop_extents[k], plan.kinds[k], s);
+        }
+        return s;
+    };
+    std::vector<size_t> inner_all, inner_elements;
+    for (size_t k = inner; k < n; k++) {
+        inner_all.push_back(k);
+        if (!is_reduction[k]) inner_elements.push_back(k);
+    }
+    auto combine = [&](const Expr &old) { return reduce_combine(red->op, old, element); };
+    Stmt inner_part;
+    if (cache_pos) {
+        // The tile: one element per iteration of the loops over the Func's dims inside `at`.
+        VarPtr tile = make_var(f->name + "_tile", VarRole::Buffer, f->type);
+        Expr tile_index = IntImm::make(0);
+        int64_t tile_size = 1;
+        for (size_t k : inner_elements) {
+            const int64_t *e = as_const_int(extents[k]);
+            if (!e)
+                throw_compile_error("cache_write at '", sch.cache_write_at->name, "' in Func '", f->name, "': loop '",
+                                    loops[k]->name, "' has extent ", print(extents[k]),
+                                    ", not a constant; the tile needs constant extents (split it first)");
+            tile_size *= std::max<int64_t>(*e, 1);
+            tile_index = simplify(Add::make(Mul::make(tile_index, IntImm::make(*e)), var_expr(loops[k]->var)));
+        }
+        if (tile_size > kMaxTileElements)
+            throw_compile_error("cache_write at '", sch.cache_write_at->name, "' in Func '", f->name,
+                                "': the tile has ", tile_size, " elements, more than ", kMaxTileElements,
+                                "; cache at an inner loop");
+        std::vector<Stmt> parts;
+        if (tile_accumulates)
+            parts.push_back(
+                nest(inner_elements, with_lets(Store::make(tile, tile_index, Access::make(target, at)), true), true));
+        else if (red)
+            parts.push_back(
+                nest(inner_elements, Store::make(tile, tile_index, reduce_identity(red->op, f->type)), true));
+        Expr updated = red ? combine(Load::make(tile, tile_index)) : element;
+        parts.push_back(nest(inner_all, with_lets(Store::make(tile, tile_index, updated), false), false));
+        parts.push_back(
+            nest(inner_elements, with_lets(Provide::make(target, at, Load::make(tile, tile_index)), true), true));
+        inner_part = Allocate::make(tile, IntImm::make(tile_size), Block::make(parts), MemoryType::Stack);
+    } else if (red) {
+        Stmt init =
+            nest(inner_elements, with_lets(Provide::make(target, at, reduce_identity(red->op, f->type)), true), true);
+        Stmt update =
+            nest(inner_all, with_lets(Provide::make(target, at, combine(Access::make(target, at))), false), false);
+        inner_part = Block::make({init, update});
+    } else {
+        inner_part = with_lets(Provide::make(target, at, element), false);
+    }
+    std::vector<size_t> outer_positions, panel_positions, panel_elements;
+    for (size_t k = 0; k < inner; k++)
+        (tile_accumulates && k >= first_reduction ? panel_positions : outer_positions).push_back(k);
+    if (tile_accumulates) {
+        // The loops from the outermost reduction loop to the tile, after an init of storage
+        // over all the element loops from there on.
+        for (size_t k = first_reduction; k < n; k++)
+            if (!is_reduction[k]) panel_elements.push_back(k);
+        Stmt init =
+            nest(panel_elements, with_lets(Provide::make(target, at, reduce_identity(red->op, f->type)), true), true);
+        inner_part = Block::make({init, nest(panel_positions, inner_part, false)});
+    }
+    Stmt body = nest(outer_positions, inner_part, false);
+    for (const Expr &c : guards.at[0])
+        body = IfThenElse::make(c, body);
+    return body;
+}
+
+} // namespace cora::ir

@@ -1,0 +1,128 @@
+/** \file The steps that turn each op's schedule into a loop nest, in the order Lower.cpp runs
+ * them, and the plan they share. One file per step:
+ *   plan_loops (LoopPlan.cpp)             transforms replayed on front::LoopReplay, reorder,
+ *                                         extents in loop variables, loop kinds
+ *   check_padded_iterations (PadSafety)   whether padded iterations stay inside storage
+ *   add_guards (Guards.cpp)               each guard at the innermost loop it uses; proved
+ *                                         guards dropped
+ *   bound_loops_by_guards (Guards.cpp)    a kept guard `i + rest < e` becomes loop i's bound
+ *   apply_cache_reads (CacheRead.cpp)     cache_read tiles and the element reading them
+ *   build_loop_nest (LoopNest.cpp)        the nest: cache_write tiles, reduction init/update
+ *   apply_compute_at (ComputeAt.cpp)      producers moved into their consumers' loops
+ *   apply_hfuse (HFuse.cpp)               independent ops joined into one loop
+ * Requires: a validated pipeline, inlined Funcs selected. Ensures: one loop nest per op
+ * (producers first), each ending in Provides. Errors: CompileError naming the Func and loop. */
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "front/Schedule.h"
+#include "lower/Module.h"
+
+namespace cora::ir {
+
+using front::DimPtr;
+
+/** The body runs only when value < extent (both in the op's root variables). */
+struct Guard {
+    Expr value, extent;
+    std::string dim;
+    bool pad; ///< from pad_loop: removable when the padded iterations are safe
+};
+
+/** The loops of one op after its transforms, before reordering. */
+struct TransformedLoops {
+    std::vector<DimPtr> loops;
+    std::map<const DimNode *, Expr> extent; ///< in terms of domain (root) variables
+    /** value[d]: the value of dim d (domain or intermediate) in terms of the loop variables. */
+    std::map<const VarNode *, Expr> value;
+    std::vector<Guard> guards;
+    std::vector<Permutation> permutations; ///< remaps, checked at run time
+};
+
+/** Applies the op's loop transforms in order. With `skip_splits`, splits are left out: the result
+ * runs the same (guarded) iterations in a simpler nest, where padded iterations are checked;
+ * nullopt when a later transform uses a loop a split made. (LoopPlan.cpp) */
+std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_splits, LoweringContext &ctx);
+
+/** Everything decided about one op's loops before its nest is built. */
+struct LoopPlan {
+    TensorPtr op;
+    TransformedLoops transformed;
+    std::vector<DimPtr> loops;  ///< outermost first, after reordering
+    std::vector<Expr> extents;  ///< in loop variables (a split's outer loop widened where needed)
+    Scope scope;                ///< each loop over its extent
+    Scope constant_loops;       ///< the loops of constant extent
+    std::vector<ForKind> kinds; ///< default parallel outermost loop, then the annotations
+    std::vector<bool> is_reduction;
+    Expr value;                  ///< the definition, inlined Funcs expanded
+    const Reduce *red = nullptr; ///< the scheduled reduction (its dim a loop of the nest), if any
+    Expr red_body;               ///< its body, in the reduction loop's variable
+    std::vector<Expr> store_at;  ///< the stored indices, in root variables
+    TensorPtr target;            ///< the tensor whose storage the op writes
+
+    /** `e` (in root variables) in terms of the loop variables, simplified. */
+    Expr now(const Expr &e) const;
+    /** The position of loop `d` in the final nest; CompileError naming `what` otherwise. */
+    size_t position_of(const DimPtr &d, const char *what) const;
+    /** Whether `e` uses a reduction loop. */
+    bool uses_reduction_loop(const Expr &e) const;
+    /** The element computed per iteration: the reduction's body, else the definition. */
+    Expr element() const { return red ? red_body : value; }
+};
+
+/** Checks the op splits, replays the transforms, applies the reorder requests, resolves extents
+ * and loop kinds. (LoopPlan.cpp) */
+LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx);
+
+/** With padded loops: why a padded iteration may read outside storage ("" when every read stays
+ * inside, or nothing is padded); CompileError when the store itself may leave storage.
+ * (PadSafety.cpp) */
+std::string check_padded_iterations(const LoopPlan &plan, LoweringContext &ctx);
+
+/** The kept guards, by depth: at[k] guards the body of loop k-1 (at[0]: the whole nest). */
+struct PlacedGuards {
+    std::vector<std::vector<Expr>> at;
+    std::vector<Expr> loop_extents; ///< extents after bound_loops_by_guards
+};
+/** Attaches each guard to the innermost loop it uses, unless the prover shows it always holds
+ * (pad guards: unless `pad_unsafe` says why not). (Guards.cpp) */
+PlacedGuards add_guards(const LoopPlan &plan, const std::string &pad_unsafe, LoweringContext &ctx);
+/** A kept guard `i + rest < e` on the serial loop over i it is attached to becomes the loop's
+ * bound min(extent, e - rest). (Guards.cpp) */
+void bound_loops_by_guards(const LoopPlan &plan, PlacedGuards &guards);
+
+/** The largest per-tile cache (elements); it lives on the stack of a loop body. */
+constexpr int64_t kMaxTileElements = 16384;
+
+/** A cache_read tile: filled by `copy` at the start of its loop's body. */
+struct CacheTile {
+    VarPtr buffer;
+    int64_t size;
+    Stmt copy;
+};
+struct CacheReads {
+    std::map<size_t, std::vector<CacheTile>> prologue; ///< loop position -> tiles filled as its body starts
+    Expr element;                              ///< the element, reading the tiles, fusion-map values substituted
+    std::vector<std::pair<VarPtr, Expr>> lets; ///< dims bound around each leaf (the others substituted)
+    std::vector<Expr> store_at;                ///< the stored indices, fusion-map values substituted
+};
+/** cache_read tiles of the op, and the element and indices of its leaf statements. (CacheRead.cpp) */
+CacheReads apply_cache_reads(const LoopPlan &plan, LoweringContext &ctx);
+
+/** The op's loop nest, with its cache_write tile or reduction init/update nests. (LoopNest.cpp) */
+Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads);
+
+/** The ops in execution order: each Func, followed by the tails of its op splits. */
+std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx);
+/** Whether op `consumer` reads what op `producer` writes. (ComputeAt.cpp) */
+bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringContext &ctx);
+/** Moves each compute_at producer's nest into its consumer's loop. (ComputeAt.cpp) */
+void apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, const LoweringContext &ctx);
+/** Joins each hfuse group into one loop; returns the whole body. (HFuse.cpp) */
+Stmt apply_hfuse(const std::vector<TensorPtr> &ops, std::vector<Stmt> nests, const LoweringContext &ctx);
+
+} // namespace cora::ir
