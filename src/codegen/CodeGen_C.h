@@ -1,32 +1,108 @@
-/** \file C++ source for a lowered module: one extern "C" entry with the cora_runtime.h ABI,
- * argument unpacking and type checks, then the body (OpenMP for parallel loops); for AOT
- * libraries, also typed wrappers, a size query and a C header. */
+/** \file The C++ printer of lowered IR (CodeGen_C), and the JIT source of a module (codegen_c).
+ *
+ * The printer spells each node in C++: floor division and Euclidean modulo helpers for integer
+ * `/` and `%`, overflow-checked + - * inside argument checks and allocation sizes, heap
+ * allocations that report failure through the entry's error buffer, and loops as lowering decided
+ * them (lower/LoopExecution.cpp): a Parallel loop becomes an OpenMP loop split as its WorkSplit
+ * says, a Vectorized one a whole-vector statement where the C vector extension can say it (else a
+ * loop under `omp simd`). A printer for another language derives from CodeGen_C and overrides the
+ * nodes it spells differently (a CUDA printer: parallel loops bound to blocks and threads,
+ * allocations in shared memory); the entry function around the body is EntryFunction.h's. */
 #pragma once
 
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "ir/IRVisitor.h"
 #include "lower/Module.h"
 
 namespace cora::ir {
 
+class CodeGen_C : public IRVisitor {
+public:
+    /** The printed text so far. */
+    std::ostringstream os;
+    /** Current indentation, in steps of four spaces. */
+    int indent = 1;
+
+    /** The C name of a variable: its IR name made an identifier, suffixed with '_' (never a
+     * keyword or an ABI name) and numbered when two variables share a name. */
+    std::string name_of(const VarNode *v);
+    /** `e` printed, without touching `os`. */
+    std::string expr(const Expr &e);
+    /** One indented line of `os`. */
+    void line(const std::string &s);
+
+    using IRVisitor::visit;
+
+protected:
+    int parallel_depth = 0; ///< OpenMP parallel loops around the node printed
+    int simd_depth = 0;     ///< loops under `omp simd` around it
+
+    void bin(const Expr &a, const char *op, const Expr &b);
+    /** + - * of integers: overflow-checked inside argument checks and allocation sizes. */
+    void arith(Type t, const Expr &a, const char *op, const char *checked_fn, const Expr &b);
+    /** The `std::free` calls that release the enclosing heap allocations, for early returns. */
+    std::string release_live_allocations() const;
+
+    void visit_node(const IntImm *op) override;
+    void visit_node(const FloatImm *op) override;
+    void visit_node(const Var *op) override;
+    void visit_node(const Add *op) override;
+    void visit_node(const Sub *op) override;
+    void visit_node(const Mul *op) override;
+    void visit_node(const Div *op) override;
+    void visit_node(const Mod *op) override;
+    void visit_node(const Min *op) override;
+    void visit_node(const Max *op) override;
+    void visit_node(const EQ *op) override;
+    void visit_node(const NE *op) override;
+    void visit_node(const LT *op) override;
+    void visit_node(const LE *op) override;
+    void visit_node(const GT *op) override;
+    void visit_node(const GE *op) override;
+    void visit_node(const And *op) override;
+    void visit_node(const Or *op) override;
+    void visit_node(const Not *op) override;
+    void visit_node(const Select *op) override;
+    void visit_node(const Cast *op) override;
+    void visit_node(const Call *op) override;
+    void visit_node(const UFCall *op) override;
+    void visit_node(const Access *op) override;
+    void visit_node(const Load *op) override;
+    void visit_node(const Reduce *) override;
+    void visit_node(const For *op) override;
+    void visit_node(const Provide *op) override;
+    void visit_node(const Store *op) override;
+    void visit_node(const IfThenElse *op) override;
+    void visit_node(const LetStmt *op) override;
+    void visit_node(const LocalVar *op) override;
+    void visit_node(const Assign *op) override;
+    void visit_node(const Allocate *op) override;
+    void visit_node(const Assert *op) override;
+
+    /** A vectorized loop of constant extent W whose body is one Store (under lets) at
+     * base + i, reading only base' + i (contiguous) or values that do not use i, through
+     * + - * (and / for floats), becomes one statement on W-wide vectors (clang's vector
+     * extension). After the enclosing tile loops are unrolled, every access of a cache_write
+     * tile has a constant offset, so clang keeps the tile in vector registers; the scalar
+     * loop under `omp simd` often spills it. Returns false (nothing emitted) otherwise. */
+    virtual bool emit_vector_loop(const For *op);
+
+private:
+    std::vector<std::string> live_allocations_;
+    int checked_ = 0; ///< > 0: integer + - * are emitted overflow-checked into `cora_ov`
+    std::map<const VarNode *, std::string> names_;
+    std::set<std::string> used_;
+};
+
 /** The C symbol of the module's entry point. */
 std::string entry_symbol(const LoweredModule &m);
+
+/** The JIT source of a module: the prologue, then its entry (EntryFunction.h). */
 std::string codegen_c(const LoweredModule &m);
-
-/** Ahead-of-time output for a module lowered with build_aux_in_kernel. `kernels`: one C++
- * source per target variant defining the kernel entry (`<fn>_argv`, or `<fn>_argv_<i>` when
- * there are several). `wrappers`: `<fn>_argv` choosing the first variant whose condition (a C
- * expression, e.g. __builtin_cpu_supports("avx512f"); empty: always) holds, `<fn>` with typed
- * arguments and `<fn>_buffer_sizes`. `header`: the C header declaring them. */
-struct AotSource {
-    std::vector<std::string> kernels;
-    std::string wrappers, header;
-};
-AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name,
-                        const std::vector<std::string> &variant_conditions);
-
-/** `name` with every character that is not a letter, digit or '_' replaced by '_'. */
-std::string c_identifier(const std::string &name);
 
 } // namespace cora::ir

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "codegen/AotLibrary.h"
+#include "codegen/CRuntime.h"
 #include "codegen/CodeGen_C.h"
 #include "cora/Generator.h"
 #include "driver/Compiler.h"

@@ -26,8 +26,9 @@ namespace cora::ir {
     X(Var)                                                                                                             \
     X(Add)                                                                                                             \
     X(Sub)                                                                                                             \
-    X(Mul) X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast)       \
-        X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
+    X(Mul)                                                                                                             \
+    X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call)      \
+        X(UFCall) X(Access) X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For) X(Provide) X(Store) X(Block) X(IfThenElse) X(LetStmt) X(LocalVar) X(Assign) X(Allocate) X(Assert)
@@ -237,16 +238,32 @@ struct Reduce : ExprNode {
 
 enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled };
 
+/** How a parallel loop's iterations are shared among threads; decided by lowering
+ * (lower/LoopExecution.cpp), printed by each target in its own terms. */
+enum class WorkSplit : uint8_t {
+    Static, ///< every iteration does the same work: one contiguous range per thread
+    Dynamic ///< the work varies with the index (ragged rows, longest-first orders): balanced at run time
+};
+
 struct For : StmtNode {
     CORA_NODE_KIND(For)
     VarPtr var;
     Expr min, extent;
     ForKind for_kind;
     Stmt body;
+    WorkSplit work_split = WorkSplit::Static; ///< Parallel loops only
     For(VarPtr v, Expr m, Expr e, ForKind k, Stmt b)
         : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k), body(std::move(b)) {
     }
     static Stmt make(VarPtr v, Expr min, Expr extent, ForKind k, Stmt body);
+    /** A copy of this loop with the fields `edit` changes, e.g.
+     * `loop->with([&](For &f) { f.body = body; })`. Every other field, including ones added later
+     * (a device binding), carries over, so code that rebuilds a loop needs no change when For grows. */
+    template <typename Edit> Stmt with(Edit &&edit) const {
+        auto copy = std::make_shared<For>(*this);
+        edit(*copy);
+        return Stmt(std::shared_ptr<const StmtNode>(std::move(copy)));
+    }
 };
 
 /** A write of a tensor element at a multi-dimensional index (before storage lowering). */

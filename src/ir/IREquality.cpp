@@ -27,8 +27,9 @@ bool equal(const Expr &a, const Expr &b) {
         CORA_EQ_BIN(Sub)
         CORA_EQ_BIN(Mul)
         CORA_EQ_BIN(Div)
-        CORA_EQ_BIN(Mod) CORA_EQ_BIN(Min) CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT)
-            CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
+        CORA_EQ_BIN(Mod)
+        CORA_EQ_BIN(Min) CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE)
+            CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
 #undef CORA_EQ_BIN
                 case NodeKind::Not : return equal(a.as<Not>()->a, b.as<Not>()->a);
     case NodeKind::Select: {
@@ -60,8 +61,8 @@ bool equal(const Stmt &a, const Stmt &b) {
     switch (a.get()->kind) {
     case NodeKind::For: {
         auto x = a.as<For>(), y = b.as<For>();
-        return x->var == y->var && x->for_kind == y->for_kind && equal(x->min, y->min) && equal(x->extent, y->extent) &&
-               equal(x->body, y->body);
+        return x->var == y->var && x->for_kind == y->for_kind && x->work_split == y->work_split &&
+               equal(x->min, y->min) && equal(x->extent, y->extent) && equal(x->body, y->body);
     }
     case NodeKind::Provide: {
         auto x = a.as<Provide>(), y = b.as<Provide>();

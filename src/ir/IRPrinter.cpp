@@ -117,7 +117,7 @@ protected:
         visit(op->min);
         os << " + ";
         visit(op->extent);
-        os << "):\n";
+        os << (op->for_kind == ForKind::Parallel && op->work_split == WorkSplit::Dynamic ? ") dynamic:\n" : "):\n");
         indent++;
         visit(op->body);
         indent--;

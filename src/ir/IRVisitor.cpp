@@ -41,8 +41,9 @@ CORA_VISIT_BIN(Sub)
 CORA_VISIT_BIN(Mul)
 CORA_VISIT_BIN(Div)
 CORA_VISIT_BIN(Mod)
-CORA_VISIT_BIN(Min) CORA_VISIT_BIN(Max) CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE)
-    CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
+CORA_VISIT_BIN(Min)
+CORA_VISIT_BIN(Max) CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT)
+    CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
 #undef CORA_VISIT_BIN
         void IRVisitor::visit_node(const Not *op) {
     visit(op->a);
@@ -159,8 +160,9 @@ CORA_MUTATE_BIN(Sub)
 CORA_MUTATE_BIN(Mul)
 CORA_MUTATE_BIN(Div)
 CORA_MUTATE_BIN(Mod)
-CORA_MUTATE_BIN(Min) CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT)
-    CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
+CORA_MUTATE_BIN(Min)
+CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT)
+    CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
 #undef CORA_MUTATE_BIN
         Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
     Expr a = mutate(op->a);
@@ -204,7 +206,11 @@ Stmt IRMutator::mutate_node(const For *op, const Stmt &self) {
     Expr m = mutate(op->min), e = mutate(op->extent);
     Stmt b = mutate(op->body);
     if (m.same_as(op->min) && e.same_as(op->extent) && b.same_as(op->body)) return self;
-    return For::make(op->var, m, e, op->for_kind, b);
+    return op->with([&](For &f) {
+        f.min = m;
+        f.extent = e;
+        f.body = b;
+    });
 }
 Stmt IRMutator::mutate_node(const Provide *op, const Stmt &self) {
     bool changed = false;

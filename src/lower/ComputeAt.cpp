@@ -62,7 +62,7 @@ void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) 
             } else {
                 body = insert(loop->body);
             }
-            return For::make(loop->var, loop->min, loop->extent, loop->for_kind, body);
+            return loop->with([&](For &f) { f.body = body; });
         };
         nests[k] = insert(nests[k]);
     }

@@ -122,12 +122,11 @@ protected:
         scope_.pop_back();
         InvariantReads reads(arrays_, op->var.get());
         reads.stmt(body);
-        if (reads.found.empty())
-            return body.same_as(op->body) ? self : For::make(op->var, op->min, op->extent, op->for_kind, body);
+        if (reads.found.empty()) return body.same_as(op->body) ? self : op->with([&](For &f) { f.body = body; });
         ReplaceReads replace;
         for (const Expr &r : reads.found)
             replace.reads.emplace_back(r, make_var(r.as<Load>()->buffer->name + "_h", VarRole::Local, r.type()));
-        Stmt loop = For::make(op->var, op->min, op->extent, op->for_kind, replace.mutate(body));
+        Stmt loop = op->with([&](For &f) { f.body = replace.mutate(body); });
         const int64_t *trips = as_const_int(op->extent);
         for (auto it = replace.reads.rbegin(); it != replace.reads.rend(); ++it) {
             Expr value = it->first;

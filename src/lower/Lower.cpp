@@ -18,6 +18,7 @@
  *   7. materialize_ufs: UF calls become loads of argument arrays
  *   8. simplify
  *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops
+ *  10. decide_loop_execution: one level of parallel loops, each with its work split
  * After each pass the IR's form is checked for its stage (StageCheck.h); with CORA_DEBUG >= 1
  * each pass prints its IR and the time it took. */
 #include "lower/Lower.h"
@@ -102,9 +103,11 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     s = pass.run("materialize_ufs", Stage::Materialized, [&] { return materialize_ufs(s, ctx); });
     s = pass.run("simplify", Stage::Materialized, [&] { return simplify(s); });
     if (ctx.sizes_body.defined())
-        ctx.sizes_body = pass.run("materialize_ufs + simplify (sizes)", Stage::Materialized,
-                                  [&] { return simplify(materialize_ufs(ctx.sizes_body, ctx)); });
+        ctx.sizes_body = pass.run("materialize_ufs + simplify (sizes)", Stage::Materialized, [&] {
+            return decide_loop_execution(simplify(materialize_ufs(ctx.sizes_body, ctx)));
+        });
     s = pass.run("hoist_loads", Stage::Materialized, [&] { return hoist_loads(s, ctx); });
+    s = pass.run("decide_loop_execution", Stage::Materialized, [&] { return decide_loop_execution(s); });
 
     LoweredModule m;
     m.prover_stats = ctx.prover->stats();

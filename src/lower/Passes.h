@@ -18,5 +18,7 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx);
 Stmt build_aux_arrays(const Stmt &rest, const LoweringContext &ctx);
 Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx);
 Stmt hoist_loads(const Stmt &s, LoweringContext &ctx);
+/** One level of parallel loops, each with its WorkSplit (LoopExecution.cpp). */
+Stmt decide_loop_execution(const Stmt &s);
 
 } // namespace cora::ir
