@@ -6,11 +6,15 @@
 #include "codegen/AotLibrary.h"
 #include "codegen/CRuntime.h"
 #include "codegen/EntryFunction.h"
+#include "util/Error.h"
 
 namespace cora::ir {
 
-std::string aot_header(const LoweredModule &m, const std::string &fn) {
-    std::vector<const ModuleArg *> abi = abi_args(m), shape = shape_args(m), tensors = tensor_args(m);
+std::string aot_header(const Module &m, const std::string &fn) {
+    const LoweredFunc *size_query = m.function(FunctionKind::SizeQuery);
+    CORA_CHECK(size_query != nullptr, "aot_header: the module has no size query");
+    std::vector<const ModuleArg *> abi = arg_list(m.entry()), shape = arg_list(*size_query),
+                                   tensors = tensor_args(m.entry());
     std::string guard = "CORA_AOT_" + fn + "_H";
     for (char &c : guard)
         c = (char)std::toupper((unsigned char)c);

@@ -52,12 +52,14 @@ static std::string typed_call(const std::vector<const ModuleArg *> &args, const 
     return b;
 }
 
-AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name,
+AotSource codegen_c_aot(const Module &m, const std::string &function_name,
                         const std::vector<std::string> &variant_conditions) {
-    CORA_CHECK(m.sizes_body.defined(), "codegen_c_aot: the module was lowered without build_aux_in_kernel");
+    const LoweredFunc *size_query = m.function(FunctionKind::SizeQuery);
+    CORA_CHECK(size_query != nullptr, "codegen_c_aot: the module was lowered without build_aux_in_kernel");
+    const LoweredFunc &entry = m.entry();
     CORA_CHECK(!variant_conditions.empty(), "codegen_c_aot: no target variant");
     const std::string fn = c_identifier(function_name);
-    std::vector<const ModuleArg *> abi = abi_args(m), shape = shape_args(m);
+    std::vector<const ModuleArg *> abi = arg_list(entry), shape = arg_list(*size_query);
     AotSource out;
     const std::string argv_params = "(const cora_arg_t *args, int32_t nargs, char *error, int32_t error_size)";
     size_t n = variant_conditions.size();
@@ -65,13 +67,13 @@ AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name
     std::string &src = out.wrappers;
     src = c_prologue() + "\n";
     if (direct) {
-        out.kernels.push_back(c_prologue() + "\n" + emit_argv_function("extern \"C\" ", fn + "_argv", abi, "", m.body));
+        out.kernels.push_back(c_prologue() + "\n" + emit_function("extern \"C\" ", fn + "_argv", entry));
     } else {
         // One kernel per target; the entry picks the first whose CPU check passes, once.
         std::string pick = "    static const cora_entry_fn_t chosen = [] {\n";
         for (size_t v = 0; v < n; v++) {
             std::string sym = fn + "_argv_" + std::to_string(v);
-            out.kernels.push_back(c_prologue() + "\n" + emit_argv_function("extern \"C\" ", sym, abi, "", m.body));
+            out.kernels.push_back(c_prologue() + "\n" + emit_function("extern \"C\" ", sym, entry));
             src += "extern \"C\" int32_t " + sym + argv_params + ";\n";
             pick += variant_conditions[v].empty() ? "        return &" + sym + ";\n"
                                                   : "        if (" + variant_conditions[v] + ") return &" + sym + ";\n";
@@ -88,8 +90,7 @@ AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name
     }
     if (direct) src += "extern \"C\" int32_t " + fn + "_argv" + argv_params + ";\n";
     src += '\n'; // appended separately: GCC 12 warns falsely (-Wrestrict) on "\n" + std::string&&
-    src += emit_argv_function("static ", fn + "_sizes_argv", shape, "int64_t *sizes, ", m.sizes_body,
-                              {{m.sizes_buffer, "sizes"}});
+    src += emit_function("static ", fn + "_sizes_argv", *size_query);
     src += "\nextern \"C\" int32_t " + fn + "(" + typed_params(abi) + "char *error, int32_t error_size) {\n" +
            typed_call(abi, fn + "_argv", "") + "}\n";
     src += "\nextern \"C\" int32_t " + fn + "_buffer_sizes(" + typed_params(shape) +

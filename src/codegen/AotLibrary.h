@@ -1,12 +1,12 @@
-/** \file Ahead-of-time output for a module lowered with build_aux_in_kernel: the kernel sources
- * (one per target variant), the wrappers (CPU dispatch, a typed entry, a size query) and the C
- * header declaring them (AotHeader.cpp). */
+/** \file Ahead-of-time output for a module lowered with build_aux_in_kernel (an entry and a size query): the kernel
+ * sources (one per target variant), the wrappers (CPU dispatch, a typed entry, a size query) and the C header declaring
+ * them (AotHeader.cpp). */
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "lower/Module.h"
+#include "ir/Module.h"
 
 namespace cora::ir {
 
@@ -18,11 +18,11 @@ struct AotSource {
     std::vector<std::string> kernels;
     std::string wrappers, header;
 };
-AotSource codegen_c_aot(const LoweredModule &m, const std::string &function_name,
+AotSource codegen_c_aot(const Module &m, const std::string &function_name,
                         const std::vector<std::string> &variant_conditions);
 
 /** The C header of an AOT library (AotHeader.cpp). */
-std::string aot_header(const LoweredModule &m, const std::string &fn);
+std::string aot_header(const Module &m, const std::string &fn);
 
 /** A typed wrapper's parameter name for `a`, clear of the wrapper's own names. */
 std::string param_name(const ModuleArg &a);

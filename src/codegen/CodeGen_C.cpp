@@ -362,10 +362,10 @@ bool CodeGen_C::emit_vector_loop(const For *op) {
     return true;
 }
 
-std::string entry_symbol(const LoweredModule &m) { return "cora_" + c_identifier(m.name); }
+std::string entry_symbol(const Module &m) { return "cora_" + c_identifier(m.name); }
 
-std::string codegen_c(const LoweredModule &m) {
-    return c_prologue() + "\n" + emit_argv_function("extern \"C\" ", entry_symbol(m), abi_args(m), "", m.body);
+std::string codegen_c(const Module &m) {
+    return c_prologue() + "\n" + emit_function("extern \"C\" ", entry_symbol(m), m.entry());
 }
 
 } // namespace cora::ir

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "ir/IRVisitor.h"
-#include "lower/Module.h"
+#include "ir/Module.h"
 
 namespace cora::ir {
 
@@ -100,9 +100,9 @@ private:
 };
 
 /** The C symbol of the module's entry point. */
-std::string entry_symbol(const LoweredModule &m);
+std::string entry_symbol(const Module &m);
 
 /** The JIT source of a module: the prologue, then its entry (EntryFunction.h). */
-std::string codegen_c(const LoweredModule &m);
+std::string codegen_c(const Module &m);
 
 } // namespace cora::ir

@@ -6,30 +6,24 @@
 
 namespace cora::ir {
 
-namespace {
-
-std::vector<const ModuleArg *> select_args(const LoweredModule &m, bool (*keep)(const ModuleArg &)) {
+std::vector<const ModuleArg *> arg_list(const LoweredFunc &f) {
     std::vector<const ModuleArg *> v;
-    for (const ModuleArg &a : m.args)
-        if (keep(a)) v.push_back(&a);
+    for (const ModuleArg &a : f.args)
+        v.push_back(&a);
     return v;
 }
 
-} // namespace
-
-std::vector<const ModuleArg *> abi_args(const LoweredModule &m) {
-    return select_args(m, [](const ModuleArg &a) { return !a.built_in_kernel; });
-}
-std::vector<const ModuleArg *> shape_args(const LoweredModule &m) {
-    return select_args(m, [](const ModuleArg &a) {
-        return a.kind == ModuleArg::Kind::Param || a.kind == ModuleArg::Kind::LengthArray;
-    });
-}
-std::vector<const ModuleArg *> tensor_args(const LoweredModule &m) {
-    return select_args(
-        m, [](const ModuleArg &a) { return a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output; });
+std::vector<const ModuleArg *> tensor_args(const LoweredFunc &f) {
+    std::vector<const ModuleArg *> v;
+    for (const ModuleArg &a : f.args)
+        if (a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output) v.push_back(&a);
+    return v;
 }
 
+namespace {
+
+/** Checks the count, the kinds and the element types of `args` (ABI order), binds them to the
+ * body's variables, then runs `body`. */
 std::string emit_argv_function(const std::string &qualifiers, const std::string &symbol,
                                const std::vector<const ModuleArg *> &args, const std::string &extra_params,
                                const Stmt &body, const std::vector<std::pair<VarPtr, std::string>> &bind) {
@@ -130,6 +124,19 @@ std::string emit_argv_function(const std::string &qualifiers, const std::string 
     g.line("return 0;");
     g.os << "}\n";
     return g.os.str();
+}
+
+} // namespace
+
+std::string emit_function(const std::string &qualifiers, const std::string &symbol, const LoweredFunc &f) {
+    std::string extra;
+    std::vector<std::pair<VarPtr, std::string>> bind;
+    for (const VarPtr &out : f.output_arrays) {
+        std::string name = c_identifier(out->name);
+        extra += out->type.c_name() + " *" + name + ", ";
+        bind.emplace_back(out, name);
+    }
+    return emit_argv_function(qualifiers, symbol, arg_list(f), extra, f.body, bind);
 }
 
 } // namespace cora::ir

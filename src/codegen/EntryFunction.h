@@ -6,25 +6,20 @@
 #pragma once
 
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "lower/Module.h"
+#include "ir/Module.h"
 
 namespace cora::ir {
 
-/** The module's arguments callers pass (AOT kernels build their aux arrays themselves). */
-std::vector<const ModuleArg *> abi_args(const LoweredModule &m);
-/** The params and length arrays: what a size query takes. */
-std::vector<const ModuleArg *> shape_args(const LoweredModule &m);
-/** The input and output tensors, in argument order. */
-std::vector<const ModuleArg *> tensor_args(const LoweredModule &m);
+/** The function's arguments, in ABI order. */
+std::vector<const ModuleArg *> arg_list(const LoweredFunc &f);
+/** The input and output tensors among them, in argument order. */
+std::vector<const ModuleArg *> tensor_args(const LoweredFunc &f);
 
-/** `<qualifiers>int32_t <symbol>(const cora_arg_t *args, int32_t nargs, <extra_params>char *error,
- * int32_t error_size)` running `body` over `args` (ABI order). Each of `bind` is a pointer
- * parameter among `extra_params`, bound to a buffer variable of the body after a NULL check. */
-std::string emit_argv_function(const std::string &qualifiers, const std::string &symbol,
-                               const std::vector<const ModuleArg *> &args, const std::string &extra_params,
-                               const Stmt &body, const std::vector<std::pair<VarPtr, std::string>> &bind = {});
+/** `<qualifiers>int32_t <symbol>(const cora_arg_t *args, int32_t nargs, <T> *<out>, ..., char *error,
+ * int32_t error_size)` running `f`'s body over its arguments (ABI order); each of f.output_arrays
+ * is a pointer parameter of its own name, checked for NULL. */
+std::string emit_function(const std::string &qualifiers, const std::string &symbol, const LoweredFunc &f);
 
 } // namespace cora::ir

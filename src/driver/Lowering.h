@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "cora/Pipeline.h"
-#include "lower/Module.h"
+#include "lower/Lower.h"
 
 namespace cora::driver {
 

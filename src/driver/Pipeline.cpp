@@ -87,10 +87,8 @@ LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const C
 
 std::vector<KernelArgInfo> argument_info(const LoweredModule &m) {
     std::vector<KernelArgInfo> v;
-    for (const ModuleArg &a : m.args)
-        if (!a.built_in_kernel)
-            v.push_back(
-                KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
+    for (const ModuleArg &a : m.entry().args)
+        v.push_back(KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
     return v;
 }
 
@@ -101,14 +99,14 @@ Pipeline::Pipeline(std::vector<Func> outputs, std::string name) : outputs_(std::
 }
 
 std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
-    return print(lower(output_nodes(outputs_), name_, lower_options(opts)).body);
+    return print(lower(output_nodes(outputs_), name_, lower_options(opts)).entry().body);
 }
 
 Kernel Pipeline::compile(const CompileOptions &opts) const {
     int debug = debug_level(opts);
     auto impl = std::make_shared<Kernel::Impl>();
     impl->module = driver::lower_pipeline(*this, name_, opts);
-    impl->lowered = print(impl->module.body);
+    impl->lowered = print(impl->module.entry().body);
     impl->source = codegen_c(impl->module);
     if (debug >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
     impl->arg_info = driver::argument_info(impl->module);
@@ -132,7 +130,7 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
     s.validate_counts();
     for (const Binding &b : bindings) {
         bool known = false;
-        for (const ModuleArg &a : impl_->module.args)
+        for (const ModuleArg &a : impl_->module.entry().args)
             known = known || (a.tensor && a.tensor == b.tensor.node());
         if (!known)
             throw_runtime_error("tensor '", b.tensor.name(), "' is not an argument of kernel '", impl_->module.name,
@@ -140,8 +138,7 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
         if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
     }
     std::vector<cora_arg_t> args;
-    for (const ModuleArg &a : impl_->module.args) {
-        if (a.built_in_kernel) continue;
+    for (const ModuleArg &a : impl_->module.entry().args) {
         cora_arg_t c{};
         c.name = a.name.c_str();
         switch (a.kind) {

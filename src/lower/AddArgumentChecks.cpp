@@ -101,11 +101,12 @@ Stmt check_permutation(const Permutation &perm) {
 
 } // namespace
 
-Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
+CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &args,
+                                  const std::vector<Permutation> &permutations, const LoweringContext &ctx) {
     // `inputs`: params and length arrays, which everything else is computed from; `checks`:
     // the rest, which may read aux arrays (built between the two in AOT kernels).
     std::vector<Stmt> inputs, checks;
-    for (ModuleArg &a : ctx.args) {
+    for (const ModuleArg &a : args) {
         switch (a.kind) {
         case ModuleArg::Kind::Param: {
             Expr p = var_expr(a.var);
@@ -132,10 +133,7 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
             break;
         }
         case ModuleArg::Kind::AuxArray:
-            if (ctx.build_aux_in_kernel) {
-                a.built_in_kernel = true;
-                break;
-            }
+            if (ctx.build_aux_in_kernel) break; // built, not passed
             checks.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
                                           {"aux array '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
@@ -153,28 +151,31 @@ Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx) {
         }
     }
     std::set<const UFNode *> checked;
-    for (const Permutation &p : ctx.permutations)
+    for (const Permutation &p : permutations)
         if (checked.insert(p.fn.get()).second) checks.push_back(check_permutation(p));
     checks.push_back(s);
+    CheckedBodies out;
     if (!ctx.build_aux_in_kernel) {
         inputs.insert(inputs.end(), checks.begin(), checks.end());
-        return Block::make(inputs);
+        out.entry = Block::make(inputs);
+        return out;
     }
-    ctx.sizes_buffer = make_var("sizes", VarRole::Buffer, Int64);
+    out.sizes = make_var("sizes", VarRole::Buffer, Int64);
     std::vector<Stmt> sizes;
-    for (const ModuleArg &a : ctx.args)
+    for (const ModuleArg &a : args)
         if (a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output) {
             // Checked like every argument check: a size that overflows is reported, never wrapped.
             Expr index = IntImm::make((int64_t)(sizes.size() / 2));
             sizes.push_back(Assert::make(GE::make(a.expected_count, IntImm::make(0)),
                                          {"tensor '" + a.name + "' would have ", " elements"}, {a.expected_count}));
-            sizes.push_back(Store::make(ctx.sizes_buffer, index, a.expected_count));
+            sizes.push_back(Store::make(out.sizes, index, a.expected_count));
         }
     std::vector<Stmt> sizes_body = inputs;
-    sizes_body.push_back(build_aux_arrays(Block::make(sizes), ctx));
-    ctx.sizes_body = Block::make(sizes_body);
-    inputs.push_back(build_aux_arrays(Block::make(checks), ctx));
-    return Block::make(inputs);
+    sizes_body.push_back(build_aux_arrays(Block::make(sizes), args, ctx));
+    out.size_query = Block::make(sizes_body);
+    inputs.push_back(build_aux_arrays(Block::make(checks), args, ctx));
+    out.entry = Block::make(inputs);
+    return out;
 }
 
 } // namespace cora::ir

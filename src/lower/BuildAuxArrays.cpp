@@ -90,9 +90,9 @@ Stmt build_longest_first(const ModuleArg &a) {
 
 } // namespace
 
-Stmt build_aux_arrays(const Stmt &rest, const LoweringContext &ctx) {
+Stmt build_aux_arrays(const Stmt &rest, const std::vector<ModuleArg> &args, const LoweringContext &ctx) {
     std::vector<const ModuleArg *> aux;
-    for (const ModuleArg &a : ctx.args)
+    for (const ModuleArg &a : args)
         if (a.kind == ModuleArg::Kind::AuxArray) aux.push_back(&a);
     Stmt s = rest;
     for (auto it = aux.rbegin(); it != aux.rend(); ++it) {

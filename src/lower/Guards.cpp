@@ -134,10 +134,10 @@ PlacedGuards add_guards(const LoopPlan &plan, const std::string &pad_unsafe, Low
         else if (!ctx.prover->prove_nonneg(Sub::make(Sub::make(e, v), IntImm::make(1)), visible))
             reason = ctx.prover->last_failure();
         if (reason.empty()) {
-            ctx.guards_removed++;
+            placed.removed++;
             continue;
         }
-        ctx.guards_kept++;
+        placed.kept++;
         if (ctx.debug >= 1)
             std::cerr << "-- cora: guard kept in '" << plan.op->name << "': " << print(v) << " < " << print(e) << " ("
                       << reason << ")\n";

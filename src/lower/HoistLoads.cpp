@@ -152,9 +152,9 @@ private:
 
 } // namespace
 
-Stmt hoist_loads(const Stmt &s, LoweringContext &ctx) {
+Stmt hoist_loads(const Stmt &s, const std::vector<ModuleArg> &args, LoweringContext &ctx) {
     std::map<const VarNode *, Expr> counts;
-    for (const ModuleArg &a : ctx.args)
+    for (const ModuleArg &a : args)
         if (a.kind == ModuleArg::Kind::AuxArray || a.kind == ModuleArg::Kind::LengthArray)
             counts[a.var.get()] = a.expected_count;
     return Hoister(ctx, std::move(counts)).mutate(s);

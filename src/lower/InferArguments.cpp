@@ -11,7 +11,8 @@
 
 namespace cora::ir {
 
-void infer_arguments(const Stmt &s, LoweringContext &ctx) {
+std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx) {
+    std::vector<ModuleArg> args;
     std::vector<VarPtr> params;
     std::vector<std::shared_ptr<const UFNode>> lengths;
     std::set<const void *> seen;
@@ -58,13 +59,12 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
     by_name(params, [](const VarPtr &v) { return v->name; });
     by_name(lengths, [](const std::shared_ptr<const UFNode> &u) { return u->name; });
 
-    ctx.args.clear();
     for (const VarPtr &p : params) {
         ModuleArg a;
         a.kind = ModuleArg::Kind::Param;
         a.name = p->name;
         a.var = p;
-        ctx.args.push_back(a);
+        args.push_back(a);
     }
     for (auto &u : lengths) {
         ModuleArg a;
@@ -74,7 +74,7 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
         a.var = make_var(u->name, VarRole::Buffer, Int32);
         a.count_var = make_var(u->name + "_count", VarRole::Local, Int64);
         a.expected_count = u->count;
-        ctx.args.push_back(a);
+        args.push_back(a);
     }
     std::map<std::string, int> aux_names;
     for (auto &u : aux) {
@@ -86,7 +86,7 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
         a.var = make_var(a.name, VarRole::Buffer, Int64);
         a.count_var = make_var(a.name + "_count", VarRole::Local, Int64);
         a.expected_count = flatten_layout(ctx.aux, u->aux->layout).size;
-        ctx.args.push_back(a);
+        args.push_back(a);
     }
     auto add_tensor = [&](const TensorPtr &t, ModuleArg::Kind k) {
         const TensorStorage &st = ctx.storage.at(t.get());
@@ -97,12 +97,13 @@ void infer_arguments(const Stmt &s, LoweringContext &ctx) {
         a.var = st.buffer;
         a.count_var = make_var(t->name + "_count", VarRole::Local, Int64);
         a.expected_count = st.flat.size;
-        ctx.args.push_back(a);
+        args.push_back(a);
     };
     for (auto &t : ctx.inputs)
         add_tensor(t, ModuleArg::Kind::Input);
     for (auto &t : ctx.outputs)
         add_tensor(t, ModuleArg::Kind::Output);
+    return args;
 }
 
 } // namespace cora::ir

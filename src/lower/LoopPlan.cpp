@@ -10,7 +10,7 @@
  *  - pad_loop(d, m): d's extent E becomes ceil_mult(E, m), with the guard d < E. On a fused
  *    ragged loop the fusion maps get the pad segment (bulk padding).
  *  - remap(d -> rank): d = perm(rank) over the same (loop-invariant) extent; perm is a user
- *    length array or the prelude's longest-first order. Each is recorded in ctx.permutations and
+ *    length array or the prelude's longest-first order. Each is kept in the plan's permutations and
  *    checked to be a permutation at run time (add_argument_checks).
  * Then the reorder requests, and every loop extent in terms of the final loop variables: a loop
  * whose extent uses a loop inside it is rejected, unless it is a split's outer loop and the loops
@@ -213,7 +213,6 @@ LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
         if (p.fn->kind == UFKind::LengthArray && !ctx.prover->prove_nonneg(Sub::make(p.fn->count, p.extent), {}))
             throw_compile_error("remap of '", p.loop, "' in Func '", f->name, "': length array '", p.fn->name, "' has ",
                                 print(p.fn->count), " elements, fewer than the loop's ", print(p.extent));
-        ctx.permutations.push_back(p);
     }
     // Reorder: the named loops take the positions they occupy, in the order given.
     std::vector<DimPtr> &loops = plan.loops;

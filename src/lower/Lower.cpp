@@ -14,11 +14,14 @@
  *      arrays, simplified (fusion maps cancel against prefix sums)
  *   5. allocate_intermediates: sizes computed by the library
  *   6. infer_arguments, then add_argument_checks (AOT: build_aux_arrays after the param and
- *      length checks, so callers pass no aux arrays)
+ *      length checks, so callers pass no aux arrays, and a size query function)
  *   7. materialize_ufs: UF calls become loads of argument arrays
  *   8. simplify
  *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops
  *  10. decide_loop_execution: one level of parallel loops, each with its work split
+ * The result is a Module (ir/Module.h): the entry and, for AOT, the size query; each pass returns
+ * what later ones need (arguments, permutations, guard counts), and the LoweringContext holds only
+ * what every pass shares (options, prover, aux table, tensors, storage).
  * After each pass the IR's form is checked for its stage (StageCheck.h); with CORA_DEBUG >= 1
  * each pass prints its IR and the time it took. */
 #include "lower/Lower.h"
@@ -83,11 +86,17 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     pass.run_step("select_inlined", [&] { select_inlined(ctx); });
     const std::vector<TensorPtr> ops = scheduled_ops(ctx);
     std::vector<Stmt> nests;
+    std::vector<Permutation> permutations; // loop remaps, checked at run time
+    int guards_removed = 0, guards_kept = 0;
     pass.run_step("loop nests", [&] {
         for (const TensorPtr &op : ops) {
             LoopPlan plan = plan_loops(op, ctx);
+            const auto &remaps = plan.transformed.permutations;
+            permutations.insert(permutations.end(), remaps.begin(), remaps.end());
             std::string pad_unsafe = check_padded_iterations(plan, ctx);
             PlacedGuards guards = add_guards(plan, pad_unsafe, ctx);
+            guards_removed += guards.removed;
+            guards_kept += guards.kept;
             bound_loops_by_guards(plan, guards);
             CacheReads reads = apply_cache_reads(plan, ctx);
             nests.push_back(build_loop_nest(plan, guards, reads));
@@ -98,27 +107,38 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     s = pass.run("lower_reductions", Stage::ReductionsLowered, [&] { return lower_reductions(s); });
     s = pass.run("storage_lowering", Stage::StorageLowered, [&] { return storage_lowering(s, ctx); });
     s = pass.run("allocate_intermediates", Stage::StorageLowered, [&] { return allocate_intermediates(s, ctx); });
-    pass.run_step("infer_arguments", [&] { infer_arguments(s, ctx); });
-    s = pass.run("add_argument_checks", Stage::StorageLowered, [&] { return add_argument_checks(s, ctx); });
-    s = pass.run("materialize_ufs", Stage::Materialized, [&] { return materialize_ufs(s, ctx); });
+    std::vector<ModuleArg> args;
+    pass.run_step("infer_arguments", [&] { args = infer_arguments(s, ctx); });
+    CheckedBodies checked;
+    s = pass.run("add_argument_checks", Stage::StorageLowered, [&] {
+        checked = add_argument_checks(s, args, permutations, ctx);
+        return checked.entry;
+    });
+    s = pass.run("materialize_ufs", Stage::Materialized, [&] { return materialize_ufs(s, args, ctx); });
+    args = materialize_counts(args, ctx);
     s = pass.run("simplify", Stage::Materialized, [&] { return simplify(s); });
-    if (ctx.sizes_body.defined())
-        ctx.sizes_body = pass.run("materialize_ufs + simplify (sizes)", Stage::Materialized, [&] {
-            return decide_loop_execution(simplify(materialize_ufs(ctx.sizes_body, ctx)));
-        });
-    s = pass.run("hoist_loads", Stage::Materialized, [&] { return hoist_loads(s, ctx); });
+    s = pass.run("hoist_loads", Stage::Materialized, [&] { return hoist_loads(s, args, ctx); });
     s = pass.run("decide_loop_execution", Stage::Materialized, [&] { return decide_loop_execution(s); });
 
     LoweredModule m;
-    m.prover_stats = ctx.prover->stats();
-    m.prover_stats.guards_removed = ctx.guards_removed;
-    m.prover_stats.guards_kept = ctx.guards_kept;
-    if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << m.prover_stats.str() << "\n";
     m.name = name;
-    m.args = ctx.args;
-    m.body = s;
-    m.sizes_body = ctx.sizes_body;
-    m.sizes_buffer = ctx.sizes_buffer;
+    LoweredFunc entry{FunctionKind::Entry, {}, {}, s};
+    for (const ModuleArg &a : args) // AOT kernels build their aux arrays: callers pass none
+        if (!(ctx.build_aux_in_kernel && a.kind == ModuleArg::Kind::AuxArray)) entry.args.push_back(a);
+    m.functions.push_back(entry);
+    if (checked.size_query.defined()) {
+        LoweredFunc sizes{FunctionKind::SizeQuery, {}, {checked.sizes}, {}};
+        sizes.body = pass.run("materialize_ufs + simplify (size query)", Stage::Materialized, [&] {
+            return decide_loop_execution(simplify(materialize_ufs(checked.size_query, args, ctx)));
+        });
+        for (const ModuleArg &a : args)
+            if (a.kind == ModuleArg::Kind::Param || a.kind == ModuleArg::Kind::LengthArray) sizes.args.push_back(a);
+        m.functions.push_back(sizes);
+    }
+    m.prover_stats = ctx.prover->stats();
+    m.prover_stats.guards_removed = guards_removed;
+    m.prover_stats.guards_kept = guards_kept;
+    if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << m.prover_stats.str() << "\n";
     return m;
 }
 

@@ -1,7 +1,7 @@
-/** \file The lowering pipeline: definitions -> one kernel body with its argument list. */
+/** \file The lowering pipeline: definitions -> a module of functions (ir/Module.h). */
 #pragma once
 
-#include "lower/Module.h"
+#include "lower/LoweringContext.h"
 
 namespace cora::ir {
 
@@ -12,6 +12,11 @@ struct LowerOptions {
     /** Build the aux arrays (prefix sums, fusion maps, longest-first orders) inside the kernel
      * from the params and length arrays, so callers pass only those and the tensors (AOT). */
     bool build_aux_in_kernel = false;
+};
+
+/** A module with what the prover did for it. */
+struct LoweredModule : Module {
+    ProverStats prover_stats;
 };
 
 /** Lower the pipeline computing `outputs`. */

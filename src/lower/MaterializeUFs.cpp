@@ -12,14 +12,14 @@ namespace {
 
 class Materializer : public IRMutator {
 public:
-    explicit Materializer(LoweringContext &ctx) : ctx_(ctx) {}
+    Materializer(const std::vector<ModuleArg> &args, const LoweringContext &ctx) : args_(args), ctx_(ctx) {}
 
 protected:
     Expr mutate_node(const UFCall *op, const Expr &) override {
         bool changed = false;
         auto args = mutate_all(op->args, changed);
         const ModuleArg *arg = nullptr;
-        for (const ModuleArg &a : ctx_.args)
+        for (const ModuleArg &a : args_)
             if (a.uf.get() == op->fn.get()) arg = &a;
         CORA_CHECK(arg != nullptr, "no argument for uninterpreted function ", op->fn->name);
         if (op->fn->kind == UFKind::LengthArray) return Cast::make(Int64, Load::make(arg->var, args[0]));
@@ -28,16 +28,22 @@ protected:
     }
 
 private:
-    LoweringContext &ctx_;
+    const std::vector<ModuleArg> &args_;
+    const LoweringContext &ctx_;
 };
 
 } // namespace
 
-Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx) {
-    Materializer m(ctx);
-    for (ModuleArg &a : ctx.args)
+Stmt materialize_ufs(const Stmt &s, const std::vector<ModuleArg> &args, const LoweringContext &ctx) {
+    return Materializer(args, ctx).mutate(s);
+}
+
+std::vector<ModuleArg> materialize_counts(const std::vector<ModuleArg> &args, const LoweringContext &ctx) {
+    Materializer m(args, ctx);
+    std::vector<ModuleArg> out = args;
+    for (ModuleArg &a : out)
         if (a.expected_count.defined()) a.expected_count = m.mutate(a.expected_count);
-    return m.mutate(s);
+    return out;
 }
 
 } // namespace cora::ir

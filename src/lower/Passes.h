@@ -1,7 +1,7 @@
 /** \file Every lowering pass, in pipeline order (see Lower.cpp); each file holds its contract. */
 #pragma once
 
-#include "lower/Module.h"
+#include "lower/LoweringContext.h"
 
 namespace cora::ir {
 
@@ -12,12 +12,26 @@ Expr inline_reads(const Expr &e, const LoweringContext &ctx);
 Stmt lower_reductions(const Stmt &s);
 Stmt storage_lowering(const Stmt &s, LoweringContext &ctx);
 Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx);
-void infer_arguments(const Stmt &s, LoweringContext &ctx);
-Stmt add_argument_checks(const Stmt &s, LoweringContext &ctx);
-/** `rest` inside heap allocations of the aux arrays, each built in place (BuildAuxArrays.cpp). */
-Stmt build_aux_arrays(const Stmt &rest, const LoweringContext &ctx);
-Stmt materialize_ufs(const Stmt &s, LoweringContext &ctx);
-Stmt hoist_loads(const Stmt &s, LoweringContext &ctx);
+/** The kernel's arguments in ABI order, every aux array included (InferArguments.cpp). */
+std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx);
+
+/** The entry's body: argument checks, then `s`. With build_aux_in_kernel, the aux arrays are built
+ * after the param and length checks instead of checked, and `size_query` (writing each tensor's
+ * element count into `sizes`) is defined too. (AddArgumentChecks.cpp) */
+struct CheckedBodies {
+    Stmt entry, size_query;
+    VarPtr sizes;
+};
+CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &args,
+                                  const std::vector<Permutation> &permutations, const LoweringContext &ctx);
+/** `rest` inside heap allocations of the aux arrays among `args`, each built in place
+ * (BuildAuxArrays.cpp). */
+Stmt build_aux_arrays(const Stmt &rest, const std::vector<ModuleArg> &args, const LoweringContext &ctx);
+/** UF calls become loads of the arrays among `args` (MaterializeUFs.cpp). */
+Stmt materialize_ufs(const Stmt &s, const std::vector<ModuleArg> &args, const LoweringContext &ctx);
+/** `args` with their expected counts materialized the same way. */
+std::vector<ModuleArg> materialize_counts(const std::vector<ModuleArg> &args, const LoweringContext &ctx);
+Stmt hoist_loads(const Stmt &s, const std::vector<ModuleArg> &args, LoweringContext &ctx);
 /** One level of parallel loops, each with its WorkSplit (LoopExecution.cpp). */
 Stmt decide_loop_execution(const Stmt &s);
 

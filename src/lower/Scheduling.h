@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "front/Schedule.h"
-#include "lower/Module.h"
+#include "lower/LoweringContext.h"
 
 namespace cora::ir {
 
@@ -86,6 +86,7 @@ std::string check_padded_iterations(const LoopPlan &plan, LoweringContext &ctx);
 /** The kept guards, by depth: at[k] guards the body of loop k-1 (at[0]: the whole nest). */
 struct PlacedGuards {
     std::vector<std::vector<Expr>> at;
+    int removed = 0, kept = 0;      ///< schedule guards proved redundant / kept
     std::vector<Expr> loop_extents; ///< extents after bound_loops_by_guards
 };
 /** Attaches each guard to the innermost loop it uses, unless the prover shows it always holds
