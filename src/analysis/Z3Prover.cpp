@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "analysis/AuxKind.h"
 #include "analysis/IntMath.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -147,25 +148,19 @@ private:
         for (const Expr &a : u->args)
             args.push_back(encode(a));
         z3::expr app = it->second(args);
-        if (const AuxSpec *spec = u->fn->aux.get(); spec && spec->kind == AuxSpec::Kind::PrefixSum)
-            record_prefix_term(e, *spec, app, args);
+        const AuxKind *kind = u->fn->aux ? &aux_kind(*u->fn->aux) : nullptr;
+        if (kind && kind->is_prefix_sum()) record_prefix_term(e, *u->fn->aux, app, args);
         // The declared range, instantiated at this ground term only.
         axioms.push_back(app >= c_.int_val((int64_t)u->fn->min_value));
         axioms.push_back(app <= c_.int_val((int64_t)u->fn->max_value));
-        // Fusion maps (AuxSpec): 0 <= fo(x) < E_o everywhere (pad segment included), and the
-        // inverse law P(fo(x)) + fi(x) = x, both checked on the arrays at run time.
-        if (const AuxSpec *spec = u->fn->aux.get()) {
-            if (spec->kind == AuxSpec::Kind::FusedOuter || spec->kind == AuxSpec::Kind::LongestFirst)
-                axioms.push_back(app <= encode(spec->outer_extent) - 1);
-            if (spec->kind == AuxSpec::Kind::FusedInner) {
-                Expr fo = UFCall::make(spec->partner, {u->args[0]});
-                axioms.push_back(app == args[0] - encode(UFCall::make(spec->prefix, {fo})));
-                // Inside the total (not in the pad segment): fi(x) < E_i(fo(x)).
-                const AuxSpec &p = *spec->prefix->aux;
-                Expr inner_extent = substitute(p.summand, p.layout[0].dim->var.get(), fo);
-                Expr total = UFCall::make(spec->prefix, {spec->outer_extent});
-                axioms.push_back(z3::implies(args[0] < encode(total), app < encode(inner_extent)));
-            }
+        // The kind's facts (fusion maps: 0 <= fo(x) < E_o and P(fo(x)) + fi(x) = x; orders: below
+        // E), which its build or run-time check makes hold. `value` stands for this very term.
+        if (kind) {
+            VarPtr value = make_var("value_of_" + u->fn->name, VarRole::Local);
+            vars_.emplace(value.get(), app);
+            for (const Expr &fact : kind->facts(*u, var_expr(value)))
+                axioms.push_back(encode(fact));
+            vars_.erase(value.get());
         }
         return app;
     }

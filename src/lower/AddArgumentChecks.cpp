@@ -1,9 +1,9 @@
 /** \file Pass: argument checks at the top of the kernel, before anything is written.
  *
  * In order: params within their declared ranges; each length array has the expected element
- * count and every value within its range; each aux array has the expected size and is
- * consistent with the lengths (first entry 0, consecutive differences equal to the slice
- * sizes), dependencies first; fusion maps invert their prefix sums; each tensor buffer has
+ * count and every value within its range; each aux array has the expected size and passes its
+ * kind's check (AuxKind::check: prefix sums consistent with the lengths, fusion maps inverting
+ * their prefix sums), dependencies first; each tensor buffer has
  * exactly its layout's size; every remap array is a permutation. A failed
  * check stops the kernel with a message naming the argument, expected and actual values.
  * (Argument count and element types are checked by the generated entry before this.)
@@ -15,69 +15,13 @@
 #include <map>
 #include <set>
 
+#include "analysis/AuxKind.h"
 #include "ir/IRPrinter.h"
 #include "lower/Passes.h"
 
 namespace cora::ir {
 
 namespace {
-
-Stmt check_aux_consistency(const ModuleArg &a, AuxTable &table) {
-    const AuxSpec &spec = *a.uf->aux;
-    const Layout &l = spec.layout;
-    FlatLayout flat = flatten_layout(table, l);
-    std::vector<Expr> idx;
-    for (auto &ld : l)
-        idx.push_back(var_expr(ld.dim->var));
-    Expr x = idx.back();
-    auto at = [&](const Expr &last) {
-        std::vector<Expr> i = idx;
-        i.back() = last;
-        return Load::make(a.var, flat_offset(flat, l, i));
-    };
-    Expr summed_extent = Sub::make(l.back().extent, IntImm::make(1));
-    Expr diff = Sub::make(at(Add::make(x, IntImm::make(1))), at(x));
-    Stmt step = Assert::make(EQ::make(diff, spec.summand),
-                             {"aux array '" + a.name + "' is inconsistent with the lengths: entry ", " - entry ", " = ",
-                              ", expected ", " (" + print(spec.summand) + ")"},
-                             {Add::make(x, IntImm::make(1)), x, diff, spec.summand});
-    Stmt first = Assert::make(EQ::make(at(IntImm::make(0)), IntImm::make(0)),
-                              {"aux array '" + a.name + "' must start at 0, got ", ""}, {at(IntImm::make(0))});
-    Stmt s = Block::make({first, For::make(l.back().dim->var, IntImm::make(0), summed_extent, ForKind::Serial, step)});
-    for (int k = (int)l.size() - 2; k >= 0; k--)
-        s = For::make(l[k].dim->var, IntImm::make(0), l[k].extent, ForKind::Serial, s);
-    return s;
-}
-
-/** fo/fi must be the fusion maps of their prefix sum P (the kernel indexes memory with them):
- * 0 <= fo[f] < E_o; P[fo[f]] <= f < P[fo[f] + 1] inside the total, fo[f] = E_o - 1 in the pad
- * segment; fi[f] = f - P[fo[f]]. O(total) per call, cheap next to the work per entry. */
-Stmt check_fusion_map(const ModuleArg &a) {
-    const AuxSpec &spec = *a.uf->aux;
-    VarPtr f = make_var("f", VarRole::Index);
-    Expr fv = var_expr(f);
-    auto P = [&](const Expr &x) { return UFCall::make(spec.prefix, {x}); };
-    Expr eo = spec.outer_extent;
-    Expr self = UFCall::make(a.uf, {fv});
-    std::vector<Stmt> body;
-    if (spec.kind == AuxSpec::Kind::FusedOuter) {
-        body.push_back(Assert::make(And::make(GE::make(self, IntImm::make(0)), LT::make(self, eo)),
-                                    {"fusion map '" + a.name + "': entry ", " is ", ", expected a value in [0, ", ")"},
-                                    {fv, self, eo}));
-        Expr inside = And::make(LE::make(P(self), fv), LT::make(fv, P(Add::make(self, IntImm::make(1)))));
-        Expr ok = Select::make(LT::make(fv, P(eo)), inside, EQ::make(self, Sub::make(eo, IntImm::make(1))));
-        body.push_back(Assert::make(
-            ok,
-            {"fusion map '" + a.name + "': entry ", " is ", ", which is not the outer index of that fused iteration"},
-            {fv, self}));
-    } else {
-        Expr want = Sub::make(fv, P(UFCall::make(spec.partner, {fv})));
-        body.push_back(Assert::make(EQ::make(self, want),
-                                    {"fusion map '" + a.name + "': entry ", " is ", ", expected ", ""},
-                                    {fv, self, want}));
-    }
-    return For::make(f, IntImm::make(0), spec.layout[0].extent, ForKind::Serial, Block::make(body));
-}
 
 /** perm(p) for p < E is a permutation of [0, E): in range, and no value twice (a scratch
  * array of E flags). CoRA's unchecked remap skipped a block row at M >= 4096; this cannot. */
@@ -137,10 +81,8 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
             checks.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
                                           {"aux array '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
-            if (a.uf->aux->kind == AuxSpec::Kind::PrefixSum)
-                checks.push_back(check_aux_consistency(a, ctx.aux));
-            else if (a.uf->aux->kind != AuxSpec::Kind::LongestFirst) // permutations: below
-                checks.push_back(check_fusion_map(a));
+            if (Stmt check = aux_kind(*a.uf->aux).check(AuxArray{a.uf, a.name, a.var}, ctx.aux); check.defined())
+                checks.push_back(check);
             break;
         case ModuleArg::Kind::Input:
         case ModuleArg::Kind::Output:

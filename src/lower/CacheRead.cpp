@@ -12,6 +12,7 @@
  * Tests: tests/correctness/caching.cpp, tests/error/schedule_errors.cpp. */
 #include <map>
 
+#include "analysis/AuxKind.h"
 #include "analysis/Bounds.h"
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
@@ -39,9 +40,7 @@ bool equal_all(const std::vector<Expr> &a, const std::vector<Expr> &b) {
 bool uses_fusion_map(const Expr &e) {
     bool found = false;
     visit_exprs(e, [&](const Expr &x) {
-        if (const UFCall *u = x.as<UFCall>())
-            found = found || (u->fn->aux && (u->fn->aux->kind == AuxSpec::Kind::FusedOuter ||
-                                             u->fn->aux->kind == AuxSpec::Kind::FusedInner));
+        if (const UFCall *u = x.as<UFCall>()) found = found || (u->fn->aux && aux_kind(*u->fn->aux).maps_fused_loop());
     });
     return found;
 }

@@ -1,11 +1,12 @@
-/** \file The ragged shape and the host prelude. Aux arrays are built on first use from their
- * spec (prefix sums of a slice size over an aux layout): the slice-size expression is
- * evaluated once per element, never per tensor element, and the result is cached by the
- * array's structural key, so every kernel using the same raggedness shares it. */
+/** \file The ragged shape and the host prelude. Aux arrays are built on first use by their kind's
+ * host builder (AuxKind::build_on_host, analysis/AuxKind.h): a slice-size expression is evaluated
+ * once per array element, never per tensor element, and the result is cached by the array's
+ * structural key, so every kernel using the same raggedness shares it. */
 #include <algorithm>
 #include <map>
 #include <mutex>
 
+#include "analysis/AuxKind.h"
 #include "analysis/Interpreter.h"
 #include "analysis/StorageLayout.h"
 #include "cora/Runtime.h"
@@ -53,6 +54,21 @@ int64_t RaggedShape::Impl::aux_at(const UFNode *fn, const std::vector<int64_t> &
     return a[off];
 }
 
+namespace {
+
+/** The host prelude as an aux kind's host builder sees it. */
+class ShapeHost : public AuxHost {
+public:
+    explicit ShapeHost(const RaggedShape::Impl &shape) : shape_(shape) {}
+    Interpreter interpreter() const override { return shape_.interpreter(); }
+    const std::vector<int64_t> &built(const UFNode *fn) const override { return shape_.build(fn); }
+
+private:
+    const RaggedShape::Impl &shape_;
+};
+
+} // namespace
+
 const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
     const AuxSpec &spec = *fn->aux;
     {
@@ -60,70 +76,11 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
         auto it = aux.find(spec.key);
         if (it != aux.end()) return it->second;
     }
-    std::vector<int64_t> out;
-    if (spec.kind != AuxSpec::Kind::PrefixSum) {
-        out = spec.kind == AuxSpec::Kind::LongestFirst ? build_longest_first(fn) : build_fusion_map(fn);
-        std::lock_guard<std::mutex> lock(mu);
-        return aux.emplace(spec.key, std::move(out)).first->second;
-    }
-    // Dependencies (the aux layout's own offsets) are built by the recursive calls that the
-    // interpreter makes through aux_value. Entries are written in packed (lexicographic) order.
-    Interpreter in = interpreter();
-    Layout outer(spec.layout.begin(), spec.layout.end() - 1);
-    const LayoutDim &last = spec.layout.back();
-    const VarNode *x = last.dim->var.get();
-    in.for_each_index(outer, [&](const std::vector<int64_t> &) {
-        int64_t n = in.eval_int(last.extent); // summed range + 1
-        int64_t acc = 0;
-        for (int64_t i = 0; i < n; i++) {
-            out.push_back(acc);
-            if (i + 1 < n) {
-                in.ints[x] = i;
-                int64_t s = in.eval_int(spec.summand);
-                if (__builtin_add_overflow(acc, s, &acc))
-                    throw_runtime_error("ragged shape too large: offsets overflow int64 in '", fn->name, "'");
-            }
-        }
-        in.ints.erase(x);
-    });
+    // Dependencies (the aux layout's own offsets, a fusion map's prefix sum) are built by the
+    // recursive calls the builder makes through the host, without the lock held.
+    std::vector<int64_t> out = aux_kind(spec).build_on_host(spec, fn->name, ShapeHost(*this));
     std::lock_guard<std::mutex> lock(mu);
     return aux.emplace(spec.key, std::move(out)).first->second;
-}
-
-std::vector<int64_t> RaggedShape::Impl::build_fusion_map(const UFNode *fn) const {
-    // fo/fi invert the 1-D prefix sum P over the outer extent: entry f of the fused loop is
-    // (o, f - P[o]) with P[o] <= f < P[o + 1]; the pad segment (bulk padding) extends the last o.
-    const AuxSpec &spec = *fn->aux;
-    const std::vector<int64_t> &prefix = build(spec.prefix.get());
-    Interpreter in = interpreter();
-    int64_t outer = in.eval_int(spec.outer_extent);
-    int64_t n = in.eval_int(spec.layout[0].extent);
-    CORA_CHECK(outer >= 0 && (int64_t)prefix.size() == outer + 1, "fusion map: prefix size");
-    std::vector<int64_t> out((size_t)n);
-    bool want_outer = spec.kind == AuxSpec::Kind::FusedOuter;
-    int64_t o = 0;
-    for (int64_t f = 0; f < n; f++) {
-        while (o + 1 < outer && prefix[(size_t)o + 1] <= f)
-            o++;
-        out[(size_t)f] = want_outer ? o : f - prefix[(size_t)o];
-    }
-    return out;
-}
-
-std::vector<int64_t> RaggedShape::Impl::build_longest_first(const UFNode *fn) const {
-    const AuxSpec &spec = *fn->aux;
-    Interpreter in = interpreter();
-    int64_t n = in.eval_int(spec.outer_extent);
-    std::vector<int64_t> cost((size_t)n), order((size_t)n);
-    const VarNode *v = spec.layout[0].dim->var.get();
-    for (int64_t i = 0; i < n; i++) {
-        in.ints[v] = i;
-        cost[(size_t)i] = in.eval_int(spec.summand);
-        order[(size_t)i] = i;
-    }
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return cost[(size_t)a] > cost[(size_t)b]; });
-    return order;
 }
 
 RaggedShape::RaggedShape() : impl_(std::make_shared<Impl>()) {}

@@ -27,9 +27,8 @@ struct RaggedShape::Impl {
     Interpreter interpreter() const;
     /** RuntimeError unless each length array's size matches its count expression. */
     void validate_counts() const;
+    /** Aux array `fn`, built on first use (by its kind's host builder) and cached by key. */
     const std::vector<int64_t> &build(const UFNode *fn) const;
-    std::vector<int64_t> build_fusion_map(const UFNode *fn) const;
-    std::vector<int64_t> build_longest_first(const UFNode *fn) const;
     /** Flat storage size of a tensor (with storage padding and fusion). */
     int64_t storage_size(const ir::TensorNode &t) const;
     /** Calls f(index, flat storage offset) for every element of t's domain (its logical

@@ -1,0 +1,107 @@
+/** \file Aux kinds: fusion maps fo and fi (AuxSpec::Kind::FusedOuter, FusedInner). A fused loop
+ * f over a dense outer dim o (extent E_o) and a ragged inner dim i (extent E_i(o)) runs over
+ * [0, P(E_o)) plus the pad segment of bulk padding, where P is the prefix sum of E_i; fo(f) = o
+ * and fi(f) = f - P(o) for P(o) <= f < P(o + 1), and the pad segment belongs to the last o. */
+#include "analysis/AuxKind.h"
+#include "ir/IRVisitor.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+class FusionMapKind : public AuxKind {
+public:
+    explicit FusionMapKind(bool outer) : outer_(outer) {}
+    const char *name() const override { return outer_ ? "fusion map fo" : "fusion map fi"; }
+    bool maps_fused_loop() const override { return true; }
+
+    Stmt build(const AuxArray &a, AuxTable &) const override {
+        const AuxSpec &spec = a.spec();
+        auto P = [&](const Expr &x) { return UFCall::make(spec.prefix, {x}); };
+        VarPtr o = make_var("o", VarRole::Index), f = make_var("f", VarRole::Index);
+        Expr ov = var_expr(o), fv = var_expr(f);
+        Stmt rows = For::make(o, IntImm::make(0), spec.outer_extent, ForKind::Serial,
+                              For::make(f, P(ov), Sub::make(P(Add::make(ov, IntImm::make(1))), P(ov)), ForKind::Serial,
+                                        Store::make(a.buffer, fv, outer_ ? ov : Sub::make(fv, P(ov)))));
+        // The pad segment [P(E_o), n) of bulk padding belongs to the last outer index.
+        Expr last = Sub::make(spec.outer_extent, IntImm::make(1));
+        VarPtr g = make_var("f", VarRole::Index);
+        Expr gv = var_expr(g);
+        Stmt pad = For::make(g, P(spec.outer_extent), Sub::make(spec.layout[0].extent, P(spec.outer_extent)),
+                             ForKind::Serial, Store::make(a.buffer, gv, outer_ ? last : Sub::make(gv, P(last))));
+        return Block::make({rows, IfThenElse::make(GT::make(spec.outer_extent, IntImm::make(0)), pad, Stmt())});
+    }
+
+    /** fo/fi must be the fusion maps of their prefix sum P (the kernel indexes memory with them):
+     * 0 <= fo[f] < E_o; P[fo[f]] <= f < P[fo[f] + 1] inside the total, fo[f] = E_o - 1 in the pad
+     * segment; fi[f] = f - P[fo[f]]. O(total) per call, cheap next to the work per entry. */
+    Stmt check(const AuxArray &a, AuxTable &) const override {
+        const AuxSpec &spec = a.spec();
+        VarPtr f = make_var("f", VarRole::Index);
+        Expr fv = var_expr(f);
+        auto P = [&](const Expr &x) { return UFCall::make(spec.prefix, {x}); };
+        Expr eo = spec.outer_extent;
+        Expr self = UFCall::make(a.fn, {fv});
+        std::vector<Stmt> body;
+        if (outer_) {
+            body.push_back(Assert::make(
+                And::make(GE::make(self, IntImm::make(0)), LT::make(self, eo)),
+                {"fusion map '" + a.name + "': entry ", " is ", ", expected a value in [0, ", ")"}, {fv, self, eo}));
+            Expr inside = And::make(LE::make(P(self), fv), LT::make(fv, P(Add::make(self, IntImm::make(1)))));
+            Expr ok = Select::make(LT::make(fv, P(eo)), inside, EQ::make(self, Sub::make(eo, IntImm::make(1))));
+            body.push_back(Assert::make(ok,
+                                        {"fusion map '" + a.name + "': entry ", " is ",
+                                         ", which is not the outer index of that fused iteration"},
+                                        {fv, self}));
+        } else {
+            Expr want = Sub::make(fv, P(UFCall::make(spec.partner, {fv})));
+            body.push_back(Assert::make(EQ::make(self, want),
+                                        {"fusion map '" + a.name + "': entry ", " is ", ", expected ", ""},
+                                        {fv, self, want}));
+        }
+        return For::make(f, IntImm::make(0), spec.layout[0].extent, ForKind::Serial, Block::make(body));
+    }
+
+    std::vector<int64_t> build_on_host(const AuxSpec &spec, const std::string &, const AuxHost &host) const override {
+        const std::vector<int64_t> &prefix = host.built(spec.prefix.get());
+        Interpreter in = host.interpreter();
+        int64_t outer = in.eval_int(spec.outer_extent);
+        int64_t n = in.eval_int(spec.layout[0].extent);
+        CORA_CHECK(outer >= 0 && (int64_t)prefix.size() == outer + 1, "fusion map: prefix size");
+        std::vector<int64_t> out((size_t)n);
+        int64_t o = 0;
+        for (int64_t f = 0; f < n; f++) {
+            while (o + 1 < outer && prefix[(size_t)o + 1] <= f)
+                o++;
+            out[(size_t)f] = outer_ ? o : f - prefix[(size_t)o];
+        }
+        return out;
+    }
+
+    /** 0 <= fo(x) < E_o everywhere (pad segment included); the inverse law P(fo(x)) + fi(x) = x;
+     * inside the total (not in the pad segment) fi(x) < E_i(fo(x)). */
+    std::vector<Expr> facts(const UFCall &call, const Expr &value) const override {
+        const AuxSpec &spec = *call.fn->aux;
+        if (outer_) return {LE::make(value, Sub::make(spec.outer_extent, IntImm::make(1)))};
+        const Expr &x = call.args[0];
+        Expr fo = UFCall::make(spec.partner, {x});
+        const AuxSpec &p = *spec.prefix->aux;
+        Expr inner_extent = substitute(p.summand, p.layout[0].dim->var.get(), fo);
+        Expr total = UFCall::make(spec.prefix, {spec.outer_extent});
+        return {EQ::make(value, Sub::make(x, UFCall::make(spec.prefix, {fo}))),
+                Or::make(GE::make(x, total), LT::make(value, inner_extent))};
+    }
+
+private:
+    bool outer_;
+};
+
+} // namespace
+
+const AuxKind &fusion_map_kind(bool outer) {
+    static const FusionMapKind fo(true), fi(false);
+    return outer ? fo : fi;
+}
+
+} // namespace cora::ir

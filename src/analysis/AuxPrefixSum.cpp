@@ -1,0 +1,107 @@
+/** \file Aux kind: prefix sums (AuxSpec::Kind::PrefixSum). Over layout [o.., x: S + 1], entry
+ * (o.., x) is the sum of `summand` over x' < x: entry 0 is 0 and entry x + 1 = entry x +
+ * summand(x), per outer index. They turn a ragged index into a packed offset. */
+#include "analysis/AuxKind.h"
+#include "analysis/StorageLayout.h"
+#include "ir/IRPrinter.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+/** The loads/stores of one row of the array: index (o.., last) through the array's own layout. */
+struct PrefixRows {
+    const Layout &layout;
+    FlatLayout flat;
+    std::vector<Expr> idx;
+    PrefixRows(const AuxSpec &spec, AuxTable &table) : layout(spec.layout), flat(flatten_layout(table, spec.layout)) {
+        for (const LayoutDim &ld : layout)
+            idx.push_back(var_expr(ld.dim->var));
+    }
+    Expr x() const { return idx.back(); }
+    Expr offset(const Expr &last) const {
+        std::vector<Expr> i = idx;
+        i.back() = last;
+        return flat_offset(flat, layout, i);
+    }
+    /** `row_body` (over x in [0, S)) after `first`, inside the loops over the outer dims. */
+    Stmt nest(const Stmt &first, const Stmt &row_body) const {
+        Stmt s = Block::make(
+            {first, For::make(layout.back().dim->var, IntImm::make(0), Sub::make(layout.back().extent, IntImm::make(1)),
+                              ForKind::Serial, row_body)});
+        for (int k = (int)layout.size() - 2; k >= 0; k--)
+            s = For::make(layout[k].dim->var, IntImm::make(0), layout[k].extent, ForKind::Serial, s);
+        return s;
+    }
+};
+
+class PrefixSumKind : public AuxKind {
+public:
+    const char *name() const override { return "prefix sum"; }
+    bool is_prefix_sum() const override { return true; }
+
+    Stmt build(const AuxArray &a, AuxTable &table) const override {
+        PrefixRows rows(a.spec(), table);
+        Expr x = rows.x();
+        Expr next = Add::make(Load::make(a.buffer, rows.offset(x)), a.spec().summand);
+        // Evaluated overflow-checked (as every Assert): a total that does not fit in 64 bits stops
+        // the kernel with a message instead of wrapping into offsets that would pass as valid.
+        Stmt no_overflow =
+            Assert::make(GE::make(next, IntImm::make(0)), {"aux array '" + a.name + "': entry ", " would be ", ""},
+                         {Add::make(x, IntImm::make(1)), next});
+        Stmt step = Block::make({no_overflow, Store::make(a.buffer, rows.offset(Add::make(x, IntImm::make(1))), next)});
+        return rows.nest(Store::make(a.buffer, rows.offset(IntImm::make(0)), IntImm::make(0)), step);
+    }
+
+    /** First entry 0, consecutive differences equal to the summand (the slice sizes). */
+    Stmt check(const AuxArray &a, AuxTable &table) const override {
+        PrefixRows rows(a.spec(), table);
+        const Expr &summand = a.spec().summand;
+        Expr x = rows.x();
+        auto at = [&](const Expr &last) { return Load::make(a.buffer, rows.offset(last)); };
+        Expr diff = Sub::make(at(Add::make(x, IntImm::make(1))), at(x));
+        Stmt step = Assert::make(EQ::make(diff, summand),
+                                 {"aux array '" + a.name + "' is inconsistent with the lengths: entry ", " - entry ",
+                                  " = ", ", expected ", " (" + print(summand) + ")"},
+                                 {Add::make(x, IntImm::make(1)), x, diff, summand});
+        Stmt first = Assert::make(EQ::make(at(IntImm::make(0)), IntImm::make(0)),
+                                  {"aux array '" + a.name + "' must start at 0, got ", ""}, {at(IntImm::make(0))});
+        return rows.nest(first, step);
+    }
+
+    /** The summand is evaluated once per entry; the array's own layout (nested raggedness) reads
+     * its dependencies through the interpreter, which builds them on first use. */
+    std::vector<int64_t> build_on_host(const AuxSpec &spec, const std::string &name,
+                                       const AuxHost &host) const override {
+        std::vector<int64_t> out;
+        Interpreter in = host.interpreter();
+        Layout outer(spec.layout.begin(), spec.layout.end() - 1);
+        const LayoutDim &last = spec.layout.back();
+        const VarNode *x = last.dim->var.get();
+        in.for_each_index(outer, [&](const std::vector<int64_t> &) { // entries in packed order
+            int64_t n = in.eval_int(last.extent);                    // summed range + 1
+            int64_t acc = 0;
+            for (int64_t i = 0; i < n; i++) {
+                out.push_back(acc);
+                if (i + 1 < n) {
+                    in.ints[x] = i;
+                    int64_t s = in.eval_int(spec.summand);
+                    if (__builtin_add_overflow(acc, s, &acc))
+                        throw_runtime_error("ragged shape too large: offsets overflow int64 in '", name, "'");
+                }
+            }
+            in.ints.erase(x);
+        });
+        return out;
+    }
+};
+
+} // namespace
+
+const AuxKind &prefix_sum_kind() {
+    static const PrefixSumKind kind;
+    return kind;
+}
+
+} // namespace cora::ir
