@@ -69,8 +69,9 @@ AotSource codegen_c_aot(const Module &m, const std::string &function_name,
     if (direct) {
         out.kernels.push_back(c_prologue() + "\n" + emit_function("extern \"C\" ", fn + "_argv", entry));
     } else {
-        // One kernel per target; the entry picks the first whose CPU check passes, once.
-        std::string pick = "    static const cora_entry_fn_t chosen = [] {\n";
+        // One kernel per target; the entry picks the first whose CPU check passes, once (as a
+        // cora_entry_fn, the ABI's entry type from the prologue).
+        std::string pick = "    static const cora_entry_fn chosen = [] {\n";
         for (size_t v = 0; v < n; v++) {
             std::string sym = fn + "_argv_" + std::to_string(v);
             out.kernels.push_back(c_prologue() + "\n" + emit_function("extern \"C\" ", sym, entry));
@@ -78,9 +79,8 @@ AotSource codegen_c_aot(const Module &m, const std::string &function_name,
             pick += variant_conditions[v].empty() ? "        return &" + sym + ";\n"
                                                   : "        if (" + variant_conditions[v] + ") return &" + sym + ";\n";
         }
-        if (!variant_conditions.back().empty()) pick += "        return (cora_entry_fn_t) nullptr;\n";
+        if (!variant_conditions.back().empty()) pick += "        return (cora_entry_fn) nullptr;\n";
         pick += "    }();\n";
-        src += "typedef int32_t (*cora_entry_fn_t)" + argv_params + ";\n";
         src += "extern \"C\" int32_t " + fn + "_argv" + argv_params + " {\n" + pick +
                "    if (!chosen) {\n        if (!error || error_size <= 0) return 1;\n"
                "        std::snprintf(error, error_size, \"" +

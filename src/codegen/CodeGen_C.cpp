@@ -217,22 +217,21 @@ void CodeGen_C::visit_node(const IfThenElse *op) {
     line("}");
 }
 
-void CodeGen_C::visit_node(const LetStmt *op) {
+void CodeGen_C::scoped(const std::string &declaration, const Stmt &body) {
     line("{");
     indent++;
-    line("const " + op->var->type.c_name() + " " + name_of(op->var.get()) + " = " + expr(op->value) + ";");
-    visit(op->body);
+    line(declaration);
+    visit(body);
     indent--;
     line("}");
 }
 
+void CodeGen_C::visit_node(const LetStmt *op) {
+    scoped("const " + op->var->type.c_name() + " " + name_of(op->var.get()) + " = " + expr(op->value) + ";", op->body);
+}
+
 void CodeGen_C::visit_node(const LocalVar *op) {
-    line("{");
-    indent++;
-    line(op->var->type.c_name() + " " + name_of(op->var.get()) + " = " + expr(op->init) + ";");
-    visit(op->body);
-    indent--;
-    line("}");
+    scoped(op->var->type.c_name() + " " + name_of(op->var.get()) + " = " + expr(op->init) + ";", op->body);
 }
 
 void CodeGen_C::visit_node(const Assign *op) { line(name_of(op->var.get()) + " = " + expr(op->value) + ";"); }

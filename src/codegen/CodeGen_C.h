@@ -47,6 +47,8 @@ protected:
     void arith(Type t, const Expr &a, const char *op, const char *checked_fn, const Expr &b);
     /** The `std::free` calls that release the enclosing heap allocations, for early returns. */
     std::string release_live_allocations() const;
+    /** `{ declaration body }`: a variable visible in `body` only. */
+    void scoped(const std::string &declaration, const Stmt &body);
 
     void visit_node(const IntImm *op) override;
     void visit_node(const FloatImm *op) override;
