@@ -16,20 +16,31 @@ public:
     const char *name() const override { return outer_ ? "fusion map fo" : "fusion map fi"; }
     bool maps_fused_loop() const override { return true; }
 
+    /** Per outer index o, the run [P(o), P(o + 1)) with P(o) bound once (the host prelude
+     * interprets this: one UF read per row, not per entry). */
     Stmt build(const AuxArray &a, AuxTable &) const override {
         const AuxSpec &spec = a.spec();
         auto P = [&](const Expr &x) { return UFCall::make(spec.prefix, {x}); };
-        VarPtr o = make_var("o", VarRole::Index), f = make_var("f", VarRole::Index);
-        Expr ov = var_expr(o), fv = var_expr(f);
-        Stmt rows = For::make(o, IntImm::make(0), spec.outer_extent, ForKind::Serial,
-                              For::make(f, P(ov), Sub::make(P(Add::make(ov, IntImm::make(1))), P(ov)), ForKind::Serial,
-                                        Store::make(a.buffer, fv, outer_ ? ov : Sub::make(fv, P(ov)))));
-        // The pad segment [P(E_o), n) of bulk padding belongs to the last outer index.
+        VarPtr o = make_var("o", VarRole::Index), i = make_var("i", VarRole::Index);
+        VarPtr start = make_var("start", VarRole::Local);
+        Expr ov = var_expr(o), iv = var_expr(i), sv = var_expr(start);
+        Stmt rows = For::make(
+            o, IntImm::make(0), spec.outer_extent, ForKind::Serial,
+            LetStmt::make(start, P(ov),
+                          For::make(i, IntImm::make(0), Sub::make(P(Add::make(ov, IntImm::make(1))), sv),
+                                    ForKind::Serial, Store::make(a.buffer, Add::make(sv, iv), outer_ ? ov : iv))));
+        // The pad segment [P(E_o), n) of bulk padding belongs to the last outer index: fi
+        // continues counting from the last run's start.
         Expr last = Sub::make(spec.outer_extent, IntImm::make(1));
-        VarPtr g = make_var("f", VarRole::Index);
+        VarPtr pad_start = make_var("pad_start", VarRole::Local), last_start = make_var("last_start", VarRole::Local);
+        Expr ps = var_expr(pad_start);
+        VarPtr g = make_var("g", VarRole::Index);
         Expr gv = var_expr(g);
-        Stmt pad = For::make(g, P(spec.outer_extent), Sub::make(spec.layout[0].extent, P(spec.outer_extent)),
-                             ForKind::Serial, Store::make(a.buffer, gv, outer_ ? last : Sub::make(gv, P(last))));
+        Stmt fill = For::make(g, IntImm::make(0), Sub::make(spec.layout[0].extent, ps), ForKind::Serial,
+                              Store::make(a.buffer, Add::make(ps, gv),
+                                          outer_ ? last : Add::make(Sub::make(ps, var_expr(last_start)), gv)));
+        Stmt pad =
+            LetStmt::make(pad_start, P(spec.outer_extent), outer_ ? fill : LetStmt::make(last_start, P(last), fill));
         return Block::make({rows, IfThenElse::make(GT::make(spec.outer_extent, IntImm::make(0)), pad, Stmt())});
     }
 
@@ -61,22 +72,6 @@ public:
                                         {fv, self, want}));
         }
         return For::make(f, IntImm::make(0), spec.layout[0].extent, ForKind::Serial, Block::make(body));
-    }
-
-    std::vector<int64_t> build_on_host(const AuxSpec &spec, const std::string &, const AuxHost &host) const override {
-        const std::vector<int64_t> &prefix = host.built(spec.prefix.get());
-        Interpreter in = host.interpreter();
-        int64_t outer = in.eval_int(spec.outer_extent);
-        int64_t n = in.eval_int(spec.layout[0].extent);
-        CORA_CHECK(outer >= 0 && (int64_t)prefix.size() == outer + 1, "fusion map: prefix size");
-        std::vector<int64_t> out((size_t)n);
-        int64_t o = 0;
-        for (int64_t f = 0; f < n; f++) {
-            while (o + 1 < outer && prefix[(size_t)o + 1] <= f)
-                o++;
-            out[(size_t)f] = outer_ ? o : f - prefix[(size_t)o];
-        }
-        return out;
     }
 
     /** 0 <= fo(x) < E_o everywhere (pad segment included); the inverse law P(fo(x)) + fi(x) = x;

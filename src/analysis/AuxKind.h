@@ -1,12 +1,13 @@
 /** \file Aux-array kinds as one interface: each kind (prefix sums, fusion maps, longest-first
  * orders; later BSR row pointers, active-tile lists) is one AuxKind, defined in one file
  * (AuxPrefixSum.cpp, AuxFusionMap.cpp, AuxLongestFirst.cpp) with everything cora needs from it:
- *   - build:         IR that fills the array from the params and length arrays (AOT kernels build
- *                    their aux arrays with it, lower/BuildAuxArrays.cpp);
+ *   - build:         IR that fills the array from the params and length arrays, written once and
+ *                    used by both paths: AOT kernels compile it to build their aux arrays
+ *                    (lower/BuildAuxArrays.cpp); the host prelude (runtime/RaggedShape.cpp) runs
+ *                    it in the interpreter (analysis/InterpreterStmt.cpp), once per batch, and
+ *                    shares the result between JIT kernels;
  *   - check:         IR that checks an array a caller passed (JIT kernels,
  *                    lower/AddArgumentChecks.cpp): the kernel indexes memory with it;
- *   - build_on_host: the same definition for the host prelude (runtime/RaggedShape.cpp), which
- *                    builds each array once per batch and shares it between kernels;
  *   - facts:         what the prover may assume about one call (the build or the check makes it
  *                    hold), beyond the declared value range (analysis/Z3Prover.cpp);
  *   - is_prefix_sum / maps_fused_loop: the properties the prover's pairwise prefix-sum axioms,
@@ -14,8 +15,8 @@
  *                    cache_read's placement (lower/CacheRead.cpp) ask about.
  * How a kind's arrays are laid out and keyed is its AuxSpec (ir/Tensor.h), made by the functions
  * of StorageLayout.h. Adding a kind: an AuxSpec::Kind value, a file implementing AuxKind, its case
- * in aux_kind() (AuxKind.cpp), a constructor in StorageLayout.h, and a test against the JIT and
- * AOT paths (tests/correctness/aot.cpp). */
+ * in aux_kind() (AuxKind.cpp), a constructor in StorageLayout.h, and tests: the built array against a
+ * definition written in the test (tests/unit/aux_kinds.cpp), kernels through the JIT and AOT paths. */
 #pragma once
 
 #include <memory>
@@ -23,7 +24,6 @@
 #include <vector>
 
 #include "analysis/AuxTable.h"
-#include "analysis/Interpreter.h"
 #include "ir/Tensor.h"
 
 namespace cora::ir {
@@ -37,30 +37,20 @@ struct AuxArray {
     const AuxSpec &spec() const { return *fn->aux; }
 };
 
-/** What the host prelude lends a host builder. */
-class AuxHost {
-public:
-    virtual ~AuxHost() = default;
-    /** An interpreter bound to the shape's params, length arrays and (built on demand) aux arrays. */
-    virtual Interpreter interpreter() const = 0;
-    /** Another aux array of the shape (a dependency), built on first use. */
-    virtual const std::vector<int64_t> &built(const UFNode *fn) const = 0;
-};
-
 class AuxKind {
 public:
     virtual ~AuxKind() = default;
     virtual const char *name() const = 0;
 
     /** IR filling `a.buffer` (its flat layout's size, allocated by the caller) from the params
-     * and length arrays, after they were checked; the aux arrays it reads are built before it. */
+     * and length arrays, after they were checked; the aux arrays it reads are built before it.
+     * It runs compiled (AOT) and interpreted (host prelude): integer scalars and buffers only,
+     * loads and stores at in-range indices, every sum that may overflow under an Assert
+     * (arithmetic is overflow-checked on both paths). */
     virtual Stmt build(const AuxArray &a, AuxTable &table) const = 0;
     /** IR checking a caller-passed `a.buffer` (its size already checked) against its definition;
      * undefined when another check covers it. Messages name `a.name`. */
     virtual Stmt check(const AuxArray &a, AuxTable &table) const = 0;
-    /** The array's entries in packed order, computed on the host. RuntimeError on overflow. */
-    virtual std::vector<int64_t> build_on_host(const AuxSpec &spec, const std::string &name,
-                                               const AuxHost &host) const = 0;
     /** Facts (boolean IR) that hold for the call `call`, whose value `value` stands for. */
     virtual std::vector<Expr> facts(const UFCall &call, const Expr &value) const { return {}; }
 

@@ -69,32 +69,6 @@ public:
                                   {"aux array '" + a.name + "' must start at 0, got ", ""}, {at(IntImm::make(0))});
         return rows.nest(first, step);
     }
-
-    /** The summand is evaluated once per entry; the array's own layout (nested raggedness) reads
-     * its dependencies through the interpreter, which builds them on first use. */
-    std::vector<int64_t> build_on_host(const AuxSpec &spec, const std::string &name,
-                                       const AuxHost &host) const override {
-        std::vector<int64_t> out;
-        Interpreter in = host.interpreter();
-        Layout outer(spec.layout.begin(), spec.layout.end() - 1);
-        const LayoutDim &last = spec.layout.back();
-        const VarNode *x = last.dim->var.get();
-        in.for_each_index(outer, [&](const std::vector<int64_t> &) { // entries in packed order
-            int64_t n = in.eval_int(last.extent);                    // summed range + 1
-            int64_t acc = 0;
-            for (int64_t i = 0; i < n; i++) {
-                out.push_back(acc);
-                if (i + 1 < n) {
-                    in.ints[x] = i;
-                    int64_t s = in.eval_int(spec.summand);
-                    if (__builtin_add_overflow(acc, s, &acc))
-                        throw_runtime_error("ragged shape too large: offsets overflow int64 in '", name, "'");
-                }
-            }
-            in.ints.erase(x);
-        });
-        return out;
-    }
 };
 
 } // namespace

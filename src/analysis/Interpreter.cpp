@@ -92,6 +92,16 @@ int64_t Interpreter::eval_int(const Expr &e) {
         if (!aux_value) cannot(e, "no aux arrays bound");
         return aux_value(u->fn.get(), args);
     }
+    case NodeKind::Load: {
+        const Load *l = e.as<Load>();
+        auto it = int_buffers.find(l->buffer.get());
+        if (it == int_buffers.end()) cannot(e, "no integer buffer bound");
+        int64_t i = eval_int(l->index);
+        if (i < 0 || i >= (int64_t)it->second->size())
+            throw InternalError(concat("interpreter: ", print(e), " reads index ", i, " of a buffer of ",
+                                       it->second->size(), " elements"));
+        return (*it->second)[(size_t)i];
+    }
     case NodeKind::Access: return (int64_t)eval_float(e);
     case NodeKind::Reduce: return (int64_t)eval_float(e);
     default:

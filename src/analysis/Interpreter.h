@@ -1,6 +1,7 @@
-/** \file A direct evaluator of IR expressions. It is the reference semantics for tests
- * (definitions evaluated element by element, in double precision) and the engine of the
- * host-side prelude (extents and prefix sums evaluated per outer row). */
+/** \file A direct evaluator of IR. It is the reference semantics for tests (definitions
+ * evaluated element by element, in double precision) and the engine of the host-side prelude:
+ * extents evaluated per outer row, and each aux array built by running its kind's IR builder
+ * (AuxKind::build, the very statements AOT kernels compile) over integer buffers. */
 #pragma once
 
 #include <functional>
@@ -21,12 +22,21 @@ public:
     std::function<double(const TensorNode *, const std::vector<int64_t> &)> tensor_value;
     /** Values of params and bound loop variables. */
     std::map<const VarNode *, int64_t> ints;
+    /** Integer memory that Load and Store address, by buffer variable (not owned). Allocate adds
+     * its buffer for the extent of its body. */
+    std::map<const VarNode *, std::vector<int64_t> *> int_buffers;
 
     int64_t eval_int(const Expr &e);
     double eval_float(const Expr &e);
     bool eval_bool(const Expr &e);
     /** Evaluates any expression; integers and booleans are returned as doubles. */
     double eval(const Expr &e);
+
+    /** Runs a statement over integer scalars and `int_buffers` (loops of every kind run in
+     * order). Integer arithmetic is overflow-checked (RuntimeError), a failed Assert throws
+     * RuntimeError with its message, and a Load or Store outside its buffer is an InternalError:
+     * the statements run here index memory only at checked positions. */
+    void exec(const Stmt &s);
 
     /** Calls f(index) for every index of the layout, in lexicographic order (the packed order
      * of an unpadded layout). Extents are evaluated with the current bindings. */

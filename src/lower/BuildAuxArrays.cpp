@@ -4,7 +4,7 @@
  * batch and shares them between kernels. An ahead-of-time library has no RaggedShape: its
  * callers pass params, length arrays and tensors only. This pass makes the kernel compute each
  * aux array itself, with its kind's IR builder (AuxKind::build, analysis/AuxKind.h), the same
- * definition the host prelude follows (AuxKind::build_on_host).
+ * statements the host prelude interprets for JIT kernels (runtime/RaggedShape.cpp).
  * Requires: the argument list (dependencies before dependants) and the param and length
  * checks placed before the result (the builders read lengths at checked indices).
  * Ensures: every aux array is a heap Allocate around `rest`, filled before `rest` runs (the

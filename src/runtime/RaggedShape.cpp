@@ -1,7 +1,9 @@
-/** \file The ragged shape and the host prelude. Aux arrays are built on first use by their kind's
- * host builder (AuxKind::build_on_host, analysis/AuxKind.h): a slice-size expression is evaluated
- * once per array element, never per tensor element, and the result is cached by the array's
- * structural key, so every kernel using the same raggedness shares it. */
+/** \file The ragged shape and the host prelude. Aux arrays are built on first use by running
+ * their kind's IR builder (AuxKind::build, analysis/AuxKind.h) in the interpreter — the same
+ * statements an AOT kernel compiles to build its own arrays, so both paths follow one
+ * definition. A slice-size expression is evaluated once per array element, never per tensor
+ * element, and the result is cached by the array's structural key, so every kernel using the
+ * same raggedness shares it. */
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -54,21 +56,6 @@ int64_t RaggedShape::Impl::aux_at(const UFNode *fn, const std::vector<int64_t> &
     return a[off];
 }
 
-namespace {
-
-/** The host prelude as an aux kind's host builder sees it. */
-class ShapeHost : public AuxHost {
-public:
-    explicit ShapeHost(const RaggedShape::Impl &shape) : shape_(shape) {}
-    Interpreter interpreter() const override { return shape_.interpreter(); }
-    const std::vector<int64_t> &built(const UFNode *fn) const override { return shape_.build(fn); }
-
-private:
-    const RaggedShape::Impl &shape_;
-};
-
-} // namespace
-
 const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
     const AuxSpec &spec = *fn->aux;
     {
@@ -77,8 +64,26 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
         if (it != aux.end()) return it->second;
     }
     // Dependencies (the aux layout's own offsets, a fusion map's prefix sum) are built by the
-    // recursive calls the builder makes through the host, without the lock held.
-    std::vector<int64_t> out = aux_kind(spec).build_on_host(spec, fn->name, ShapeHost(*this));
+    // recursive calls the interpreter makes through aux_value, without the lock held.
+    std::vector<int64_t> out;
+    try {
+        AuxTable table; // the layout's own aux arrays, shared with others through their keys
+        Interpreter in = interpreter();
+        int64_t size = in.eval_int(flatten_layout(table, spec.layout).size);
+        if (size < 0) throw_runtime_error("the layout has a negative size, ", size);
+        out.resize((size_t)size);
+        VarPtr buffer = make_var(fn->name, VarRole::Buffer, Int64);
+        in.int_buffers[buffer.get()] = &out;
+        // The builder reads only the spec through the symbol; a non-owning pointer to `fn`, which
+        // the caller keeps alive, stands in for the shared one.
+        std::shared_ptr<const UFNode> symbol(std::shared_ptr<const UFNode>(), fn);
+        in.exec(aux_kind(spec).build(AuxArray{symbol, fn->name, buffer}, table));
+    } catch (const RuntimeError &e) {
+        // Say which array failed once, at the innermost build (dependencies nest).
+        std::string what = e.what();
+        if (what.find(" (while building aux array '") != std::string::npos) throw;
+        throw_runtime_error(what, " (while building aux array '", fn->name, "' of the ragged shape)");
+    }
     std::lock_guard<std::mutex> lock(mu);
     return aux.emplace(spec.key, std::move(out)).first->second;
 }
