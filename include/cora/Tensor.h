@@ -162,9 +162,13 @@ public:
      * tile's loop): the elements are then initialised in storage before the outermost
      * reduction loop, and each visit of the tile loads them, accumulates and stores them back.
      *
-     * A definition that is one reduction (sum/maximum/minimum over k) can name k in split,
-     * reorder and unroll: k then becomes a loop of the nest (innermost until reordered), the
-     * elements are initialised before the outermost reduction loop and updated inside it.
+     * A definition that is one reduction (sum/maximum/minimum over k), possibly inside
+     * elementwise work on its result — an epilogue such as `sum(...) + bias(o)`,
+     * `max(sum(...) * s, 0.0f)` or a residual — can name k in split, reorder and unroll: k then
+     * becomes a loop of the nest (innermost until reordered), the elements are initialised
+     * before the outermost reduction loop and updated inside it, and the epilogue is applied once
+     * per element when the reduction is complete (at the tile's write-back, or in a pass right
+     * after the reduction loops). A definition with two reductions side by side schedules none.
      * Reduction loops cannot be padded, fused, remapped, vectorized or run in parallel. */
     Func &cache_write(const Dim &at);
     /** Copy the region of `t` that this Func reads inside loop `at` into a dense tile at the

@@ -1,5 +1,7 @@
 #include "front/Schedule.h"
 
+#include "ir/Epilogue.h"
+
 #include <algorithm>
 
 #include "util/Error.h"
@@ -37,7 +39,7 @@ std::vector<ir::TensorPtr> hfuse_members(const ir::TensorNode &t) {
 }
 
 const ir::DimNode *reduction_dim(const ir::TensorNode &t) {
-    const ir::Reduce *r = t.value.as<ir::Reduce>();
+    const ir::Reduce *r = ir::scheduled_reduce(t.value); // epilogues around it included
     return r ? r->var->dim : nullptr;
 }
 
@@ -69,7 +71,7 @@ LoopReplay::LoopReplay(const ir::TensorNode &f, bool with_reduction_dim) {
     if (sch.reduction_loop) {
         loops_.push_back(sch.reduction_loop);
     } else if (with_reduction_dim) {
-        if (const ir::Reduce *r = f.value.as<ir::Reduce>()) {
+        if (const ir::Reduce *r = ir::scheduled_reduce(f.value)) {
             // The reduction's Dim node is reachable from its variable only as a raw pointer; the
             // loop list holds it through a non-owning alias (the definition keeps it alive).
             const ir::DimNode *k = r->var->dim;

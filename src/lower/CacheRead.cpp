@@ -196,6 +196,7 @@ CacheReads apply_cache_reads(const LoopPlan &plan, LoweringContext &ctx) {
         element = cached;
     }
     out.element = substitute(element, direct);
+    if (plan.epilogue.defined()) out.epilogue = substitute(plan.epilogue, direct);
     return out;
 }
 

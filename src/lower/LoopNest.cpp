@@ -13,6 +13,7 @@
  * Tests: tests/correctness/caching.cpp (k-panels, tiles), vgemm.cpp, trmm.cpp. */
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
 #include "lower/Scheduling.h"
 #include "util/Error.h"
 
@@ -67,6 +68,14 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
         if (!is_reduction[k]) inner_elements.push_back(k);
     }
     auto combine = [&](const Expr &old) { return reduce_combine(red->op, old, element); };
+    // The stored value of a finished reduction: its epilogue applied, if it has one.
+    auto finish = [&](const Expr &acc) {
+        return reads.epilogue.defined() ? substitute(reads.epilogue, plan.acc.get(), acc) : acc;
+    };
+    // A pass over the element loops at `positions` applying the epilogue to stored results.
+    auto epilogue_pass = [&](const std::vector<size_t> &positions) {
+        return nest(positions, with_lets(Provide::make(target, at, finish(Access::make(target, at))), true), true);
+    };
     Stmt inner_part;
     if (cache_pos) {
         // The tile: one element per iteration of the loops over the Func's dims inside `at`.
@@ -95,15 +104,19 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
                 nest(inner_elements, Store::make(tile, tile_index, reduce_identity(red->op, f->type)), true));
         Expr updated = red ? combine(Load::make(tile, tile_index)) : element;
         parts.push_back(nest(inner_all, with_lets(Store::make(tile, tile_index, updated), false), false));
+        // Written back complete unless k-panels outside the tile still add to it.
+        Expr tile_value = Load::make(tile, tile_index);
         parts.push_back(
-            nest(inner_elements, with_lets(Provide::make(target, at, Load::make(tile, tile_index)), true), true));
+            nest(inner_elements,
+                 with_lets(Provide::make(target, at, red && !tile_accumulates ? finish(tile_value) : tile_value), true),
+                 true));
         inner_part = Allocate::make(tile, IntImm::make(tile_size), Block::make(parts), MemoryType::Stack);
     } else if (red) {
         Stmt init =
             nest(inner_elements, with_lets(Provide::make(target, at, reduce_identity(red->op, f->type)), true), true);
         Stmt update =
             nest(inner_all, with_lets(Provide::make(target, at, combine(Access::make(target, at))), false), false);
-        inner_part = Block::make({init, update});
+        inner_part = Block::make({init, update, reads.epilogue.defined() ? epilogue_pass(inner_elements) : Stmt()});
     } else {
         inner_part = with_lets(Provide::make(target, at, element), false);
     }
@@ -117,7 +130,8 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
             if (!is_reduction[k]) panel_elements.push_back(k);
         Stmt init =
             nest(panel_elements, with_lets(Provide::make(target, at, reduce_identity(red->op, f->type)), true), true);
-        inner_part = Block::make({init, nest(panel_positions, inner_part, false)});
+        inner_part = Block::make({init, nest(panel_positions, inner_part, false),
+                                  reads.epilogue.defined() ? epilogue_pass(panel_elements) : Stmt()});
     }
     Stmt body = nest(outer_positions, inner_part, false);
     for (const Expr &c : guards.at[0])

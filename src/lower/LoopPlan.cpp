@@ -26,6 +26,7 @@
 
 #include "analysis/Simplify.h"
 #include "analysis/StorageLayout.h"
+#include "ir/Epilogue.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
@@ -49,7 +50,7 @@ std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_s
     for (const LayoutDim &d : front::loop_domain(*f))
         extent[d.dim.get()] = d.extent;
     if (sch.reduction_loop) {
-        const Reduce *red = f->value.as<Reduce>();
+        const Reduce *red = scheduled_reduce(f->value);
         CORA_CHECK(red && red->var == sch.reduction_loop->var, "reduction loop without its reduction");
         extent[sch.reduction_loop.get()] = red->extent;
     }
@@ -201,10 +202,16 @@ LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
     plan.op = f;
     plan.value = inline_reads(f->value, ctx);
     // A scheduled reduction: its body is computed per iteration of the reduction loops.
+    // The reduction is found in the definition as written (inlining may add reductions to the
+    // epilogue); its body and the epilogue are inlined like the rest.
     if (sch.reduction_loop) {
-        plan.red = plan.value.as<Reduce>();
+        plan.red = scheduled_reduce(f->value);
         CORA_CHECK(plan.red != nullptr, "scheduled reduction vanished");
-        plan.red_body = substitute(plan.red->body, plan.red->var.get(), var_expr(sch.reduction_loop->var));
+        plan.red_body =
+            substitute(inline_reads(plan.red->body, ctx), plan.red->var.get(), var_expr(sch.reduction_loop->var));
+        plan.acc = make_var(f->name + "_acc", VarRole::Local, plan.red->type);
+        Expr epilogue = epilogue_of(f->value, var_expr(plan.acc));
+        if (epilogue.defined()) plan.epilogue = inline_reads(epilogue, ctx);
     }
     plan.transformed = *apply_transforms(f, false, ctx);
     plan.store_at = store_indices(*f);

@@ -100,6 +100,7 @@ std::string check_padded_iterations(const LoopPlan &plan, LoweringContext &ctx) 
         throw_compile_error("Func '", plan.op->name, "': the padded loop writes outside its storage: ", store,
                             "; pad its storage at least as much as the loop (pad_storage / fuse_storage)");
     std::string unsafe = check.reads(in_p(plan.element()));
+    if (unsafe.empty() && plan.epilogue.defined()) unsafe = check.reads(in_p(plan.epilogue));
     // Inner loop extents are evaluated in padded iterations too (e.g. len(b) for b >= B).
     for (size_t k = 0; k < p.loops.size() && unsafe.empty(); k++)
         unsafe = StorageBoundsCheck(ctx, Scope(pad_scope.begin(), pad_scope.begin() + (long)k)).reads(pad_extents[k]);

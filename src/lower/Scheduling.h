@@ -61,6 +61,8 @@ struct LoopPlan {
     Expr value;                  ///< the definition, inlined Funcs expanded
     const Reduce *red = nullptr; ///< the scheduled reduction (its dim a loop of the nest), if any
     Expr red_body;               ///< its body, in the reduction loop's variable
+    VarPtr acc;                  ///< stands for the finished reduction in `epilogue`
+    Expr epilogue;               ///< applied to the finished reduction (ir/Epilogue.h); undefined: none
     std::vector<Expr> store_at;  ///< the stored indices, in root variables
     TensorPtr target;            ///< the tensor whose storage the op writes
 
@@ -110,6 +112,7 @@ struct CacheReads {
     Expr element;                              ///< the element, reading the tiles, fusion-map values substituted
     std::vector<std::pair<VarPtr, Expr>> lets; ///< dims bound around each leaf (the others substituted)
     std::vector<Expr> store_at;                ///< the stored indices, fusion-map values substituted
+    Expr epilogue;                             ///< the plan's epilogue, fusion-map values substituted
 };
 /** cache_read tiles of the op, and the element and indices of its leaf statements. (CacheRead.cpp) */
 CacheReads apply_cache_reads(const LoopPlan &plan, LoweringContext &ctx);

@@ -1,0 +1,43 @@
+#include "ir/Epilogue.h"
+
+#include "ir/IRVisitor.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+/** The Reduce nodes of `e` that are not inside another Reduce, in pre-order. */
+void outermost_reduces(const Expr &e, std::vector<Expr> &out) {
+    if (!e.defined()) return;
+    if (e.as<Reduce>()) {
+        out.push_back(e);
+        return;
+    }
+    for_each_child(e, [&](const Expr &x) { outermost_reduces(x, out); });
+}
+
+} // namespace
+
+const Reduce *scheduled_reduce(const Expr &value) {
+    std::vector<Expr> found;
+    outermost_reduces(value, found);
+    return found.size() == 1 ? found[0].as<Reduce>() : nullptr;
+}
+
+Expr epilogue_of(const Expr &value, const Expr &acc) {
+    const Reduce *red = scheduled_reduce(value);
+    CORA_CHECK(red != nullptr, "epilogue_of: no single reduction in the definition");
+    if (value.as<Reduce>() == red) return Expr();
+    struct Replace : IRMutator {
+        const Reduce *target;
+        Expr with;
+        Expr mutate(const Expr &x) override { return x.get() == target ? with : IRMutator::mutate(x); }
+        using IRMutator::mutate;
+    } r;
+    r.target = red;
+    r.with = acc;
+    return r.mutate(value);
+}
+
+} // namespace cora::ir
