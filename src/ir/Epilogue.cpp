@@ -11,6 +11,9 @@ namespace {
 void outermost_reduces(const Expr &e, std::vector<Expr> &out) {
     if (!e.defined()) return;
     if (e.as<Reduce>()) {
+        // The same node read twice (an epilogue such as x * erf(x)) is one reduction.
+        for (const Expr &seen : out)
+            if (seen.same_as(e)) return;
         out.push_back(e);
         return;
     }

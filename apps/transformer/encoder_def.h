@@ -1,0 +1,187 @@
+/** \file The transformer encoder layer as cora pipelines, shared by the generator (ahead of time)
+ * and the tests (JIT). Post-LN, as nn.TransformerEncoderLayer(norm_first=False):
+ *     X1 = LayerNorm(X + SelfAttention(X)),  X2 = LayerNorm(X1 + FF2(act(FF1(X1))))
+ * One layer is five kernels (the CoRA paper's Fig. 3 with QK^T, softmax and AttnV in one):
+ *   qkv        QKV[t, n]  = X[t, :] . Wqkv[:, n] + bqkv[n]                     (n < 3 * hidden)
+ *   attention  A[b, i, h, d] = softmax_j(Q_h[i] . K_h[j] / 8) . V_h[j]         (j < len(b), or i + 1)
+ *   out_norm   X1 = LayerNorm(A . Wo + bo + X)
+ *   ff1        F  = act(X1 . W1 + b1)                                          (ReLU or GELU)
+ *   ff2_norm   X2 = LayerNorm(F . W2 + b2 + X1)
+ * Tokens t = (b, s) are packed: every token tensor is stored with fuse_storage(b, s, tok, 16),
+ * item after item with the total padded to a multiple of 16 tokens (bulk padding), so the GEMMs
+ * run over all tokens of the batch as one loop in 16-token blocks with no per-item remainder.
+ * The attention kernel reads QKV in that layout and keeps its scores per item (len(b) x len(b)
+ * per head, or the lower triangle when causal): consumers read producers stored with different
+ * padding, and no kernel adds or removes padding.
+ * Weights are row-major [in, out] (the transpose of PyTorch's Linear.weight). The model sizes are
+ * run-time params: heads NH (hidden = 64 NH) and FB (feed-forward = 64 FB), so one library serves
+ * every configuration whose head dim is 64 (the CoRA paper's 512/8/2048 and BERT-base
+ * 768/12/3072). */
+#pragma once
+
+#include <cora/cora.h>
+
+#include <memory>
+
+namespace cora::apps {
+
+constexpr int64_t kHeadDim = 64;
+constexpr int64_t kTokenPad = 16; ///< bulk padding of the packed token dim
+constexpr int32_t kMaxLen = 512;
+constexpr float kLayerNormEps = 1e-5f;
+
+enum class EncoderKernel { Qkv, Attention, OutNorm, FeedForward1, FeedForward2Norm };
+
+struct EncoderOptions {
+    bool causal = false; ///< attention over j <= i only
+    bool gelu = false;   ///< the feed-forward activation: GELU (erf form) instead of ReLU
+};
+
+/** The dims and params every kernel of the layer shares (by name: each kernel is its own pipeline). */
+struct EncoderDims {
+    Dim b{"b"}, s{"s"}, tok{"tok"}, c{"c"}, n{"n"}, r{"r"}, h{"h"}, i{"i"}, j{"j"}, d{"d"}, to{"to"}, ti{"ti"},
+        tio{"tio"}, tii{"tii"}, no{"no"}, ni{"ni"}, co{"co"}, ci{"ci"};
+    Param B{"B", 1, 4096};
+    LengthArray len{"len", B, 0, kMaxLen};
+    Param NH{"NH", 1, 32};  ///< attention heads
+    Param FB{"FB", 1, 256}; ///< feed-forward width / 64
+    Expr hidden() const { return NH * kHeadDim; }
+    Expr ff() const { return FB * kHeadDim; }
+
+    /** A tensor of packed tokens, `width` features each. */
+    Tensor tokens(const std::string &name, const Expr &width) const {
+        Tensor t(name, {{b, B}, {s, len(b)}, {c, width}});
+        t.fuse_storage(b, s, tok, kTokenPad);
+        return t;
+    }
+    /** The output of a token GEMM (n < width), scheduled: one parallel loop over 16-token blocks
+     * of all tokens; per block, 64-column panels of 4 x 64 register tiles (cache_write), the
+     * reduction inside the tile; the epilogue applied at the tile's write-back. */
+    Func token_gemm(const std::string &name, const Expr &width) const {
+        return Func(name, {{b, B}, {s, len(b)}, {n, width}});
+    }
+    void schedule_token_gemm(Func &f) const {
+        f.fuse(b, s, tok).pad_loop(tok, kTokenPad).fuse_storage(b, s, tok, kTokenPad);
+        f.split(tok, to, ti, kTokenPad)
+            .split(n, no, ni, 64)
+            .split(ti, tio, tii, 4)
+            .reorder({to, no, tio, r, tii, ni})
+            .parallel(to)
+            .unroll(tii)
+            .vectorize(ni)
+            .cache_write(tio);
+    }
+};
+
+/** One kernel of the layer: its inputs (in argument order), output and the Funcs it keeps alive. */
+struct EncoderKernelDef {
+    EncoderDims dims;
+    std::vector<Tensor> inputs;
+    std::vector<Func> funcs; ///< funcs.back() is the output
+    Func output() const { return funcs.back(); }
+};
+
+namespace detail {
+
+/** LayerNorm over the features of Y (packed tokens, `width` features): mean, then 1 / std, then
+ * the normalised, scaled and shifted output stored as packed tokens. */
+inline void layer_norm(EncoderKernelDef &k, const Func &Y, const Tensor &gamma, const Tensor &beta) {
+    EncoderDims &D = k.dims;
+    Expr width = D.hidden();
+    Expr inv_width = 1.0f / cast(Float32, width);
+    Func Mean("Mean", {{D.b, D.B}, {D.s, D.len(D.b)}});
+    Func Rstd("Rstd", {{D.b, D.B}, {D.s, D.len(D.b)}});
+    Func Out("Out", {{D.b, D.B}, {D.s, D.len(D.b)}, {D.c, width}});
+    Mean.compute([&](Expr b, Expr s) { return sum(D.r, width, Y(b, s, D.r)) * inv_width; });
+    Rstd.compute([&](Expr b, Expr s) {
+        Expr centered = Y(b, s, D.r) - Mean(b, s);
+        return 1.0f / sqrt(sum(D.r, width, centered * centered) * inv_width + kLayerNormEps);
+    });
+    Out.compute([&](Expr b, Expr s, Expr c) { return (Y(b, s, c) - Mean(b, s)) * Rstd(b, s) * gamma(c) + beta(c); });
+    for (Func *f : {&Mean, &Rstd})
+        f->fuse(D.b, D.s, D.tok).parallel(D.tok);
+    Out.fuse_storage(D.b, D.s, D.tok, kTokenPad);
+    Out.fuse(D.b, D.s, D.tok).parallel(D.tok).split(D.c, D.co, D.ci, 16).vectorize(D.ci);
+    k.funcs.insert(k.funcs.end(), {Mean, Rstd, Out});
+}
+
+/** Y = In . W + bias + Residual (a token GEMM with its epilogue), then LayerNorm. */
+inline void projection_norm(EncoderKernelDef &k, const Expr &in_width) {
+    EncoderDims &D = k.dims;
+    Tensor In = D.tokens("In", in_width), Residual = D.tokens("Residual", D.hidden());
+    Tensor W("W", {{D.r, in_width}, {D.n, D.hidden()}}), bias("bias", {{D.n, D.hidden()}});
+    Tensor gamma("gamma", {{D.c, D.hidden()}}), beta("beta", {{D.c, D.hidden()}});
+    Func Y = D.token_gemm("Y", D.hidden());
+    Y.compute([&](Expr b, Expr s, Expr n) {
+        return sum(D.r, in_width, In(b, s, D.r) * W(D.r, n)) + bias(n) + Residual(b, s, n);
+    });
+    D.schedule_token_gemm(Y);
+    k.inputs = {In, Residual, W, bias, gamma, beta};
+    k.funcs = {Y};
+    layer_norm(k, Y, gamma, beta);
+}
+
+} // namespace detail
+
+/** The definition and schedule of one kernel of the layer. */
+inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which, const EncoderOptions &opt) {
+    auto k = std::make_unique<EncoderKernelDef>();
+    EncoderDims &D = k->dims;
+    switch (which) {
+    case EncoderKernel::Qkv: {
+        Tensor X = D.tokens("X", D.hidden());
+        Tensor W("W", {{D.r, D.hidden()}, {D.n, 3 * D.hidden()}}), bias("bias", {{D.n, 3 * D.hidden()}});
+        Func QKV = D.token_gemm("QKV", 3 * D.hidden());
+        QKV.compute([&](Expr b, Expr s, Expr n) { return sum(D.r, D.hidden(), X(b, s, D.r) * W(D.r, n)) + bias(n); });
+        D.schedule_token_gemm(QKV);
+        k->inputs = {X, W, bias};
+        k->funcs = {QKV};
+        break;
+    }
+    case EncoderKernel::Attention: {
+        Tensor QKV = D.tokens("QKV", 3 * D.hidden());
+        Expr H = D.hidden();
+        auto keys = [&](const Expr &i) { return opt.causal ? i + 1 : D.len(D.b); };
+        const float scale = 1.0f / 8.0f; // 1 / sqrt(head dim 64)
+        Func S("S", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}, {D.j, keys(D.i)}});
+        Func Mx("Mx", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}});
+        Func E("E", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}, {D.j, keys(D.i)}});
+        Func Sum("Sum", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}});
+        Func A("A", {{D.b, D.B}, {D.i, D.len(D.b)}, {D.h, D.NH}, {D.d, kHeadDim}});
+        S.compute([&](Expr b, Expr h, Expr i, Expr j) {
+            return sum(D.r, kHeadDim, QKV(b, i, h * kHeadDim + D.r) * QKV(b, j, H + h * kHeadDim + D.r)) * scale;
+        });
+        Mx.compute(
+            [&](Expr b, Expr h, Expr i) { return maximum(D.r, opt.causal ? i + 1 : D.len(b), S(b, h, i, D.r)); });
+        E.compute([&](Expr b, Expr h, Expr i, Expr j) { return exp(S(b, h, i, j) - Mx(b, h, i)); });
+        Sum.compute([&](Expr b, Expr h, Expr i) { return sum(D.r, opt.causal ? i + 1 : D.len(b), E(b, h, i, D.r)); });
+        A.compute([&](Expr b, Expr i, Expr h, Expr d) {
+            Expr extent = opt.causal ? i + 1 : D.len(b);
+            return sum(D.r, extent, E(b, h, i, D.r) * QKV(b, D.r, 2 * H + h * kHeadDim + d)) / Sum(b, h, i);
+        });
+        A.fuse_storage(D.b, D.i, D.tok, kTokenPad);
+        A.vectorize(D.d);
+        k->inputs = {QKV};
+        k->funcs = {S, Mx, E, Sum, A};
+        break;
+    }
+    case EncoderKernel::OutNorm: detail::projection_norm(*k, D.hidden()); break;
+    case EncoderKernel::FeedForward1: {
+        Tensor X = D.tokens("X", D.hidden());
+        Tensor W("W", {{D.r, D.hidden()}, {D.n, D.ff()}}), bias("bias", {{D.n, D.ff()}});
+        Func F = D.token_gemm("F", D.ff());
+        F.compute([&](Expr b, Expr s, Expr n) {
+            Expr x = sum(D.r, D.hidden(), X(b, s, D.r) * W(D.r, n)) + bias(n);
+            return opt.gelu ? 0.5f * x * (1.0f + erf(x * 0.70710678118654752f)) : max(x, 0.0f);
+        });
+        D.schedule_token_gemm(F);
+        k->inputs = {X, W, bias};
+        k->funcs = {F};
+        break;
+    }
+    case EncoderKernel::FeedForward2Norm: detail::projection_norm(*k, D.ff()); break;
+    }
+    return k;
+}
+
+} // namespace cora::apps

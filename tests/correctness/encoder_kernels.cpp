@@ -1,0 +1,49 @@
+// The transformer encoder's five kernels (apps/transformer/encoder_def.h), each JIT-compiled with
+// its schedule and checked against the reference on the edge-case batches (lengths 0, 1, the
+// token padding and one past, the maximum, a batch of one), causal and not, ReLU and GELU.
+#include "common/ragged_testing.h"
+
+#include "transformer/encoder_def.h"
+
+using namespace cora;
+using cora::apps::EncoderKernel;
+using cora::apps::EncoderOptions;
+using testing::check_against_reference;
+
+namespace {
+
+const char *kernel_name(EncoderKernel k) {
+    switch (k) {
+    case EncoderKernel::Qkv: return "qkv";
+    case EncoderKernel::Attention: return "attention";
+    case EncoderKernel::OutNorm: return "out_norm";
+    case EncoderKernel::FeedForward1: return "ff1";
+    case EncoderKernel::FeedForward2Norm: return "ff2_norm";
+    }
+    return "?";
+}
+
+void check_kernel(EncoderKernel which, const EncoderOptions &opt, int64_t heads, int64_t ff_blocks, uint32_t seed) {
+    auto def = cora::apps::make_encoder_kernel(which, opt);
+    std::string name =
+        std::string("encoder_") + kernel_name(which) + (opt.causal ? "_causal" : "") + (opt.gelu ? "_gelu" : "");
+    Pipeline p({def->output()}, name);
+    Kernel k = p.compile();
+    auto &D = def->dims;
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) {
+        s.set(D.B, (int64_t)l.size()).set(D.len, l).set(D.NH, heads).set(D.FB, ff_blocks);
+    };
+    // Lengths up to 17: 0, 1, the token padding 16 and one past it.
+    check_against_reference(p, k, def->inputs, bind, 17, 16, seed);
+}
+
+} // namespace
+
+TEST_CASE("encoder kernels match the reference", "[encoder]") {
+    for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::OutNorm, EncoderKernel::FeedForward1,
+                                EncoderKernel::FeedForward2Norm, EncoderKernel::Attention}) {
+        DYNAMIC_SECTION(kernel_name(which)) { check_kernel(which, {}, 2, 3, 300 + (uint32_t)which); }
+    }
+    SECTION("causal attention") { check_kernel(EncoderKernel::Attention, {true, false}, 2, 1, 310); }
+    SECTION("GELU feed-forward") { check_kernel(EncoderKernel::FeedForward1, {false, true}, 1, 2, 311); }
+}
