@@ -23,12 +23,9 @@
 
 #include <memory>
 
-namespace cora::apps {
+#include "encoder_limits.h"
 
-constexpr int64_t kHeadDim = 64;
-constexpr int64_t kTokenPad = 16; ///< bulk padding of the packed token dim
-constexpr int32_t kMaxLen = 512;
-constexpr float kLayerNormEps = 1e-5f;
+namespace cora::apps {
 
 enum class EncoderKernel { Qkv, Attention, OutNorm, FeedForward1, FeedForward2Norm };
 

@@ -1,0 +1,307 @@
+// The transformer encoder over ragged batches: N post-LN layers, each five AOT kernels generated
+// by cora (encoder_def.h), run on packed tokens and — in the same process, with the same kernels —
+// on the batch padded to its longest item, with a check against a double-precision reference.
+#include "common/cli.h"
+#include "common/data_files.h"
+#include "common/timing.h"
+#include "encoder_model.h"
+
+#include <encoder_attention.h>
+#include <encoder_attention_causal.h>
+#include <encoder_ff1.h>
+#include <encoder_ff1_gelu.h>
+#include <encoder_ff2_norm.h>
+#include <encoder_out_norm.h>
+#include <encoder_qkv.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace cora::apps;
+
+namespace {
+
+// Quantiles (every 5%) of MNLI's training-set token counts, from 0% to 100%: the built-in
+// length profile, so the program runs with no data files.
+const int kMnliQuantiles[21] = {5, 14, 18, 21, 24, 27, 29, 31, 34, 36, 39, 41, 44, 47, 50, 54, 58, 64, 74, 89, 128};
+
+std::vector<int32_t> builtin_lengths(int64_t count) {
+    std::mt19937 rng(2022);
+    std::uniform_real_distribution<double> u(0.0, 20.0);
+    std::vector<int32_t> l((size_t)count);
+    for (auto &x : l) {
+        double q = u(rng);
+        int k = std::min(19, (int)q);
+        x = (int32_t)std::lround(kMnliQuantiles[k] + (q - k) * (kMnliQuantiles[k + 1] - kMnliQuantiles[k]));
+    }
+    return l;
+}
+
+/** A cora kernel's status: its message as an exception. */
+void ok(int32_t status, const char *kernel, const char *error) {
+    if (status != 0) throw std::runtime_error(std::string(kernel) + ": " + error);
+}
+
+/** The encoder on one batch shape: buffers sized by the kernels' size queries, reused across runs. */
+class Encoder {
+public:
+    Encoder(const EncoderConfig &c, const std::vector<LayerWeights> &w, std::vector<int32_t> lengths)
+        : c_(c), w_(w), len_(std::move(lengths)) {
+        B_ = (int64_t)len_.size();
+        NH_ = c.heads;
+        FB_ = c.ff / 64;
+        int64_t sizes[encoder_ff1_tensor_count];
+        ok(encoder_ff1_buffer_sizes(B_, FB_, NH_, len_.data(), B_, sizes, err_, sizeof err_), "encoder_ff1", err_);
+        tokens_count_ = sizes[encoder_ff1_size_X];
+        x_.resize((size_t)tokens_count_);
+        x1_.resize((size_t)tokens_count_);
+        a_.resize((size_t)tokens_count_);
+        f_.resize((size_t)sizes[encoder_ff1_size_F]);
+        int64_t qsizes[encoder_qkv_tensor_count];
+        ok(encoder_qkv_buffer_sizes(B_, NH_, len_.data(), B_, qsizes, err_, sizeof err_), "encoder_qkv", err_);
+        qkv_.resize((size_t)qsizes[encoder_qkv_size_QKV]);
+    }
+    /** Packed rows (tokens, padded to a multiple of 16) x hidden. */
+    int64_t rows() const { return tokens_count_ / c_.hidden; }
+    std::vector<float> &input() { return x_; }
+    /** Runs every layer on input(); the result replaces it. */
+    void run() {
+        const int32_t *len = len_.data();
+        const int64_t H = c_.hidden, F = c_.ff, n = tokens_count_;
+        for (const LayerWeights &l : w_) {
+            ok(encoder_qkv(B_, NH_, len, B_, x_.data(), n, l.wqkv.data(), H * 3 * H, l.bqkv.data(), 3 * H, qkv_.data(),
+                           (int64_t)qkv_.size(), err_, sizeof err_),
+               "encoder_qkv", err_);
+            auto attention = c_.causal ? encoder_attention_causal : encoder_attention;
+            ok(attention(B_, NH_, len, B_, qkv_.data(), (int64_t)qkv_.size(), a_.data(), n, err_, sizeof err_),
+               "encoder_attention", err_);
+            ok(encoder_out_norm(B_, NH_, len, B_, a_.data(), n, l.wo.data(), H * H, l.bo.data(), H, x_.data(), n,
+                                l.ln1_gamma.data(), H, l.ln1_beta.data(), H, x1_.data(), n, err_, sizeof err_),
+               "encoder_out_norm", err_);
+            auto ff1 = c_.gelu ? encoder_ff1_gelu : encoder_ff1;
+            ok(ff1(B_, FB_, NH_, len, B_, x1_.data(), n, l.w1.data(), H * F, l.b1.data(), F, f_.data(),
+                   (int64_t)f_.size(), err_, sizeof err_),
+               "encoder_ff1", err_);
+            ok(encoder_ff2_norm(B_, FB_, NH_, len, B_, f_.data(), (int64_t)f_.size(), l.w2.data(), F * H, l.b2.data(),
+                                H, x1_.data(), n, l.ln2_gamma.data(), H, l.ln2_beta.data(), H, x_.data(), n, err_,
+                                sizeof err_),
+               "encoder_ff2_norm", err_);
+        }
+    }
+    /** Seconds of the kernels' own shape work per batch (argument checks and aux arrays, which
+     * each AOT kernel builds itself): the size queries run the same checks and builders. */
+    double prelude_seconds(int runs) {
+        int64_t s[encoder_ff2_norm_tensor_count];
+        const int32_t *len = len_.data();
+        return best_seconds(runs, [&] {
+            for (size_t l = 0; l < w_.size(); l++) {
+                ok(encoder_qkv_buffer_sizes(B_, NH_, len, B_, s, err_, sizeof err_), "sizes", err_);
+                ok((c_.causal ? encoder_attention_causal_buffer_sizes
+                              : encoder_attention_buffer_sizes)(B_, NH_, len, B_, s, err_, sizeof err_),
+                   "sizes", err_);
+                ok(encoder_out_norm_buffer_sizes(B_, NH_, len, B_, s, err_, sizeof err_), "sizes", err_);
+                ok(encoder_ff1_buffer_sizes(B_, FB_, NH_, len, B_, s, err_, sizeof err_), "sizes", err_);
+                ok(encoder_ff2_norm_buffer_sizes(B_, FB_, NH_, len, B_, s, err_, sizeof err_), "sizes", err_);
+            }
+        });
+    }
+
+private:
+    EncoderConfig c_;
+    const std::vector<LayerWeights> &w_;
+    std::vector<int32_t> len_;
+    int64_t B_ = 0, NH_ = 0, FB_ = 0, tokens_count_ = 0;
+    std::vector<float> x_, x1_, a_, f_, qkv_;
+    char err_[512] = {0};
+};
+
+/** Multiply-adds of one layer per item of length n: projections and FF per token, attention per
+ * (query, key) pair. */
+double layer_macs(const EncoderConfig &c, int64_t n) {
+    const double H = (double)c.hidden, F = (double)c.ff, tokens = (double)n;
+    double pairs = c.causal ? tokens * (tokens + 1) / 2 : tokens * tokens;
+    return tokens * (4 * H * H + 2 * H * F) + 2 * pairs * H;
+}
+
+int run(int argc, char **argv) {
+    EncoderConfig cfg;
+    int64_t batch = 32, batches = 3, runs = 3, threads = 0;
+    std::string lengths_file, weights_file, input_file, dump_file;
+    bool no_check = false, bert_base = false;
+    CommandLine cli("transformer_encoder",
+                    "A post-LN transformer encoder over ragged batches, written in cora and built ahead of time: "
+                    "checked against a reference, timed against the same kernels on the padded batch.");
+    cli.integer("--layers", &cfg.layers, 1, 64, "encoder layers")
+        .integer("--heads", &cfg.heads, 1, 32, "attention heads of 64 features (hidden = 64 x heads)")
+        .integer("--ff", &cfg.ff, 64, 16384, "feed-forward width, a multiple of 64")
+        .toggle("--gelu", &cfg.gelu, "GELU instead of ReLU in the feed-forward layer")
+        .toggle("--bert-base", &bert_base, "BERT-base sizes: 12 heads (hidden 768), ff 3072, GELU")
+        .toggle("--causal", &cfg.causal, "masked (causal) self-attention: each token attends to itself and before")
+        .integer("--batch", &batch, 1, 4096, "sequences per batch")
+        .integer("--batches", &batches, 1, 100000, "batches (consecutive lengths, in file order)")
+        .text("--lengths", &lengths_file, "FILE",
+              "sequence lengths, white-space separated (default: built-in MNLI profile)")
+        .text("--weights", &weights_file, "FILE", "weights written by export_weights.py (default: random, seed 1)")
+        .text("--input", &input_file, "FILE", "float32 input tokens of the first batch, packed [tokens, hidden]")
+        .text("--dump", &dump_file, "FILE", "write the first batch's output tokens there, packed float32")
+        .toggle("--no-check", &no_check, "skip the check of the first batch against the reference")
+        .integer("--runs", &runs, 1, 1000, "timed runs per batch (the best is reported)")
+        .integer("--threads", &threads, 0, 1024, "threads (0: all cores)");
+    if (!cli.parse(argc, argv)) return 0;
+    const bool check = !no_check;
+    if (bert_base) {
+        if (cli.given("--heads") || cli.given("--ff") || cli.given("--gelu"))
+            throw UsageError("--bert-base sets --heads, --ff and --gelu; give either");
+        cfg.heads = 12;
+        cfg.ff = 3072;
+        cfg.gelu = true;
+    }
+    if (cfg.ff % 64 != 0) throw UsageError("--ff must be a multiple of 64, got " + std::to_string(cfg.ff));
+    cfg.hidden = cfg.heads * 64;
+    if (threads > 0) setenv("CORA_NUM_THREADS", std::to_string(threads).c_str(), 1); // read by the kernels once
+
+    std::vector<LayerWeights> weights;
+    if (!weights_file.empty()) {
+        EncoderConfig from_file = cfg;
+        weights = read_weights(weights_file, from_file);
+        for (const char *flag : {"--heads", "--ff", "--gelu", "--bert-base"})
+            if (cli.given(flag) &&
+                (from_file.heads != cfg.heads || from_file.ff != cfg.ff || from_file.gelu != cfg.gelu))
+                throw UsageError(std::string(flag) + " disagrees with the model in " + weights_file);
+        if (cli.given("--layers") && from_file.layers != cfg.layers)
+            throw UsageError("--layers disagrees with the " + std::to_string(from_file.layers) + " layers in " +
+                             weights_file);
+        cfg = from_file;
+    } else {
+        weights = random_weights(cfg, 1);
+    }
+    std::vector<int32_t> all_lengths;
+    std::string source = "built-in MNLI length profile";
+    if (!lengths_file.empty()) {
+        all_lengths = read_length_file(lengths_file, batch * batches, 0, kMaxLen);
+        source = lengths_file;
+    } else {
+        all_lengths = builtin_lengths(batch * batches);
+    }
+
+    const int hw = (int)std::thread::hardware_concurrency();
+    std::printf("cora transformer encoder: %lld layers, hidden %lld, %lld heads, feed-forward %lld, %s, %s attention\n",
+                (long long)cfg.layers, (long long)cfg.hidden, (long long)cfg.heads, (long long)cfg.ff,
+                cfg.gelu ? "GELU" : "ReLU", cfg.causal ? "causal" : "full");
+    std::printf("lengths: %s; %lld batches of %lld; weights: %s; %d threads\n", source.c_str(), (long long)batches,
+                (long long)batch, weights_file.empty() ? "random (seed 1)" : weights_file.c_str(),
+                threads > 0 ? (int)threads : hw);
+
+    double total_ragged = 0, total_padded = 0, total_prelude = 0, useful_macs = 0, padded_macs = 0;
+    int64_t total_tokens = 0;
+    bool all_ok = true;
+    for (int64_t bi = 0; bi < batches; bi++) {
+        std::vector<int32_t> len(all_lengths.begin() + bi * batch, all_lengths.begin() + (bi + 1) * batch);
+        const int32_t max_len = *std::max_element(len.begin(), len.end());
+        const int64_t tokens = std::accumulate(len.begin(), len.end(), int64_t(0));
+        Encoder ragged(cfg, weights, len), padded(cfg, weights, std::vector<int32_t>(len.size(), max_len));
+
+        // Input tokens: the file's for the first batch, else deterministic random embeddings.
+        std::vector<float> input((size_t)ragged.input().size());
+        if (bi == 0 && !input_file.empty()) {
+            std::ifstream f(input_file, std::ios::binary);
+            if (!f) throw UsageError("cannot open input file '" + input_file + "'");
+            const int64_t want = tokens * cfg.hidden;
+            f.read(reinterpret_cast<char *>(input.data()), (std::streamsize)(want * 4));
+            if (f.gcount() != want * 4 || f.peek() != std::char_traits<char>::eof())
+                throw UsageError("input file '" + input_file + "' must hold " + std::to_string(want) +
+                                 " floats (tokens x hidden of the first batch)");
+        } else {
+            std::mt19937 rng(100 + (uint32_t)bi);
+            std::normal_distribution<float> nd(0.0f, 1.0f);
+            for (int64_t k = 0; k < tokens * cfg.hidden; k++)
+                input[(size_t)k] = nd(rng);
+        }
+        // The padded batch: item b's tokens at rows [b * max_len, b * max_len + len(b)), zeros after.
+        std::vector<float> padded_input(padded.input().size(), 0.0f);
+        for (int64_t b = 0, from = 0; b < (int64_t)len.size(); from += len[(size_t)b], b++)
+            std::copy(input.begin() + from * cfg.hidden, input.begin() + (from + len[(size_t)b]) * cfg.hidden,
+                      padded_input.begin() + b * max_len * cfg.hidden);
+
+        ragged.input() = input;
+        ragged.run();
+        std::vector<float> output = ragged.input();
+        if (bi == 0 && !dump_file.empty()) {
+            std::ofstream f(dump_file, std::ios::binary);
+            f.write(reinterpret_cast<const char *>(output.data()), (std::streamsize)(tokens * cfg.hidden * 4));
+            if (!f) throw UsageError("cannot write '" + dump_file + "'");
+        }
+        if (bi == 0 && check) {
+            // Items are independent: check the shortest, the longest and the first through every
+            // layer (a double-precision reference of the whole batch would take minutes).
+            std::vector<int64_t> items = {0, std::min_element(len.begin(), len.end()) - len.begin(),
+                                          std::max_element(len.begin(), len.end()) - len.begin()};
+            std::sort(items.begin(), items.end());
+            items.erase(std::unique(items.begin(), items.end()), items.end());
+            double max_rel = 0;
+            for (int64_t b : items) {
+                int64_t from = std::accumulate(len.begin(), len.begin() + b, int64_t(0)) * cfg.hidden;
+                std::vector<double> want = reference_item(cfg, weights, input.data() + from, len[(size_t)b]);
+                for (size_t k = 0; k < want.size(); k++)
+                    max_rel = std::max(max_rel, std::fabs(output[(size_t)from + k] - want[k]) /
+                                                    std::max(1.0, std::fabs(want[k])));
+            }
+            bool pass = max_rel <= 1e-4;
+            all_ok = all_ok && pass;
+            std::printf("check vs double-precision reference (items");
+            for (int64_t b : items)
+                std::printf(" %lld (length %d)", (long long)b, len[(size_t)b]);
+            std::printf(", all layers): %s (max relative error %.2e)\n", pass ? "PASS" : "FAIL", max_rel);
+        }
+
+        double t_ragged = best_seconds((int)runs, [&] {
+            ragged.input() = input;
+            ragged.run();
+        });
+        let_thread_pools_sleep();
+        double t_padded = best_seconds((int)runs, [&] {
+            padded.input() = padded_input;
+            padded.run();
+        });
+        double t_prelude = ragged.prelude_seconds((int)runs);
+        double useful = 0;
+        for (int32_t l : len)
+            useful += layer_macs(cfg, l);
+        double work_ratio = layer_macs(cfg, max_len) * (double)len.size() / std::max(useful, 1.0);
+        std::printf(
+            "batch %lld: %lld tokens (max length %d), padded/useful work %.2fx; ragged %.2f ms (%.0f tokens/s), "
+            "padded %.2f ms, speed-up %.2fx\n",
+            (long long)bi, (long long)tokens, max_len, work_ratio, t_ragged * 1e3, (double)tokens / t_ragged,
+            t_padded * 1e3, t_padded / t_ragged);
+        total_ragged += t_ragged;
+        total_padded += t_padded;
+        total_prelude += t_prelude;
+        total_tokens += tokens;
+        useful_macs += useful * (double)cfg.layers;
+        padded_macs += layer_macs(cfg, max_len) * (double)len.size() * (double)cfg.layers;
+    }
+    std::printf("total: %lld tokens; ragged %.2f ms (%.0f tokens/s, %.1f GFLOP/s useful), padded %.2f ms; "
+                "padded/useful work %.2fx; speed-up %.2fx\n",
+                (long long)total_tokens, total_ragged * 1e3, (double)total_tokens / total_ragged,
+                2 * useful_macs / total_ragged * 1e-9, total_padded * 1e3, padded_macs / useful_macs,
+                total_padded / total_ragged);
+    std::printf("shape work (argument checks + aux arrays, built inside each AOT kernel; timed through the size "
+                "queries): %.3f ms, %.2f%% of the ragged time\n",
+                total_prelude * 1e3, 100.0 * total_prelude / total_ragged);
+    return all_ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    return run_app("transformer_encoder", [&] { return run(argc, argv); });
+}

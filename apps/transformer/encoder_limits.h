@@ -1,0 +1,14 @@
+/** \file Sizes the encoder's kernels are generated for, shared by their definitions (encoder_def.h)
+ * and the program that calls them (encoder.cpp), which does not include cora. */
+#pragma once
+
+#include <cstdint>
+
+namespace cora::apps {
+
+constexpr int64_t kHeadDim = 64;  ///< features per attention head (1 / sqrt(64) = 1 / 8 scales the scores)
+constexpr int64_t kTokenPad = 16; ///< bulk padding of the packed token dim
+constexpr int32_t kMaxLen = 512;  ///< the longest sequence (the length arrays' declared range)
+constexpr float kLayerNormEps = 1e-5f;
+
+} // namespace cora::apps
