@@ -15,6 +15,7 @@
 #include <encoder_qkv.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -73,28 +74,44 @@ public:
     /** Packed rows (tokens, padded to a multiple of 16) x hidden. */
     int64_t rows() const { return tokens_count_ / c_.hidden; }
     std::vector<float> &input() { return x_; }
+    /** Seconds spent in each of the five kernels by run() since construction (when profiling). */
+    std::array<double, 5> kernel_seconds{};
+    bool profile = false;
+
     /** Runs every layer on input(); the result replaces it. */
     void run() {
         const int32_t *len = len_.data();
         const int64_t H = c_.hidden, F = c_.ff, n = tokens_count_;
+        auto t = std::chrono::steady_clock::now();
+        auto lap = [&](int k) {
+            if (!profile) return;
+            auto now = std::chrono::steady_clock::now();
+            kernel_seconds[(size_t)k] += std::chrono::duration<double>(now - t).count();
+            t = now;
+        };
         for (const LayerWeights &l : w_) {
             ok(encoder_qkv(B_, NH_, len, B_, x_.data(), n, l.wqkv.data(), H * 3 * H, l.bqkv.data(), 3 * H, qkv_.data(),
                            (int64_t)qkv_.size(), err_, sizeof err_),
                "encoder_qkv", err_);
+            lap(0);
             auto attention = c_.causal ? encoder_attention_causal : encoder_attention;
             ok(attention(B_, NH_, len, B_, qkv_.data(), (int64_t)qkv_.size(), a_.data(), n, err_, sizeof err_),
                "encoder_attention", err_);
+            lap(1);
             ok(encoder_out_norm(B_, NH_, len, B_, a_.data(), n, l.wo.data(), H * H, l.bo.data(), H, x_.data(), n,
                                 l.ln1_gamma.data(), H, l.ln1_beta.data(), H, x1_.data(), n, err_, sizeof err_),
                "encoder_out_norm", err_);
+            lap(2);
             auto ff1 = c_.gelu ? encoder_ff1_gelu : encoder_ff1;
             ok(ff1(B_, FB_, NH_, len, B_, x1_.data(), n, l.w1.data(), H * F, l.b1.data(), F, f_.data(),
                    (int64_t)f_.size(), err_, sizeof err_),
                "encoder_ff1", err_);
+            lap(3);
             ok(encoder_ff2_norm(B_, FB_, NH_, len, B_, f_.data(), (int64_t)f_.size(), l.w2.data(), F * H, l.b2.data(),
                                 H, x1_.data(), n, l.ln2_gamma.data(), H, l.ln2_beta.data(), H, x_.data(), n, err_,
                                 sizeof err_),
                "encoder_ff2_norm", err_);
+            lap(4);
         }
     }
     /** Seconds of the kernels' own shape work per batch (argument checks and aux arrays, which
@@ -136,7 +153,7 @@ int run(int argc, char **argv) {
     EncoderConfig cfg;
     int64_t batch = 32, batches = 3, runs = 3, threads = 0;
     std::string lengths_file, weights_file, input_file, dump_file;
-    bool no_check = false, bert_base = false;
+    bool no_check = false, bert_base = false, profile = false;
     CommandLine cli("transformer_encoder",
                     "A post-LN transformer encoder over ragged batches, written in cora and built ahead of time: "
                     "checked against a reference, timed against the same kernels on the padded batch.");
@@ -154,6 +171,7 @@ int run(int argc, char **argv) {
         .text("--input", &input_file, "FILE", "float32 input tokens of the first batch, packed [tokens, hidden]")
         .text("--dump", &dump_file, "FILE", "write the first batch's output tokens there, packed float32")
         .toggle("--no-check", &no_check, "skip the check of the first batch against the reference")
+        .toggle("--profile", &profile, "print each kernel's share of the ragged time")
         .integer("--runs", &runs, 1, 1000, "timed runs per batch (the best is reported)")
         .integer("--threads", &threads, 0, 1024, "threads (0: all cores)");
     if (!cli.parse(argc, argv)) return 0;
@@ -263,6 +281,7 @@ int run(int argc, char **argv) {
             std::printf(", all layers): %s (max relative error %.2e)\n", pass ? "PASS" : "FAIL", max_rel);
         }
 
+        ragged.profile = profile;
         double t_ragged = best_seconds((int)runs, [&] {
             ragged.input() = input;
             ragged.run();
@@ -282,6 +301,16 @@ int run(int argc, char **argv) {
             "padded %.2f ms, speed-up %.2fx\n",
             (long long)bi, (long long)tokens, max_len, work_ratio, t_ragged * 1e3, (double)tokens / t_ragged,
             t_padded * 1e3, t_padded / t_ragged);
+        if (profile) {
+            const char *names[5] = {"qkv", "attention", "out_norm", "ff1", "ff2_norm"};
+            double all = 0;
+            for (double x : ragged.kernel_seconds)
+                all += x;
+            std::printf("  kernels (share of the ragged time over %lld runs):", (long long)runs);
+            for (size_t k = 0; k < 5; k++)
+                std::printf(" %s %.1f%%", names[k], 100.0 * ragged.kernel_seconds[k] / all);
+            std::printf("\n");
+        }
         total_ragged += t_ragged;
         total_padded += t_padded;
         total_prelude += t_prelude;
@@ -295,8 +324,8 @@ int run(int argc, char **argv) {
                 2 * useful_macs / total_ragged * 1e-9, total_padded * 1e3, padded_macs / useful_macs,
                 total_padded / total_ragged);
     std::printf("shape work (argument checks + aux arrays, built inside each AOT kernel; timed through the size "
-                "queries): %.3f ms, %.2f%% of the ragged time\n",
-                total_prelude * 1e3, 100.0 * total_prelude / total_ragged);
+                "queries): %.1f us, %.3f%% of the ragged time\n",
+                total_prelude * 1e6, 100.0 * total_prelude / total_ragged);
     return all_ok ? 0 : 1;
 }
 

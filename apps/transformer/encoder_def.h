@@ -19,6 +19,7 @@
  * 768/12/3072). */
 #pragma once
 
+#include <cora/Generator.h>
 #include <cora/cora.h>
 
 #include <memory>
@@ -32,12 +33,13 @@ enum class EncoderKernel { Qkv, Attention, OutNorm, FeedForward1, FeedForward2No
 struct EncoderOptions {
     bool causal = false; ///< attention over j <= i only
     bool gelu = false;   ///< the feed-forward activation: GELU (erf form) instead of ReLU
+    int vector_bits = 0; ///< the target's vector width (Generator::vector_bits); 0: this CPU's
 };
 
 /** The dims and params every kernel of the layer shares (by name: each kernel is its own pipeline). */
 struct EncoderDims {
     Dim b{"b"}, s{"s"}, tok{"tok"}, c{"c"}, n{"n"}, r{"r"}, h{"h"}, i{"i"}, j{"j"}, d{"d"}, to{"to"}, ti{"ti"},
-        tio{"tio"}, tii{"tii"}, no{"no"}, ni{"ni"}, co{"co"}, ci{"ci"};
+        tio{"tio"}, tii{"tii"}, no{"no"}, ni{"ni"}, co{"co"}, ci{"ci"}, ko{"ko"}, ki{"ki"};
     Param B{"B", 1, 4096};
     LengthArray len{"len", B, 0, kMaxLen};
     Param NH{"NH", 1, 32};  ///< attention heads
@@ -51,22 +53,27 @@ struct EncoderDims {
         t.fuse_storage(b, s, tok, kTokenPad);
         return t;
     }
-    /** The output of a token GEMM (n < width), scheduled: one parallel loop over 16-token blocks
-     * of all tokens; per block, 64-column panels of 4 x 64 register tiles (cache_write), the
-     * reduction inside the tile; the epilogue applied at the tile's write-back. */
+    /** The output of a token GEMM (n < width); schedule_token_gemm schedules it. */
     Func token_gemm(const std::string &name, const Expr &width) const {
         return Func(name, {{b, B}, {s, len(b)}, {n, width}});
     }
-    void schedule_token_gemm(Func &f) const {
+    /** One parallel loop over 16 x vector-width column panels of the output (a panel per work
+     * unit: the weights' columns are read by one thread); per panel, 256-deep k-panels of W
+     * packed once (cache_read) and used by every 4-token register tile of the batch's packed
+     * tokens (cache_write: 4 x 16 accumulators of a 512-bit target, 4 x 2 of a 256-bit one, so
+     * they stay in registers); the epilogue in a pass over the panel after its last k-panel. */
+    void schedule_token_gemm(Func &f, const Tensor &W, int vector_bits) const {
+        const int64_t cols = vector_bits >= 512 ? 64 : (vector_bits >= 256 ? 16 : 8);
         f.fuse(b, s, tok).pad_loop(tok, kTokenPad).fuse_storage(b, s, tok, kTokenPad);
-        f.split(tok, to, ti, kTokenPad)
-            .split(n, no, ni, 64)
-            .split(ti, tio, tii, 4)
-            .reorder({to, no, tio, r, tii, ni})
-            .parallel(to)
-            .unroll(tii)
+        f.split(tok, to, ti, 4)
+            .split(n, no, ni, cols)
+            .split(r, ko, ki, 256)
+            .reorder({no, ko, to, ki, ti, ni})
+            .parallel(no)
+            .unroll(ti)
             .vectorize(ni)
-            .cache_write(tio);
+            .cache_read(W, ko)
+            .cache_write(to);
     }
 };
 
@@ -103,7 +110,7 @@ inline void layer_norm(EncoderKernelDef &k, const Func &Y, const Tensor &gamma, 
 }
 
 /** Y = In . W + bias + Residual (a token GEMM with its epilogue), then LayerNorm. */
-inline void projection_norm(EncoderKernelDef &k, const Expr &in_width) {
+inline void projection_norm(EncoderKernelDef &k, const Expr &in_width, int vector_bits) {
     EncoderDims &D = k.dims;
     Tensor In = D.tokens("In", in_width), Residual = D.tokens("Residual", D.hidden());
     Tensor W("W", {{D.r, in_width}, {D.n, D.hidden()}}), bias("bias", {{D.n, D.hidden()}});
@@ -112,7 +119,7 @@ inline void projection_norm(EncoderKernelDef &k, const Expr &in_width) {
     Y.compute([&](Expr b, Expr s, Expr n) {
         return sum(D.r, in_width, In(b, s, D.r) * W(D.r, n)) + bias(n) + Residual(b, s, n);
     });
-    D.schedule_token_gemm(Y);
+    D.schedule_token_gemm(Y, W, vector_bits);
     k.inputs = {In, Residual, W, bias, gamma, beta};
     k.funcs = {Y};
     layer_norm(k, Y, gamma, beta);
@@ -124,13 +131,14 @@ inline void projection_norm(EncoderKernelDef &k, const Expr &in_width) {
 inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which, const EncoderOptions &opt) {
     auto k = std::make_unique<EncoderKernelDef>();
     EncoderDims &D = k->dims;
+    const int vector_bits = opt.vector_bits > 0 ? opt.vector_bits : host_vector_bits();
     switch (which) {
     case EncoderKernel::Qkv: {
         Tensor X = D.tokens("X", D.hidden());
         Tensor W("W", {{D.r, D.hidden()}, {D.n, 3 * D.hidden()}}), bias("bias", {{D.n, 3 * D.hidden()}});
         Func QKV = D.token_gemm("QKV", 3 * D.hidden());
         QKV.compute([&](Expr b, Expr s, Expr n) { return sum(D.r, D.hidden(), X(b, s, D.r) * W(D.r, n)) + bias(n); });
-        D.schedule_token_gemm(QKV);
+        D.schedule_token_gemm(QKV, W, vector_bits);
         k->inputs = {X, W, bias};
         k->funcs = {QKV};
         break;
@@ -162,7 +170,7 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         k->funcs = {S, Mx, E, Sum, A};
         break;
     }
-    case EncoderKernel::OutNorm: detail::projection_norm(*k, D.hidden()); break;
+    case EncoderKernel::OutNorm: detail::projection_norm(*k, D.hidden(), vector_bits); break;
     case EncoderKernel::FeedForward1: {
         Tensor X = D.tokens("X", D.hidden());
         Tensor W("W", {{D.r, D.hidden()}, {D.n, D.ff()}}), bias("bias", {{D.n, D.ff()}});
@@ -171,12 +179,12 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
             Expr x = sum(D.r, D.hidden(), X(b, s, D.r) * W(D.r, n)) + bias(n);
             return opt.gelu ? 0.5f * x * (1.0f + erf(x * 0.70710678118654752f)) : max(x, 0.0f);
         });
-        D.schedule_token_gemm(F);
+        D.schedule_token_gemm(F, W, vector_bits);
         k->inputs = {X, W, bias};
         k->funcs = {F};
         break;
     }
-    case EncoderKernel::FeedForward2Norm: detail::projection_norm(*k, D.ff()); break;
+    case EncoderKernel::FeedForward2Norm: detail::projection_norm(*k, D.ff(), vector_bits); break;
     }
     return k;
 }

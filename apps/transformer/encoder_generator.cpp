@@ -14,7 +14,7 @@ public:
     std::vector<cora::Func> build() override {
         if (kernel < 0 || kernel > 4) throw cora::CompileError("encoder generator: kernel must be in [0, 4]");
         def_ = cora::apps::make_encoder_kernel((cora::apps::EncoderKernel)(int64_t)kernel,
-                                               cora::apps::EncoderOptions{causal != 0, gelu != 0});
+                                               cora::apps::EncoderOptions{causal != 0, gelu != 0, vector_bits()});
         return {def_->output()};
     }
 

@@ -53,6 +53,10 @@ struct AotResult {
 /** Lower `pipeline`, generate C++ for every target and compile it into a shared library.
  * CompileError for an illegal pipeline or target; Error when the compiler fails. */
 AotResult compile_to_library(const Pipeline &pipeline, const AotOptions &options);
+/** The same with one pipeline per target of options.target, in order (a schedule per target:
+ * Generator::target() and vector_bits()); every pipeline must define the same function (argument
+ * names, kinds, types and storage layouts), since they share one header. */
+AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotOptions &options);
 
 class Generator;
 
@@ -87,10 +91,24 @@ public:
     /** Set parameters from name=value pairs; CompileError for an unknown name (listing the known). */
     void set_params(const std::map<std::string, std::string> &values);
 
+    /** The target this build() is for: the generator runs build() once per target of -t (on a
+     * fresh instance each time), so a schedule may depend on it — e.g. register tiles sized to the
+     * target's vector registers. "host" when no target was named. */
+    const std::string &target() const { return target_; }
+    /** The vector width of target(), in bits: 512 (x86-64-v4), 256 (x86-64-v3), 128 (x86-64-v2,
+     * x86-64); for "host" that of the CPU the generator runs on. */
+    int vector_bits() const;
+    void set_target(const std::string &target) { target_ = target; }
+
 private:
     friend class GeneratorParam;
     std::vector<GeneratorParam *> params_;
+    std::string target_ = "host";
 };
+
+/** The vector width in bits of the CPU this process runs on (512 with AVX-512F, 256 with AVX2,
+ * else 128): what a JIT kernel compiled with -march=native can use. */
+int host_vector_bits();
 
 using GeneratorFactory = std::function<std::unique_ptr<Generator>()>;
 

@@ -5,6 +5,7 @@
 
 #include "codegen/CRuntime.h"
 #include "codegen/EntryFunction.h"
+#include "ir/IRPrinter.h"
 #include "util/Error.h"
 
 namespace cora::ir {
@@ -54,6 +55,37 @@ static std::string typed_call(const std::vector<const ModuleArg *> &args, const 
 
 AotSource codegen_c_aot(const Module &m, const std::string &function_name,
                         const std::vector<std::string> &variant_conditions) {
+    return codegen_c_aot(std::vector<const Module *>(variant_conditions.size(), &m), function_name, variant_conditions);
+}
+
+namespace {
+
+/** CompileError unless variant `v`'s entry takes the arguments of variant 0's. */
+void require_same_arguments(const LoweredFunc &first, const LoweredFunc &other, size_t v) {
+    auto describe = [](const ModuleArg &a) {
+        std::string d = a.name + " (" + std::to_string((int)a.kind) + ", " + a.var->type.str();
+        if (a.expected_count.defined()) d += ", " + print(a.expected_count) + " elements";
+        return d + ")";
+    };
+    if (first.args.size() != other.args.size())
+        throw_compile_error("AOT target variant ", v, " has ", other.args.size(), " arguments, variant 0 has ",
+                            first.args.size(), "; every target's build must define the same function");
+    for (size_t i = 0; i < first.args.size(); i++)
+        if (describe(first.args[i]) != describe(other.args[i]))
+            throw_compile_error("AOT target variant ", v, ": argument ", i, " is ", describe(other.args[i]),
+                                ", variant 0 has ", describe(first.args[i]),
+                                "; schedules may differ per target, names and storage layouts may not");
+}
+
+} // namespace
+
+AotSource codegen_c_aot(const std::vector<const Module *> &variants, const std::string &function_name,
+                        const std::vector<std::string> &variant_conditions) {
+    CORA_CHECK(variants.size() == variant_conditions.size() && !variants.empty(),
+               "codegen_c_aot: one module per variant");
+    const Module &m = *variants[0];
+    for (size_t v = 1; v < variants.size(); v++)
+        require_same_arguments(m.entry(), variants[v]->entry(), v);
     const LoweredFunc *size_query = m.function(FunctionKind::SizeQuery);
     CORA_CHECK(size_query != nullptr, "codegen_c_aot: the module was lowered without build_aux_in_kernel");
     const LoweredFunc &entry = m.entry();
@@ -74,7 +106,7 @@ AotSource codegen_c_aot(const Module &m, const std::string &function_name,
         std::string pick = "    static const cora_entry_fn chosen = [] {\n";
         for (size_t v = 0; v < n; v++) {
             std::string sym = fn + "_argv_" + std::to_string(v);
-            out.kernels.push_back(c_prologue() + "\n" + emit_function("extern \"C\" ", sym, entry));
+            out.kernels.push_back(c_prologue() + "\n" + emit_function("extern \"C\" ", sym, variants[v]->entry()));
             src += "extern \"C\" int32_t " + sym + argv_params + ";\n";
             pick += variant_conditions[v].empty() ? "        return &" + sym + ";\n"
                                                   : "        if (" + variant_conditions[v] + ") return &" + sym + ";\n";

@@ -20,6 +20,12 @@ struct AotSource {
 };
 AotSource codegen_c_aot(const Module &m, const std::string &function_name,
                         const std::vector<std::string> &variant_conditions);
+/** The same with one module per variant (a schedule per target, e.g. register tiles sized to the
+ * target's vector registers): kernel i comes from variants[i]; the wrappers, the size query and
+ * the header from variants[0]. CompileError unless every variant has the same arguments (names,
+ * kinds, types and element counts), since they share one header and one size query. */
+AotSource codegen_c_aot(const std::vector<const Module *> &variants, const std::string &function_name,
+                        const std::vector<std::string> &variant_conditions);
 
 /** The C header of an AOT library (AotHeader.cpp). */
 std::string aot_header(const Module &m, const std::string &fn);

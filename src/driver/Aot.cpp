@@ -74,17 +74,31 @@ void compile(const std::vector<std::string> &cmd) {
 } // namespace
 
 AotResult compile_to_library(const Pipeline &pipeline, const AotOptions &options) {
-    std::string fn = options.function_name.empty() ? pipeline.name() : options.function_name;
+    return compile_to_library(std::vector<Pipeline>{pipeline}, options);
+}
+
+AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotOptions &options) {
+    if (per_target.empty()) throw_compile_error("compile_to_library: no pipeline");
+    std::string fn = options.function_name.empty() ? per_target[0].name() : options.function_name;
     if (fn.empty() || ir::c_identifier(fn) != fn || std::isdigit((unsigned char)fn[0]))
         throw_compile_error("function name '", fn, "' is not a C identifier");
     std::vector<TargetInfo> targets = parse_targets(options.target);
+    if (per_target.size() != 1 && per_target.size() != targets.size())
+        throw_compile_error("compile_to_library: ", per_target.size(), " pipelines for ", targets.size(),
+                            " targets; give one pipeline, or one per target");
     CompileOptions co = options.compile;
     co.build_aux_in_kernel = true;
-    ir::LoweredModule m = driver::lower_pipeline(pipeline, fn, co);
+    std::vector<ir::LoweredModule> modules;
+    for (const Pipeline &p : per_target)
+        modules.push_back(driver::lower_pipeline(p, fn, co));
+    std::vector<const ir::Module *> variants;
     std::vector<std::string> checks;
-    for (const TargetInfo &t : targets)
-        checks.push_back(t.cpu_check);
-    ir::AotSource src = ir::codegen_c_aot(m, fn, checks);
+    for (size_t i = 0; i < targets.size(); i++) {
+        checks.push_back(targets[i].cpu_check);
+        variants.push_back(&modules[modules.size() == 1 ? 0 : i]);
+    }
+    ir::AotSource src = ir::codegen_c_aot(variants, fn, checks);
+    const ir::LoweredModule &m = modules[0];
 
     fs::path dir = options.output_dir.empty() ? fs::path(".") : fs::path(options.output_dir);
     std::error_code ec;

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "util/Error.h"
 
@@ -27,6 +28,20 @@ void GeneratorParam::set(const std::string &text) {
     if (text.empty() || *end != '\0' || errno == ERANGE)
         throw_compile_error("generator parameter '", name_, "': '", text, "' is not an integer or true/false");
     value_ = v;
+}
+
+int host_vector_bits() {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return 512;
+    if (__builtin_cpu_supports("avx2")) return 256;
+    return 128;
+}
+
+int Generator::vector_bits() const {
+    if (target_ == "x86-64-v4") return 512;
+    if (target_ == "x86-64-v3") return 256;
+    if (target_ == "host") return host_vector_bits();
+    return 128;
 }
 
 void Generator::set_params(const std::map<std::string, std::string> &values) {
@@ -159,7 +174,19 @@ int generator_main(int argc, char **argv) {
         }
         options.output_dir = out_dir;
         options.function_name = fn.empty() ? gen_name : fn;
-        AotResult r = compile_to_library(Pipeline(gen->build(), options.function_name), options);
+        // build() once per target, each on a fresh instance (builds keep their Funcs alive).
+        std::vector<std::unique_ptr<Generator>> builds;
+        std::vector<Pipeline> pipelines;
+        std::stringstream targets(options.target);
+        for (std::string t; std::getline(targets, t, ',');) {
+            if (t.empty()) continue;
+            builds.push_back(make_generator(gen_name));
+            builds.back()->set_params(values);
+            builds.back()->set_target(t);
+            pipelines.emplace_back(builds.back()->build(), options.function_name);
+        }
+        if (pipelines.empty()) throw_compile_error("no target given (-t)");
+        AotResult r = compile_to_library(pipelines, options);
         std::cout << "cora: wrote " << r.library << " and " << r.header << "\n";
         return 0;
     } catch (const std::exception &e) {
