@@ -165,7 +165,9 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
             return sum(D.r, extent, E(b, h, i, D.r) * QKV(b, D.r, 2 * H + h * kHeadDim + d)) / Sum(b, h, i);
         });
         A.fuse_storage(D.b, D.i, D.tok, kTokenPad);
-        A.vectorize(D.d);
+        // AttnV: one parallel loop over the batch's tokens; per (token, head) a register tile of
+        // the 64 head features accumulates over the keys (the division by Sum at its write-back).
+        A.fuse(D.b, D.i, D.tok).parallel(D.tok).reorder({D.tok, D.h, D.r, D.d}).vectorize(D.d).cache_write(D.h);
         k->inputs = {QKV};
         k->funcs = {S, Mx, E, Sum, A};
         break;
