@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev                        # BLAS baselines and tiles
   libbenchmark-dev                       # benchmarks
   python3                                # small scripts
+  python3-torch                          # the encoder checked against PyTorch (nn.TransformerEncoder)
 )
 if [[ "${CORA_BENCH_DEPS:-0}" == "1" ]]; then
   packages+=(libhalide14-0-dev python3-matplotlib)

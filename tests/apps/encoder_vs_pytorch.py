@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""cora's transformer encoder against PyTorch's nn.TransformerEncoder (eval, fp32), same weights and
+lengths: every real token's output agrees within 1e-4 relative. Full and causal attention, ReLU and
+GELU. Usage: encoder_vs_pytorch.py ENCODER_BINARY EXPORT_WEIGHTS_DIR WORK_DIR.
+Exit 0: pass; 1: mismatch; 77: PyTorch is not installed (reported as skipped)."""
+import os
+import subprocess
+import sys
+
+try:
+    import numpy
+    import torch
+except ImportError:
+    print("SKIPPED: python3 cannot import torch (install python3-torch)")
+    sys.exit(77)
+
+binary, export_dir, work = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, export_dir)
+import export_weights  # noqa: E402
+
+os.makedirs(work, exist_ok=True)
+torch.set_num_threads(2)
+# Lengths 1, the token padding 16 and one past it, longer ones, in one batch (PyTorch cannot run an
+# item of length 0: every key of its rows is masked).
+LENGTHS = [1, 16, 17, 40, 3, 64]
+failed = False
+for layers, heads, ff, gelu, causal in [(2, 2, 256, False, False), (3, 1, 128, True, True), (1, 8, 2048, False, False)]:
+    hidden = 64 * heads
+    enc = export_weights.make_encoder(layers, hidden, heads, ff, gelu, seed=layers)
+    wpath, lpath, xpath, opath = (os.path.join(work, n) for n in ("w.bin", "lengths.txt", "x.bin", "out.bin"))
+    export_weights.write_weights(enc, wpath)
+    with open(lpath, "w") as f:
+        f.write(" ".join(map(str, LENGTHS)) + "\n")
+    gen = torch.Generator().manual_seed(7)
+    tokens = torch.randn(sum(LENGTHS), hidden, generator=gen)
+    tokens.numpy().astype("<f4").tofile(xpath)
+    cmd = [binary, "--weights", wpath, "--lengths", lpath, "--input", xpath, "--dump", opath, "--batch",
+           str(len(LENGTHS)), "--batches", "1", "--runs", "1", "--no-check"] + (["--causal"] if causal else [])
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    got = torch.from_numpy(numpy.fromfile(opath, dtype="<f4")).reshape(-1, hidden)
+
+    # PyTorch on the padded batch with a key padding mask (and the causal mask).
+    B, L = len(LENGTHS), max(LENGTHS)
+    padded = torch.zeros(B, L, hidden)
+    pad_mask = torch.ones(B, L, dtype=torch.bool)
+    at = 0
+    for b, n in enumerate(LENGTHS):
+        padded[b, :n] = tokens[at:at + n]
+        pad_mask[b, :n] = False
+        at += n
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(L) if causal else None
+    with torch.no_grad():
+        want = enc(padded, mask=mask, src_key_padding_mask=pad_mask)
+    want_packed = torch.cat([want[b, :n] for b, n in enumerate(LENGTHS)])
+    err = ((got - want_packed).abs() / want_packed.abs().clamp(min=1.0)).max().item()
+    ok = err <= 1e-4
+    failed |= not ok
+    print(f"layers {layers}, hidden {hidden}, heads {heads}, ff {ff}, {'GELU' if gelu else 'ReLU'}, "
+          f"{'causal' if causal else 'full'}: max relative error vs PyTorch {err:.2e} {'PASS' if ok else 'FAIL'}")
+sys.exit(1 if failed else 0)
