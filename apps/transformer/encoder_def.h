@@ -9,7 +9,8 @@
  *   ff2_norm   X2 = LayerNorm(F . W2 + b2 + X1)
  * Tokens t = (b, s) are packed: every token tensor is stored with fuse_storage(b, s, tok, 16),
  * item after item with the total padded to a multiple of 16 tokens (bulk padding), so the GEMMs
- * run over all tokens of the batch as one loop in 16-token blocks with no per-item remainder.
+ * run over all tokens of the batch as one loop (in 256-token blocks of 4-token register tiles)
+ * with no per-item remainder.
  * The attention kernel reads QKV in that layout and keeps its scores per item (len(b) x len(b)
  * per head, or the lower triangle when causal): consumers read producers stored with different
  * padding, and no kernel adds or removes padding.

@@ -8,8 +8,11 @@
  * indexed by the inner loops over the Func's dims (constant extents, at most kMaxTileElements),
  * written back under their guards. With reduction loops outside `at` (k-panels), storage is
  * initialised before the outermost one and each tile starts from storage instead of the
- * identity. Unscheduled reductions stay Reduce nodes for lower_reductions; both combine their
- * values with reduce_combine.
+ * identity. A reduction with an epilogue (ir/Epilogue.h) has it applied once per element when
+ * the reduction is complete: at the tile's write-back, else in a pass over the element loops
+ * after the reduction loops (after the k-panels when the tile accumulates across them).
+ * Unscheduled reductions stay Reduce nodes for lower_reductions; both combine their values with
+ * reduce_combine.
  * Tests: tests/correctness/caching.cpp (k-panels, tiles), vgemm.cpp, trmm.cpp. */
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
