@@ -34,6 +34,9 @@ enum class EncoderKernel { Qkv, Attention, OutNorm, FeedForward1, FeedForward2No
 struct EncoderOptions {
     bool causal = false; ///< attention over j <= i only
     bool gelu = false;   ///< the feed-forward activation: GELU (erf form) instead of ReLU
+    /** With causal: compute the full len x len scores and mask j > i (what padded frameworks do),
+     * instead of iterating only the triangle; the baseline the triangle is measured against. */
+    bool mask_full = false;
     int vector_bits = 0; ///< the target's vector width (Generator::vector_bits); 0: this CPU's
 };
 
@@ -151,7 +154,8 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
     case EncoderKernel::Attention: {
         Tensor QKV = D.tokens("QKV", 3 * D.hidden());
         Expr H = D.hidden();
-        auto keys = [&](const Expr &i) { return opt.causal ? i + 1 : D.len(D.b); };
+        const bool triangle = opt.causal && !opt.mask_full;
+        auto keys = [&](const Expr &i) { return triangle ? i + 1 : D.len(D.b); };
         const float scale = 1.0f / 8.0f; // 1 / sqrt(head dim 64)
         // K transposed per item and head (a copy of a third of QKV), so that the scores' inner
         // loop runs over contiguous keys; its rows padded to 16 keys for the vector tiles.
@@ -163,7 +167,9 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         Func A("A", {{D.b, D.B}, {D.i, D.len(D.b)}, {D.h, D.NH}, {D.d, kHeadDim}});
         KT.compute([&](Expr b, Expr h, Expr d, Expr j) { return QKV(b, j, H + h * kHeadDim + d); });
         S.compute([&](Expr b, Expr h, Expr i, Expr j) {
-            return sum(D.r, kHeadDim, QKV(b, i, h * kHeadDim + D.r) * KT(b, h, D.r, j)) * scale;
+            Expr score = sum(D.r, kHeadDim, QKV(b, i, h * kHeadDim + D.r) * KT(b, h, D.r, j)) * scale;
+            // A masked key scores -1e30: exp(-1e30 - max) is 0, as PyTorch's -inf mask gives.
+            return opt.causal && opt.mask_full ? select(j > i, -1e30f, score) : score;
         });
         KT.pad_storage(D.j, kKeyTile);
         // QK^T: per query row, tiles of 16 keys (the last padded: only this row's own keys, up
@@ -174,12 +180,11 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
             .reorder({D.b, D.h, D.i, D.jo, D.r, D.ji})
             .vectorize(D.ji)
             .cache_write(D.jo);
-        Mx.compute(
-            [&](Expr b, Expr h, Expr i) { return maximum(D.r, opt.causal ? i + 1 : D.len(b), S(b, h, i, D.r)); });
+        Mx.compute([&](Expr b, Expr h, Expr i) { return maximum(D.r, triangle ? i + 1 : D.len(b), S(b, h, i, D.r)); });
         E.compute([&](Expr b, Expr h, Expr i, Expr j) { return exp(S(b, h, i, j) - Mx(b, h, i)); });
-        Sum.compute([&](Expr b, Expr h, Expr i) { return sum(D.r, opt.causal ? i + 1 : D.len(b), E(b, h, i, D.r)); });
+        Sum.compute([&](Expr b, Expr h, Expr i) { return sum(D.r, triangle ? i + 1 : D.len(b), E(b, h, i, D.r)); });
         A.compute([&](Expr b, Expr i, Expr h, Expr d) {
-            Expr extent = opt.causal ? i + 1 : D.len(b);
+            Expr extent = triangle ? i + 1 : D.len(b);
             return sum(D.r, extent, E(b, h, i, D.r) * QKV(b, D.r, 2 * H + h * kHeadDim + d)) / Sum(b, h, i);
         });
         A.fuse_storage(D.b, D.i, D.tok, kTokenPad);

@@ -11,10 +11,12 @@ public:
     cora::GeneratorParam kernel{this, "kernel", 0, "0 qkv, 1 attention, 2 out_norm, 3 ff1, 4 ff2_norm"};
     cora::GeneratorParam causal{this, "causal", 0, "attention over keys j <= i only"};
     cora::GeneratorParam gelu{this, "gelu", 0, "GELU instead of ReLU in ff1"};
+    cora::GeneratorParam mask_full{this, "mask_full", 0, "causal as full attention with a mask (the baseline)"};
     std::vector<cora::Func> build() override {
         if (kernel < 0 || kernel > 4) throw cora::CompileError("encoder generator: kernel must be in [0, 4]");
-        def_ = cora::apps::make_encoder_kernel((cora::apps::EncoderKernel)(int64_t)kernel,
-                                               cora::apps::EncoderOptions{causal != 0, gelu != 0, vector_bits()});
+        def_ = cora::apps::make_encoder_kernel(
+            (cora::apps::EncoderKernel)(int64_t)kernel,
+            cora::apps::EncoderOptions{causal != 0, gelu != 0, mask_full != 0, vector_bits()});
         return {def_->output()};
     }
 

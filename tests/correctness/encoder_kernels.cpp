@@ -25,8 +25,8 @@ const char *kernel_name(EncoderKernel k) {
 
 void check_kernel(EncoderKernel which, const EncoderOptions &opt, int64_t heads, int64_t ff_blocks, uint32_t seed) {
     auto def = cora::apps::make_encoder_kernel(which, opt);
-    std::string name =
-        std::string("encoder_") + kernel_name(which) + (opt.causal ? "_causal" : "") + (opt.gelu ? "_gelu" : "");
+    std::string name = std::string("encoder_") + kernel_name(which) + (opt.causal ? "_causal" : "") +
+                       (opt.mask_full ? "_masked" : "") + (opt.gelu ? "_gelu" : "");
     Pipeline p({def->output()}, name);
     Kernel k = p.compile();
     auto &D = def->dims;
@@ -45,5 +45,8 @@ TEST_CASE("encoder kernels match the reference", "[encoder]") {
         DYNAMIC_SECTION(kernel_name(which)) { check_kernel(which, {}, 2, 3, 300 + (uint32_t)which); }
     }
     SECTION("causal attention") { check_kernel(EncoderKernel::Attention, {true, false}, 2, 1, 310); }
+    SECTION("causal attention as full attention with a mask") {
+        check_kernel(EncoderKernel::Attention, {true, false, true}, 2, 1, 312);
+    }
     SECTION("GELU feed-forward") { check_kernel(EncoderKernel::FeedForward1, {false, true}, 1, 2, 311); }
 }
