@@ -41,6 +41,10 @@ public:
     /** Calls f(index) for every index of the layout, in lexicographic order (the packed order
      * of an unpadded layout). Extents are evaluated with the current bindings. */
     void for_each_index(const Layout &layout, const std::function<void(const std::vector<int64_t> &)> &f);
+
+private:
+    /** Runs `body` with the integer `var` bound to `value` (LetStmt, LocalVar). */
+    void exec_scoped(const Stmt &s, const VarPtr &var, const Expr &value, const Stmt &body);
 };
 
 } // namespace cora::ir

@@ -49,6 +49,12 @@ void require_integer_var(const Stmt &s, const VarPtr &v) {
 
 } // namespace
 
+void Interpreter::exec_scoped(const Stmt &s, const VarPtr &var, const Expr &value, const Stmt &body) {
+    require_integer_var(s, var);
+    ScopedBinding bind(ints, var.get(), eval_int(value));
+    exec(body);
+}
+
 void Interpreter::exec(const Stmt &s) {
     if (!s.defined()) return;
     switch (s.get()->kind) {
@@ -87,20 +93,11 @@ void Interpreter::exec(const Stmt &s) {
         exec(eval_bool(c->cond) ? c->then_case : c->else_case);
         return;
     }
-    case NodeKind::LetStmt: {
-        const LetStmt *l = s.as<LetStmt>();
-        require_integer_var(s, l->var);
-        ScopedBinding bind(ints, l->var.get(), eval_int(l->value));
-        exec(l->body);
-        return;
-    }
-    case NodeKind::LocalVar: {
-        const LocalVar *l = s.as<LocalVar>();
-        require_integer_var(s, l->var);
-        ScopedBinding bind(ints, l->var.get(), eval_int(l->init));
-        exec(l->body);
-        return;
-    }
+    // An immutable let and a mutable local run alike here: Assign may change only the latter,
+    // which the IR's construction guarantees.
+    case NodeKind::LetStmt: return exec_scoped(s, s.as<LetStmt>()->var, s.as<LetStmt>()->value, s.as<LetStmt>()->body);
+    case NodeKind::LocalVar:
+        return exec_scoped(s, s.as<LocalVar>()->var, s.as<LocalVar>()->init, s.as<LocalVar>()->body);
     case NodeKind::Assign: {
         const Assign *a = s.as<Assign>();
         auto it = ints.find(a->var.get());
