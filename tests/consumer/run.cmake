@@ -1,6 +1,7 @@
 # Installs cora from the build tree, then configures, builds and runs an external project
 # that uses find_package(cora CONFIG): links cora::cora (JIT) and builds an AOT library with
-# cora_add_library, used from plain C.
+# cora_add_library, used from plain C. Then installs that project (cora_install_library) and runs
+# the installed C program against the installed library.
 foreach(var SOURCE_DIR BUILD_DIR WORK_DIR CORA_CACHE_DIR)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "run.cmake needs -D${var}=...")
@@ -32,3 +33,15 @@ step(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer/project -B ${WORK_DIR}/bui
 step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 step(${CMAKE_COMMAND} -E env CORA_CACHE_DIR=${CORA_CACHE_DIR} ${WORK_DIR}/build/consumer)
 step(${WORK_DIR}/build/aot_consumer)
+
+# Install the consumer: the generated library and header (cora_install_library) and the C program.
+set(consumer_prefix ${WORK_DIR}/consumer-install)
+step(${CMAKE_COMMAND} --install ${WORK_DIR}/build --prefix ${consumer_prefix})
+load_cache(${WORK_DIR}/build READ_WITH_PREFIX consumer_ CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR CMAKE_INSTALL_BINDIR)
+foreach(file ${consumer_CMAKE_INSTALL_LIBDIR}/libragged_scale.so ${consumer_CMAKE_INSTALL_INCLUDEDIR}/ragged_scale.h
+             ${consumer_CMAKE_INSTALL_BINDIR}/aot_consumer)
+  if(NOT EXISTS ${consumer_prefix}/${file})
+    message(FATAL_ERROR "cora_install_library / install: ${consumer_prefix}/${file} is missing")
+  endif()
+endforeach()
+step(${consumer_prefix}/${consumer_CMAKE_INSTALL_BINDIR}/aot_consumer)
