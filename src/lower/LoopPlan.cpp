@@ -41,7 +41,7 @@ using front::OpSplit;
 using front::Schedule;
 
 std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_splits, LoweringContext &ctx) {
-    const Schedule &sch = front::schedule_of(*f);
+    const Schedule &sch = ctx.schedule_of(*f);
     TransformedLoops plan;
     auto &extent = plan.extent;
     auto &value = plan.value;
@@ -196,7 +196,7 @@ bool LoopPlan::uses_reduction_loop(const Expr &e) const {
 }
 
 LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
-    const Schedule &sch = front::schedule_of(*f);
+    const Schedule &sch = ctx.schedule_of(*f);
     check_split_points(*f, ctx);
     LoopPlan plan;
     plan.op = f;

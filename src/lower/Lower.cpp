@@ -2,7 +2,9 @@
  *
  *   1. collect funcs (producers first) and validate them: dims, extents, access bounds, storage cover
  *   1b. select_inlined: compute_inline Funcs leave the list; their reads get expanded
- *   2. the loop nests (Scheduling.h), per op (each Func, then its op-split tails):
+ *   2. the loop nests (Scheduling.h): choose_default_schedules for the ops left unscheduled (outer
+ *      loops fused into one parallel loop, innermost vectorized), then per op (each Func, then its
+ *      op-split tails):
  *      plan_loops (the schedule's transforms replayed on front::LoopReplay: split, fuse with
  *      prelude-built fusion maps, pad_loop incl. bulk padding, remap; reorder; extents; loop
  *      kinds) -> check_padded_iterations -> add_guards (placed, proved ones dropped) ->
@@ -85,6 +87,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     pass.run_step("validate_pipeline", [&] { validate_pipeline(ctx); });
     pass.run_step("select_inlined", [&] { select_inlined(ctx); });
     const std::vector<TensorPtr> ops = scheduled_ops(ctx);
+    pass.run_step("choose_default_schedules", [&] { choose_default_schedules(ops, ctx); });
     std::vector<Stmt> nests;
     std::vector<Permutation> permutations; // loop remaps, checked at run time
     int guards_removed = 0, guards_kept = 0;

@@ -11,6 +11,7 @@
 #include "analysis/Bounds.h"
 #include "analysis/ProverChain.h"
 #include "analysis/StorageLayout.h"
+#include "front/Schedule.h"
 #include "ir/Module.h"
 #include "ir/Tensor.h"
 
@@ -43,6 +44,13 @@ struct LoweringContext {
     std::vector<TensorPtr> inputs;                       ///< input tensors, in first-use order
     std::vector<TensorPtr> outputs;                      ///< the pipeline's outputs
     std::map<const TensorNode *, TensorStorage> storage; ///< set by storage_lowering
+    /** The schedules chosen for ops the user left unscheduled (DefaultSchedule.cpp). */
+    std::map<const TensorNode *, front::Schedule> default_schedules;
+    /** The schedule an op's loops follow: the user's, or the default chosen for it. */
+    const front::Schedule &schedule_of(const TensorNode &f) const {
+        auto it = default_schedules.find(&f);
+        return it != default_schedules.end() ? it->second : front::schedule_of(f);
+    }
     bool is_output(const TensorNode *t) const {
         for (auto &o : outputs)
             if (o.get() == t) return true;

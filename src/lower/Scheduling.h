@@ -1,5 +1,6 @@
 /** \file The steps that turn each op's schedule into a loop nest, in the order Lower.cpp runs
  * them, and the plan they share. One file per step:
+ *   choose_default_schedules (DefaultSchedule.cpp)  the schedule of ops left unscheduled
  *   plan_loops (LoopPlan.cpp)             transforms replayed on front::LoopReplay, reorder,
  *                                         extents in loop variables, loop kinds
  *   check_padded_iterations (PadSafety)   whether padded iterations stay inside storage
@@ -122,6 +123,8 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
 
 /** The ops in execution order: each Func, followed by the tails of its op splits. */
 std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx);
+/** A schedule for each op the user left unscheduled, in ctx.default_schedules. (DefaultSchedule.cpp) */
+void choose_default_schedules(const std::vector<TensorPtr> &ops, LoweringContext &ctx);
 /** Whether op `consumer` reads what op `producer` writes. (ComputeAt.cpp) */
 bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringContext &ctx);
 /** Moves each compute_at producer's nest into its consumer's loop. (ComputeAt.cpp) */

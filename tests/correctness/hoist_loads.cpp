@@ -19,6 +19,7 @@ TEST_CASE("a row's prefix-sum read leaves the token and reduction loops", "[hois
     Tensor X("X", {{batch, B}, {seq, len(batch)}, {r, 8}}), W("W", {{r, 8}, {o, 8}});
     Func Out("Out", {{batch, B}, {seq, len(batch)}, {o, 8}});
     Out.compute([&](Expr b, Expr s, Expr oo) { return sum(r, 8, X(b, s, r) * W(r, oo)); });
+    Out.parallel(batch); // the nest as written (the default schedule would fuse batch and seq)
     Pipeline p({Out}, "hoisted_projection");
     Kernel k = p.compile();
     std::string body = body_of(k);
@@ -40,6 +41,7 @@ TEST_CASE("a read valid only inside a possibly empty loop stays behind its trip-
     Tensor A("A", {{batch, B}, {j, B - 1 - batch}});
     Func Out("Out", {{batch, B}, {j, B - 1 - batch}});
     Out.compute([&](Expr b, Expr jj) { return A(b, jj) * cast(Float32, len(b + 1)); });
+    Out.parallel(batch); // the nest as written (the default schedule would fuse batch and j)
     Pipeline p({Out}, "hoist_guarded");
     Kernel k = p.compile();
     std::string body = body_of(k);

@@ -179,6 +179,8 @@ TEST_CASE("parallel loops: static over uniform bodies, dynamic chunks over ragge
     Func Ragged("Ragged", {{batch, B}, {seq, len(batch)}, {h, 8}}), Dense("Dense", {{i, 64}, {h, 8}});
     Ragged.compute([&](Expr b, Expr s, Expr hh) { return X(b, s, hh) * 2.0f + 1.0f; });
     Dense.compute([&](Expr ii, Expr hh) { return D(ii, hh) * 2.0f + 1.0f; });
+    Ragged.parallel(batch); // one loop per sentence (the default schedule fuses batch and seq)
+    Dense.parallel(i);
     Kernel kr = Pipeline({Ragged}, "par_ragged").compile(), kd = Pipeline({Dense}, "par_dense").compile();
     // The seq loop's bound depends on batch: rows differ in cost. The dense rows do not.
     REQUIRE_THAT(kr.source(), Contains("#pragma omp parallel for schedule(dynamic, cora_chunk(B_))"));

@@ -1,0 +1,100 @@
+/** \file Step: the schedule of an op the user left unscheduled.
+ *
+ * A Func with no loop schedule at all (no transform, order, annotation, scheduled reduction, cache,
+ * op split, compute_at or hfuse, and no other op computed at one of its loops) gets one that does
+ * what a plain -O3 loop over packed tokens does, so that writing no schedule never loses to it:
+ *  1. Fuse the outer loops into one parallel loop: the outermost loop (loop-invariant extent) is
+ *     fused with the next while that one's extent uses only the loops fused so far and, when it is
+ *     the innermost loop, is not a constant (that one stays the vector loop). At most one ragged
+ *     fuse: a second would need fusion maps with one entry per (row, column) pair. A ragged fuse
+ *     over packed storage costs nothing at run time (the fusion maps cancel against the prefix
+ *     sums of the storage offsets); elsewhere the prelude builds maps with one entry per row.
+ *     Why: a parallel loop over sentences splits badly (batch of one: one thread), and one over
+ *     tokens is one flat loop with static chunks.
+ *  2. Vectorize the innermost loop when it is the innermost dim of storage (no storage reorder or
+ *     split) and its extent is a constant: whole when at most 64, else split by 16 when that
+ *     divides it. Why: per-element work like (x - mean) * rstd is one vector statement.
+ * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a
+ * long one into partial sums). Requires: the ops in order (scheduled_ops). Ensures:
+ * ctx.default_schedules holds the schedule of each op it chose one for; plan_loops and the steps
+ * after it read schedules through ctx.schedule_of. Tests: tests/correctness/default_schedule.cpp. */
+#include "analysis/Simplify.h"
+#include "cora/Tensor.h"
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+#include "lower/Scheduling.h"
+
+namespace cora::ir {
+
+namespace {
+
+bool left_unscheduled(const TensorNode &f, const std::vector<TensorPtr> &ops) {
+    const front::Schedule &s = front::schedule_of(f);
+    if (!s.empty() || !s.op_splits.empty() || s.has_compute_at() || !s.hfuse.empty() || s.hfuse_member || s.inlined ||
+        f.is_split_tail)
+        return false;
+    for (const TensorPtr &op : ops) // another op computed inside one of f's loops names them
+        if (front::schedule_of(*op).at_consumer.lock().get() == &f) return false;
+    return true;
+}
+
+bool uses_only(const Expr &e, const std::vector<const VarNode *> &allowed) {
+    for (const VarNode *v : vars_of(e, VarRole::Index))
+        if (std::find(allowed.begin(), allowed.end(), v) == allowed.end()) return false;
+    return true;
+}
+
+bool storage_keeps_innermost_dim(const TensorNode &f) {
+    const TensorNode &t = store_target(f);
+    for (const StorageTransform &st : t.storage_transforms)
+        if (st.kind != StorageTransform::Kind::Fuse) return false;
+    return true;
+}
+
+front::Schedule default_schedule(const TensorNode &f) {
+    using front::LoopTransform;
+    front::Schedule s;
+    const Layout dom = front::loop_domain(f);
+    if (dom.empty()) return s;
+    DimPtr outer = dom[0].dim;
+    std::vector<const VarNode *> fused_vars{dom[0].dim->var.get()};
+    size_t next = 1;
+    if (vars_of(dom[0].extent, VarRole::Index).empty()) {
+        bool ragged_fused = false;
+        for (; next < dom.size(); next++) {
+            const Expr &e = dom[next].extent;
+            bool innermost = next + 1 == dom.size();
+            bool ragged = !vars_of(e, VarRole::Index).empty();
+            if (!uses_only(e, fused_vars) || (innermost && as_const_int(simplify(e))) || (ragged && ragged_fused))
+                break;
+            ragged_fused = ragged_fused || ragged;
+            DimPtr fused = Dim(outer->name + "_" + dom[next].dim->name).node();
+            s.transforms.push_back(
+                LoopTransform{LoopTransform::Kind::Fuse, nullptr, outer, dom[next].dim, fused, 1, nullptr, Expr()});
+            fused_vars.push_back(dom[next].dim->var.get());
+            outer = fused;
+        }
+    }
+    const LayoutDim &inner = dom.back();
+    const int64_t *e = as_const_int(simplify(inner.extent));
+    if (next < dom.size() && e && *e >= 2 && storage_keeps_innermost_dim(f)) {
+        if (*e <= 64) {
+            s.annotations.emplace_back(inner.dim, front::LoopAnnotation::Vectorize);
+        } else if (*e % 16 == 0) {
+            DimPtr o = Dim(inner.dim->name + "_o").node(), i = Dim(inner.dim->name + "_v").node();
+            s.transforms.push_back(
+                LoopTransform{LoopTransform::Kind::Split, inner.dim, o, i, nullptr, 16, nullptr, Expr()});
+            s.annotations.emplace_back(i, front::LoopAnnotation::Vectorize);
+        }
+    }
+    return s;
+}
+
+} // namespace
+
+void choose_default_schedules(const std::vector<TensorPtr> &ops, LoweringContext &ctx) {
+    for (const TensorPtr &op : ops)
+        if (left_unscheduled(*op, ops)) ctx.default_schedules[op.get()] = default_schedule(*op);
+}
+
+} // namespace cora::ir

@@ -1,0 +1,127 @@
+/** The schedule of Funcs left unscheduled (lower/DefaultSchedule.cpp) and the partial
+ * accumulators of reductions (lower/LowerReductions.cpp): the nest they make, checked in the
+ * lowered IR, and the results against the reference on the edge-case length batches. */
+#include <catch2/catch.hpp>
+
+#include "common/ragged_testing.h"
+#include "cora/cora.h"
+
+using namespace cora;
+using Catch::Matchers::Contains;
+
+namespace {
+
+void bind_lengths(RaggedShape &s, const Param &B, const LengthArray &len, const std::vector<int32_t> &l) {
+    s.set(B, (int64_t)l.size()).set(len, l);
+}
+
+} // namespace
+
+TEST_CASE("default schedule: a ragged LayerNorm runs over one parallel token loop, features vectorized",
+          "[default_schedule]") {
+    Dim batch("batch"), s("s"), f("f"), k("k");
+    Param B("B", 1, 32);
+    LengthArray len("len", B, 0, 70);
+    Tensor X("X", {{batch, B}, {s, len(batch)}, {f, 64}});
+    Func Mean("Mean", {{batch, B}, {s, len(batch)}}), Var("Var", {{batch, B}, {s, len(batch)}});
+    Mean.compute([&](Expr b, Expr t) { return sum(k, 64, X(b, t, k)) / 64.0f; });
+    Var.compute([&](Expr b, Expr t) {
+        Expr d = X(b, t, k) - Mean(b, t);
+        return sum(k, 64, d * d) / 64.0f;
+    });
+    Func Out("Out", {{batch, B}, {s, len(batch)}, {f, 64}});
+    Out.compute([&](Expr b, Expr t, Expr c) { return (X(b, t, c) - Mean(b, t)) / sqrt(Var(b, t) + 1e-5f); });
+    Pipeline p({Out}, "default_layernorm");
+    Kernel kern = p.compile();
+    const std::string ir = kern.lowered();
+    INFO(ir);
+    // Every op: one parallel loop over the packed tokens (batch and s fused; the fusion maps
+    // cancel against the packed offsets, so no map is an argument).
+    REQUIRE(testing::count_occurrences(ir, "parallel for batch_s") == 3);
+    REQUIRE(ir.find("fo_") == std::string::npos);
+    REQUIRE_THAT(ir, Contains("vectorized for f in [0, 0 + 64)"));
+    REQUIRE_THAT(kern.source(), Contains("cora_vload<cora_v64_float>"));
+    // The row sums keep 8 partial sums.
+    REQUIRE(testing::count_occurrences(ir, "local acc_k_p7") == 2);
+    testing::check_against_reference(
+        p, kern, {X}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 70, 16,
+        901);
+}
+
+TEST_CASE("default schedule: rows of a per-sentence matrix are fused once, the ragged row loop stays inside",
+          "[default_schedule]") {
+    // softmax over [batch, i < len, j < len]: batch and i fuse (maps with one entry per row), j
+    // stays a loop, and its max and sum reductions over a ragged extent use partial accumulators
+    // with a remainder loop.
+    Dim batch("batch"), i("i"), j("j"), k("k");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 40);
+    Tensor S("S", {{batch, B}, {i, len(batch)}, {j, len(batch)}});
+    Func Mx("Mx", {{batch, B}, {i, len(batch)}}), Z("Z", {{batch, B}, {i, len(batch)}});
+    Mx.compute([&](Expr b, Expr r) { return maximum(k, len(b), S(b, r, k)); });
+    Z.compute([&](Expr b, Expr r) { return sum(k, len(b), exp(S(b, r, k) - Mx(b, r))); });
+    Func P("P", {{batch, B}, {i, len(batch)}, {j, len(batch)}});
+    P.compute([&](Expr b, Expr r, Expr c) { return exp(S(b, r, c) - Mx(b, r)) / Z(b, r); });
+    Pipeline p({P}, "default_softmax");
+    Kernel kern = p.compile();
+    const std::string ir = kern.lowered();
+    INFO(ir);
+    REQUIRE(testing::count_occurrences(ir, "parallel for batch_i") == 3);
+    REQUIRE_THAT(ir, Contains("for j in"));
+    REQUIRE(testing::count_occurrences(ir, "local acc_k_p7") == 2);
+    testing::check_against_reference(
+        p, kern, {S}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 40, 16,
+        902);
+}
+
+TEST_CASE("default schedule: dense loops, long and odd feature extents", "[default_schedule]") {
+    Dim batch("batch"), s("s"), f("f"), g("g"), row("row"), k("k");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 20);
+    // 128 features: split by 16, the inner loop vectorized.
+    Tensor X("X", {{batch, B}, {s, len(batch)}, {f, 128}});
+    Func Y("Y", {{batch, B}, {s, len(batch)}, {f, 128}});
+    Y.compute([&](Expr b, Expr t, Expr c) { return max(X(b, t, c), 0.0f) * 2.0f; });
+    // 100 features: neither at most 64 nor a multiple of 16: not vectorized.
+    Tensor U("U", {{batch, B}, {s, len(batch)}, {g, 100}});
+    Func V("V", {{batch, B}, {s, len(batch)}, {g, 100}});
+    V.compute([&](Expr b, Expr t, Expr c) { return U(b, t, c) + 1.0f; });
+    // Dense rows with a short (8) reduction: no partial sums, parallel rows.
+    Tensor D("D", {{row, 48}, {k, 8}});
+    Func R("R", {{row, 48}});
+    R.compute([&](Expr r) { return sum(k, 8, D(r, k)); });
+    Pipeline p({Y, V, R}, "default_dense");
+    Kernel kern = p.compile();
+    const std::string ir = kern.lowered();
+    INFO(ir);
+    REQUIRE_THAT(ir, Contains("vectorized for f_v in [0, 0 + 16)"));
+    REQUIRE_THAT(ir, Contains("for g in [0, 0 + 100)"));
+    REQUIRE(ir.find("vectorized for g") == std::string::npos);
+    REQUIRE_THAT(ir, Contains("parallel for row in"));
+    REQUIRE(ir.find("acc_k_p0") == std::string::npos);
+    testing::check_against_reference(
+        p, kern, {X, U, D}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20,
+        16, 903);
+}
+
+TEST_CASE("default schedule: a Func that is scheduled, or that another op is computed at, keeps its loops",
+          "[default_schedule]") {
+    Dim batch("batch"), s("s"), f("f"), k("k");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 30);
+    Tensor X("X", {{batch, B}, {s, len(batch)}, {f, 32}});
+    Func Mean("Mean", {{batch, B}, {s, len(batch)}});
+    Mean.compute([&](Expr b, Expr t) { return sum(k, 32, X(b, t, k)) / 32.0f; });
+    Func Out("Out", {{batch, B}, {s, len(batch)}, {f, 32}});
+    Out.compute([&](Expr b, Expr t, Expr c) { return X(b, t, c) - Mean(b, t); });
+    Mean.compute_at(Out, s); // names Out's loop s: Out keeps batch and s as loops
+    Pipeline p({Out}, "default_kept");
+    Kernel kern = p.compile();
+    const std::string ir = kern.lowered();
+    INFO(ir);
+    REQUIRE_THAT(ir, Contains("parallel for batch in"));
+    REQUIRE(ir.find("batch_s") == std::string::npos);
+    testing::check_against_reference(
+        p, kern, {X}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 30, 16,
+        904);
+}
