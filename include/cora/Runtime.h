@@ -2,7 +2,8 @@
  *
  * A RaggedShape binds params and length arrays to values for one batch. It builds every aux
  * array (prefix-sum offsets) on first use and keeps it, so all kernels and layers that share
- * the shape share the arrays. A Buffer owns packed storage sized by the library. */
+ * the shape share the arrays. A Buffer owns packed storage sized by the library, or is a view of
+ * the caller's memory (Buffer::view: no copy). */
 #pragma once
 
 #include <cstdint>
@@ -52,12 +53,30 @@ private:
     std::shared_ptr<Impl> impl_;
 };
 
-/** Packed storage of one tensor (fp32, fp64 or int32 elements). */
+/** Packed storage of one tensor (fp32, fp64, int32 or int64 elements): owned, or a view of memory
+ * the caller owns. Copies share the storage. */
 class Buffer {
 public:
     Buffer() = default;
-    /** Raw storage of `count` zeroed elements of type `t` (for external data and tests). */
+    /** Owned storage of `count` zeroed elements of type `t`. To use data you already have, take a
+     * view() of it instead (no allocation, no copy). */
     Buffer(Type t, int64_t count);
+
+    /** A view of `count` elements of the caller's memory at `data`, packed as `t` is stored in
+     * `shape` (the layout Kernel::arguments() and the AOT header describe); nothing is copied or
+     * freed, and the memory must outlive every use of the view. RuntimeError, naming the tensor,
+     * when `count` is not exactly shape.size_of(t), when T is not t's element type, or when `data`
+     * is null (with count > 0) or not aligned to the element size. A view of const memory is read
+     * only: binding it to a kernel's output is a RuntimeError. alignment() tells how `data` is
+     * aligned (vector loads are fastest at 32 or 64). */
+    static Buffer view(const Tensor &t, const RaggedShape &shape, float *data, int64_t count);
+    static Buffer view(const Tensor &t, const RaggedShape &shape, double *data, int64_t count);
+    static Buffer view(const Tensor &t, const RaggedShape &shape, int32_t *data, int64_t count);
+    static Buffer view(const Tensor &t, const RaggedShape &shape, int64_t *data, int64_t count);
+    static Buffer view(const Tensor &t, const RaggedShape &shape, const float *data, int64_t count);
+    static Buffer view(const Tensor &t, const RaggedShape &shape, const double *data, int64_t count);
+    static Buffer view(const Tensor &t, const RaggedShape &shape, const int32_t *data, int64_t count);
+    static Buffer view(const Tensor &t, const RaggedShape &shape, const int64_t *data, int64_t count);
 
     /** Zeroed storage of exactly the tensor's packed size in `shape`. */
     static Buffer alloc(const Tensor &t, const RaggedShape &shape);
@@ -71,6 +90,12 @@ public:
 
     Type type() const { return type_; }
     int64_t size() const { return count_; }
+    /** Whether the storage belongs to this buffer (false for a view). */
+    bool owns_data() const { return owned_; }
+    /** Whether the storage may not be written (a view of const memory). */
+    bool read_only() const { return read_only_; }
+    /** The largest power of two, up to 64, that divides the data address (bytes). */
+    int64_t alignment() const;
     void *raw() { return data_.get(); }
     const void *raw() const { return data_.get(); }
     template <typename T> T *data() { return static_cast<T *>(raw()); }
@@ -79,8 +104,11 @@ public:
     float at(int64_t i) const { return data<float>()[i]; }
 
 private:
+    static Buffer make_view(const Tensor &t, const RaggedShape &shape, Type elem, void *data, int64_t count,
+                            bool read_only);
     Type type_ = Float32;
     int64_t count_ = 0;
+    bool owned_ = true, read_only_ = false;
     std::shared_ptr<uint8_t[]> data_;
 };
 

@@ -174,6 +174,9 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
                 if (b.tensor.node() == a.tensor) buf = b.buffer;
             if (!buf)
                 throw_runtime_error("no buffer bound for tensor '", a.name, "' of kernel '", impl_->module.name, "'");
+            if (a.kind == ModuleArg::Kind::Output && buf->read_only())
+                throw_runtime_error("output '", a.name, "' of kernel '", impl_->module.name,
+                                    "' is bound to a read-only buffer (a Buffer::view of const memory)");
             c.type_code = type_code_of(buf->type());
             c.data = buf->raw();
             c.count = buf->size();

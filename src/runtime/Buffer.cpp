@@ -85,6 +85,47 @@ Buffer::Buffer(Type t, int64_t count) : type_(t), count_(count) {
 
 Buffer Buffer::alloc(const Tensor &t, const RaggedShape &shape) { return Buffer(t.type(), shape.size_of(t)); }
 
+Buffer Buffer::make_view(const Tensor &t, const RaggedShape &shape, Type elem, void *data, int64_t count,
+                         bool read_only) {
+    auto fail = [&](auto &&...msg) { throw_runtime_error("Buffer::view of tensor '", t.name(), "': ", msg...); };
+    if (elem != t.type()) fail("the data is ", elem.str(), ", the tensor's elements are ", t.type().str());
+    int64_t need = shape.size_of(t);
+    if (count != need)
+        fail(count, " elements given, the tensor has ", need,
+             " in this shape (its packed size; Kernel::arguments() and the AOT header give the layout)");
+    if (count > 0 && !data) fail("null data for ", count, " elements");
+    if ((uintptr_t)data % (uintptr_t)elem.bytes() != 0)
+        fail("data at ", data, " is not aligned to its ", elem.bytes(), "-byte elements");
+    Buffer b;
+    b.type_ = elem;
+    b.count_ = count;
+    b.owned_ = false;
+    b.read_only_ = read_only;
+    b.data_ = std::shared_ptr<uint8_t[]>(static_cast<uint8_t *>(data), [](uint8_t *) {}); // the caller's memory
+    return b;
+}
+
+#define CORA_BUFFER_VIEW(T, elem)                                                                                      \
+    Buffer Buffer::view(const Tensor &t, const RaggedShape &shape, T *data, int64_t count) {                           \
+        return make_view(t, shape, elem, data, count, false);                                                          \
+    }                                                                                                                  \
+    Buffer Buffer::view(const Tensor &t, const RaggedShape &shape, const T *data, int64_t count) {                     \
+        return make_view(t, shape, elem, const_cast<T *>(data), count, true);                                          \
+    }
+CORA_BUFFER_VIEW(float, Float32)
+CORA_BUFFER_VIEW(double, Float64)
+CORA_BUFFER_VIEW(int32_t, Int32)
+CORA_BUFFER_VIEW(int64_t, Int64)
+#undef CORA_BUFFER_VIEW
+
+int64_t Buffer::alignment() const {
+    uintptr_t a = (uintptr_t)data_.get();
+    int64_t al = 1;
+    while (al < 64 && a % (uintptr_t)(al * 2) == 0)
+        al *= 2;
+    return a == 0 ? 64 : al;
+}
+
 Buffer Buffer::from_padded(const Tensor &t, const RaggedShape &shape, const std::vector<float> &padded,
                            const std::vector<int64_t> &padded_dims) {
     if (t.type() != Float32)
