@@ -7,8 +7,7 @@
 
 #include "cora/Runtime.h"
 #include "cora/Tensor.h"
-
-struct cora_arg_t;
+#include "cora_runtime.h" // cora_arg_t and the status codes: Kernel::make_args and run_raw use them
 
 namespace cora {
 

@@ -5,11 +5,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <mutex>
+#include <optional>
 
+#include <sys/stat.h>
+
+#include "driver/KernelCache.h"
 #include "driver/Subprocess.h"
 #include "util/Error.h"
+#include "util/Hash.h"
 
 namespace cora::driver {
 
@@ -17,19 +20,41 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool on_path(const std::string &prog) {
+/** Where `prog` runs from: itself when it names a path, else the first executable on PATH. */
+std::optional<fs::path> find_program(const std::string &prog) {
+    if (prog.find('/') != std::string::npos)
+        return access(prog.c_str(), X_OK) == 0 ? std::optional<fs::path>(prog) : std::nullopt;
     const char *path = std::getenv("PATH");
-    if (!path) return false;
+    if (!path) return std::nullopt;
     std::string p = path;
     size_t start = 0;
     while (start <= p.size()) {
         size_t end = p.find(':', start);
         if (end == std::string::npos) end = p.size();
         fs::path cand = fs::path(p.substr(start, end - start)) / prog;
-        if (access(cand.c_str(), X_OK) == 0) return true;
+        if (access(cand.c_str(), X_OK) == 0) return cand;
         start = end + 1;
     }
-    return false;
+    return std::nullopt;
+}
+
+bool on_path(const std::string &prog) { return find_program(prog).has_value(); }
+
+/** What identifies the compiler's files without running it: each word of the command that is a
+ * program, by its resolved path, size, modification time and inode (an upgrade changes them). */
+std::string compiler_fingerprint(const std::vector<std::string> &compiler) {
+    std::string fp;
+    for (const std::string &w : compiler) {
+        fp += w + "\n";
+        std::optional<fs::path> exe = find_program(w);
+        std::error_code ec;
+        fs::path real = exe ? fs::canonical(*exe, ec) : fs::path();
+        struct stat st {};
+        if (exe && !ec && stat(real.c_str(), &st) == 0)
+            fp += concat(real.string(), " ", st.st_size, " ", st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, " ",
+                         st.st_ino, " ", st.st_dev, "\n");
+    }
+    return fp;
 }
 
 } // namespace
@@ -59,24 +84,28 @@ std::vector<std::string> with_args(const std::vector<std::string> &compiler, con
     return v;
 }
 
-std::string toolchain_identity(const std::vector<std::string> &compiler) {
-    static std::mutex mu;
-    static std::map<std::vector<std::string>, std::string> known;
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = known.find(compiler);
-    if (it != known.end()) return it->second;
-    ProcessResult r = run_process(with_args(compiler, {"--version"}));
-    if (!r.ok())
-        throw EnvironmentError(concat("cora: the C++ compiler '", format_command(compiler),
-                                      "' does not run (`--version` failed): ", r.output.substr(0, 1000)));
-    std::string id = r.output;
+std::string toolchain_identity(const std::vector<std::string> &compiler, const KernelCache *cache) {
+    // Running `--version` costs 50-60 ms (clang++ loads LLVM), more than the rest of a cache hit:
+    // every compile after the first reads the answer noted in the cache.
+    const std::string note = "toolchain-" + util::content_hash(compiler_fingerprint(compiler));
+    std::string id;
+    if (std::optional<std::string> v = cache ? cache->read_note(note) : std::nullopt) {
+        id = *v;
+    } else {
+        ProcessResult r = run_process(with_args(compiler, {"--version"}));
+        if (!r.ok())
+            throw EnvironmentError(concat("cora: the C++ compiler '", format_command(compiler),
+                                          "' does not run (`--version` failed): ", r.output.substr(0, 1000)));
+        id = r.output;
+        if (cache) cache->write_note(note, id);
+    }
     std::ifstream cpu("/proc/cpuinfo");
     std::string line;
     while (std::getline(cpu, line)) {
         if (line.rfind("model name", 0) == 0 || line.rfind("flags", 0) == 0) id += line + "\n";
         if (line.empty()) break; // the first processor is enough
     }
-    return known[compiler] = id;
+    return id;
 }
 
 } // namespace cora::driver

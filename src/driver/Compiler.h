@@ -17,10 +17,14 @@ std::vector<std::string> compiler_command(const std::string &cxx);
  * with (CORA_SANITIZE), so that generated code's out-of-bounds accesses are caught as well. */
 std::vector<std::string> sanitizer_flags();
 
-/** The compiler's version line and this CPU's model and feature flags (computed once per
- * compiler): part of every cache key, so a cache shared between machines never serves a kernel
- * built for another CPU or compiler. EnvironmentError when the compiler cannot be run. */
-std::string toolchain_identity(const std::vector<std::string> &compiler);
+class KernelCache;
+
+/** The compiler's version line and this CPU's model and feature flags: part of every cache key,
+ * so a cache shared between machines never serves a kernel built for another CPU or compiler.
+ * With a cache, the version line is noted there, keyed by the compiler's files (path, size,
+ * mtime, inode): the compiler runs once per installed version, not once per compile (clang++
+ * --version takes 50-60 ms). EnvironmentError when the compiler cannot be run. */
+std::string toolchain_identity(const std::vector<std::string> &compiler, const KernelCache *cache = nullptr);
 
 /** The compiler followed by `args`. */
 std::vector<std::string> with_args(const std::vector<std::string> &compiler, const std::vector<std::string> &args);

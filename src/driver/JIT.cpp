@@ -55,7 +55,7 @@ JitResult jit_compile(const std::string &source, const std::string &symbol, cons
     std::string flag_text;
     for (const std::string &f : flags)
         flag_text += f + " ";
-    std::string key = util::content_hash(toolchain_identity(cxx) + "\n" + flag_text + "\n" + source);
+    std::string key = util::content_hash(toolchain_identity(cxx, &cache) + "\n" + flag_text + "\n" + source);
     fs::path so = cache.library_path(key);
 
     JitResult r;

@@ -152,6 +152,22 @@ void KernelCache::publish(const std::string &key, const fs::path &tmp) const {
     }
 }
 
+std::optional<std::string> KernelCache::read_note(const std::string &name) const {
+    std::string text;
+    if (!read_file(dir_ / (name + ".note"), text) || text.empty()) return std::nullopt;
+    return text;
+}
+
+void KernelCache::write_note(const std::string &name, const std::string &text) const {
+    fs::path tmp = temp_path(name, ".note");
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    f.close();
+    std::error_code ec;
+    if (f) fs::rename(tmp, dir_ / (name + ".note"), ec);
+    if (!f || ec) fs::remove(tmp, ec);
+}
+
 void KernelCache::evict(const std::string &key) const {
     std::error_code ec;
     fs::remove(library_path(key), ec);

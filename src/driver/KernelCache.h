@@ -16,6 +16,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace cora::driver {
@@ -37,6 +38,12 @@ public:
     void publish(const std::string &key, const std::filesystem::path &tmp) const;
     /** Removes entry `key` (library and checksum); missing files are not an error. */
     void evict(const std::string &key) const;
+
+    /** A small text the cache keeps under `name` (e.g. a compiler's version line), or nullopt. */
+    std::optional<std::string> read_note(const std::string &name) const;
+    /** Keeps `text` under `name`, published atomically; failures are ignored (a note is only a
+     * shortcut). */
+    void write_note(const std::string &name, const std::string &text) const;
 
 private:
     std::filesystem::path sum_path(const std::string &key) const;

@@ -3,6 +3,7 @@
  * types is a CompileError asking for an explicit cast. Every user mistake is reported here, as a
  * CompileError; the IR factories behind these functions only check cora's own invariants. */
 #include <atomic>
+#include <cctype>
 #include <cmath>
 
 #include "ir/IR.h"
@@ -45,9 +46,16 @@ void unify(Expr &a, Expr &b, const char *op) {
 
 /** Operands of one type (after unify): the user must cast explicitly. */
 void require_same_type(const Expr &a, const Expr &b, const char *op) {
-    if (a.type() != b.type())
+    if (a.type() != b.type()) {
+        auto api_name = [](Type t) { // the constant's name in the API: float32 -> Float32
+            std::string n = t.str();
+            n[0] = (char)std::toupper((unsigned char)n[0]);
+            return n;
+        };
         throw_compile_error("operands of '", op, "' have different types ", a.type().str(), " and ", b.type().str(),
-                            " (", to_string(a), ", ", to_string(b), "); use cast<>() to convert");
+                            " (", to_string(a), ", ", to_string(b), "); convert one of them: cast(", api_name(a.type()),
+                            ", e) or cast(", api_name(b.type()), ", e)");
+    }
 }
 
 Expr arithmetic(Expr a, Expr b, const char *op, Expr (*make)(Expr, Expr)) {

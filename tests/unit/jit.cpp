@@ -4,7 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 using namespace cora;
 namespace fs = std::filesystem;
@@ -38,6 +41,44 @@ TEST_CASE("the second compile of a kernel is a cache hit", "[jit]") {
     REQUIRE(second.source() == first.source());
     REQUIRE(second.lowered().find("parallel for batch") != std::string::npos);
     fs::remove_all(opts.cache_dir);
+}
+
+TEST_CASE("the compiler's version is asked once and noted in the cache, again when the compiler changes",
+          "[jit][toolchain]") {
+    // A compiler wrapper that logs every `--version` (each costs clang++ 50-60 ms).
+    fs::path dir = fresh_dir("toolchain"), log = dir / "version-calls.log", cxx = dir / "fake-cxx";
+    fs::create_directories(dir);
+    auto write_wrapper = [&](const std::string &tag) {
+        std::ofstream(cxx) << "#!/bin/sh\n# " << tag << "\nfor a in \"$@\"; do [ \"$a\" = --version ] && echo v >> '"
+                           << log.string() << "'; done\nexec c++ \"$@\"\n";
+        fs::permissions(cxx, fs::perms::owner_all);
+    };
+    auto version_calls = [&] {
+        std::ifstream f(log);
+        return (int)std::count(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>(), '\n');
+    };
+    write_wrapper("one");
+    Dim batch("batch"), seq("seq");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 10);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    CompileOptions opts;
+    opts.cache_dir = (dir / "cache").string();
+    opts.cxx = cxx.string();
+    Kernel k1 = Pipeline({scaled(2.0f, A, batch, seq, B, len)}, "toolchain_a").compile(opts);
+    REQUIRE(version_calls() == 1);
+    Kernel k2 = Pipeline({scaled(3.0f, A, batch, seq, B, len)}, "toolchain_b").compile(opts); // a new kernel
+    Kernel k3 = Pipeline({scaled(2.0f, A, batch, seq, B, len)}, "toolchain_a").compile(opts); // a cache hit
+    REQUIRE_FALSE(k2.from_cache());
+    REQUIRE(k3.from_cache());
+    REQUIRE(version_calls() == 1);
+    // A changed compiler (another file: size and mtime differ) is asked again, and its kernels
+    // are not the old compiler's.
+    write_wrapper("two, upgraded");
+    Kernel k4 = Pipeline({scaled(2.0f, A, batch, seq, B, len)}, "toolchain_a").compile(opts);
+    REQUIRE(version_calls() == 2);
+    REQUIRE(k4.from_cache()); // same --version text: the same toolchain, so the same kernel
+    fs::remove_all(dir);
 }
 
 TEST_CASE("two processes compiling the same kernel at once both succeed", "[jit]") {

@@ -47,7 +47,7 @@ TEST_CASE("user mistakes in expressions are CompileErrors; IR invariants are Int
     Expr f = A(Expr(i)), n = Expr(i);
     REQUIRE_THROWS_AS(f + n, CompileError);
     REQUIRE_THROWS_WITH(f + n, Contains("operands of '+' have different types float32 and int64") &&
-                                   Contains("use cast<>() to convert"));
+                                   Contains("convert one of them: cast(Float32, e) or cast(Int64, e)"));
     REQUIRE_THROWS_WITH(select(n, f, f), Contains("select condition must be boolean"));
     REQUIRE_THROWS_WITH(exp(n), Contains("exp() needs a floating-point argument"));
     REQUIRE_THROWS_WITH(len(f), Contains("argument of 'len' must be an integer index"));
