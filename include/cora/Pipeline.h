@@ -36,6 +36,9 @@ struct KernelArgInfo {
     Kind kind;
     std::string name;
     Type type;
+    /** Input / Output: where each element lives (offset formula, storage order, padding, element
+     * count), as the AOT header states it; LengthArray: its element count. Else empty. */
+    std::string layout;
 };
 
 /** Binds a buffer to a tensor for one run. */

@@ -26,12 +26,19 @@ std::string aot_header(const Module &m, const std::string &fn) {
       << " * pointer and an element count, which the kernel checks against the shape. */\n"
       << "#ifndef " << guard << "\n#define " << guard << "\n\n#include <stdint.h>\n\n"
       << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-    h << "/** Element counts of the tensor arguments, as filled in by " << fn << "_buffer_sizes. */\nenum {\n";
-    for (size_t i = 0; i < tensors.size(); i++)
-        h << "    " << fn << "_size_" << c_identifier(tensors[i]->name) << " = " << i << ",\n";
-    h << "    " << fn << "_tensor_count = " << tensors.size() << "\n};\n\n";
-    h << "/** Run the kernel. Tensors are packed ragged storage of exactly the sizes " << fn
-      << "_buffer_sizes reports.\n";
+    std::vector<const ModuleArg *> counted = tensors; // the size query's order: tensors, then length arrays
+    for (const ModuleArg *a : abi)
+        if (a->kind == ModuleArg::Kind::LengthArray) counted.push_back(a);
+    h << "/** Element counts of the array arguments (tensors, then length arrays), as filled in by " << fn
+      << "_buffer_sizes. */\nenum {\n";
+    for (size_t i = 0; i < counted.size(); i++)
+        h << "    " << fn << "_size_" << c_identifier(counted[i]->name) << " = " << i << ",\n";
+    h << "    " << fn << "_size_count = " << counted.size() << ",\n"
+      << "    " << fn << "_tensor_count = " << counted.size()
+      << " /* the same: size arrays by it (older name) */\n};\n\n";
+    h << "/** Run the kernel. Arrays are packed storage of exactly the sizes " << fn << "_buffer_sizes reports;\n"
+      << " * each tensor's layout below (f(x) is element x of length array f; sum(i < n: e) adds e over\n"
+      << " * i = 0 .. n-1; a / b rounds down; offsets count elements, not bytes).\n";
     for (const ModuleArg *a : abi) {
         static const char *kinds[] = {"param", "length array", "aux array", "input tensor", "output tensor"};
         h << " *   " << param_name(*a) << ": " << kinds[(int)a->kind];
@@ -40,10 +47,13 @@ std::string aot_header(const Module &m, const std::string &fn) {
         else if (a->kind == ModuleArg::Kind::LengthArray)
             h << ", values in [" << a->uf->min_value << ", " << a->uf->max_value << "]";
         h << "\n";
+        std::istringstream lines(a->layout);
+        for (std::string line; std::getline(lines, line);)
+            h << " *       " << line << "\n";
     }
     h << " */\nint32_t " << fn << "(" << typed_params(abi) << "char *error, int32_t error_size);\n\n";
-    h << "/** Check the shape arguments and write the element count of every tensor argument into\n"
-      << " * sizes[0 .. " << fn << "_tensor_count), indexed by the enum above. */\n";
+    h << "/** Check the shape arguments and write the element count of every array argument into\n"
+      << " * sizes[0 .. " << fn << "_size_count), indexed by the enum above. */\n";
     h << "int32_t " << fn << "_buffer_sizes(" << typed_params(shape)
       << "int64_t *sizes, char *error, int32_t error_size);\n\n";
     h << "/** The same kernel through the generic ABI of cora_runtime.h (arguments in the order above). */\n"

@@ -88,7 +88,8 @@ LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const C
 std::vector<KernelArgInfo> argument_info(const LoweredModule &m) {
     std::vector<KernelArgInfo> v;
     for (const ModuleArg &a : m.entry().args)
-        v.push_back(KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type});
+        v.push_back(
+            KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type, a.layout});
     return v;
 }
 

@@ -103,15 +103,21 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
         return out;
     }
     out.sizes = make_var("sizes", VarRole::Buffer, Int64);
+    // Every array argument's element count: the tensors, then the length arrays (the order of the
+    // AOT header's enum).
     std::vector<Stmt> sizes;
+    auto report = [&](const ModuleArg &a, const char *what) {
+        // Checked like every argument check: a size that overflows is reported, never wrapped.
+        Expr index = IntImm::make((int64_t)(sizes.size() / 2));
+        sizes.push_back(Assert::make(GE::make(a.expected_count, IntImm::make(0)),
+                                     {std::string(what) + " '" + a.name + "' would have ", " elements"},
+                                     {a.expected_count}));
+        sizes.push_back(Store::make(out.sizes, index, a.expected_count));
+    };
     for (const ModuleArg &a : args)
-        if (a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output) {
-            // Checked like every argument check: a size that overflows is reported, never wrapped.
-            Expr index = IntImm::make((int64_t)(sizes.size() / 2));
-            sizes.push_back(Assert::make(GE::make(a.expected_count, IntImm::make(0)),
-                                         {"tensor '" + a.name + "' would have ", " elements"}, {a.expected_count}));
-            sizes.push_back(Store::make(out.sizes, index, a.expected_count));
-        }
+        if (a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output) report(a, "tensor");
+    for (const ModuleArg &a : args)
+        if (a.kind == ModuleArg::Kind::LengthArray) report(a, "length array");
     std::vector<Stmt> sizes_body = inputs;
     sizes_body.push_back(build_aux_arrays(Block::make(sizes), args, ctx));
     out.size_query = Block::make(sizes_body);

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "analysis/LayoutDescription.h"
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
 
@@ -74,6 +76,7 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
         a.var = make_var(u->name, VarRole::Buffer, Int32);
         a.count_var = make_var(u->name + "_count", VarRole::Local, Int64);
         a.expected_count = u->count;
+        a.layout = "int32 " + u->name + "[" + print(u->count) + "]\n";
         args.push_back(a);
     }
     std::map<std::string, int> aux_names;
@@ -97,6 +100,7 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
         a.var = st.buffer;
         a.count_var = make_var(t->name + "_count", VarRole::Local, Int64);
         a.expected_count = st.flat.size;
+        a.layout = describe_storage(ctx.aux, *t, st.flat, st.layout, "");
         args.push_back(a);
     };
     for (auto &t : ctx.inputs)

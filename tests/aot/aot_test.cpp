@@ -38,6 +38,8 @@ TEST_CASE("AOT packed projection (prefix sums, fusion maps, bulk padding) matche
         REQUIRE(sizes[aot_projection_size_X] == x.size());
         REQUIRE(sizes[aot_projection_size_W] == w.size());
         REQUIRE(sizes[aot_projection_size_Out] == out.size());
+        REQUIRE(sizes[aot_projection_size_len] == (int64_t)lengths.size()); // length arrays are counted too
+        REQUIRE(aot_projection_size_count == aot_projection_tensor_count);
         char error[256] = "";
         int32_t status =
             aot_projection((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(), x.data<float>(), x.size(),
