@@ -16,7 +16,8 @@ Func &Func::cache_write(const Dim &at) {
     auto fail = [&](auto &&...msg) {
         throw_compile_error("cache_write at '", at.name(), "' in Func '", name(), "': ", msg...);
     };
-    if (!is_known_dim(*node_, at.node().get())) fail("'", at.name(), "' is not a loop of this Func");
+    if (!is_known_dim(*node_, at.node().get()))
+        fail("not a loop of this Func: ", why_not_a_loop(*node_, at.node().get()));
     if (mutable_schedule(*node_).cache_write_at) fail("it already has a cache_write");
     mutable_schedule(*node_).cache_write_at = at.node();
     return *this;
@@ -26,7 +27,8 @@ Func &Func::cache_read(const Tensor &t, const Dim &at) {
     auto fail = [&](auto &&...msg) {
         throw_compile_error("cache_read of '", t.name(), "' at '", at.name(), "' in Func '", name(), "': ", msg...);
     };
-    if (!is_known_dim(*node_, at.node().get())) fail("'", at.name(), "' is not a loop of this Func");
+    if (!is_known_dim(*node_, at.node().get()))
+        fail("not a loop of this Func: ", why_not_a_loop(*node_, at.node().get()));
     if (t.node() == node_) fail("a Func cannot cache its own storage; use cache_write");
     bool read = false;
     ir::visit_exprs(node_->value, [&](const Expr &e) {

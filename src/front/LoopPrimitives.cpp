@@ -19,8 +19,8 @@ Func &Func::split(const Dim &d, const Dim &outer, const Dim &inner, int64_t fact
     if (factor <= 0)
         throw_compile_error("split of '", d.name(), "' in Func '", name(), "': factor must be positive, got ", factor);
     if (!is_live_loop(*node_, d.node().get()))
-        throw_compile_error("split of '", d.name(), "' in Func '", name(), "': '", d.name(),
-                            "' is not a loop of this Func (already split or fused, or not in its domain)");
+        throw_compile_error("split of '", d.name(), "' in Func '", name(),
+                            "': not a loop of this Func: ", why_not_a_loop(*node_, d.node().get()));
     if (outer.same_as(inner))
         throw_compile_error("split of '", d.name(), "' in Func '", name(), "': outer and inner must be different dims");
     for (const Dim *n : {&outer, &inner}) {
@@ -42,9 +42,8 @@ Func &Func::fuse(const Dim &outer, const Dim &inner, const Dim &fused) {
     auto po = at(outer), pi = at(inner);
     for (const Dim *d : {&outer, &inner})
         if (!is_live_loop(*node_, d->node().get()))
-            throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(), "': '",
-                                d->name(),
-                                "' is not a loop of this Func (already split or fused, or not in its domain)");
+            throw_compile_error("fuse of '", outer.name(), "' and '", inner.name(), "' in Func '", name(),
+                                "': not a loop of this Func: ", why_not_a_loop(*node_, d->node().get()));
     for (const Dim *d : {&outer, &inner})
         reject_reduction_loop(*node_, *d, "fuse", "a fused loop would mix reduction and element iterations");
     if (pi != po + 1)
@@ -62,8 +61,8 @@ Func &Func::fuse(const Dim &outer, const Dim &inner, const Dim &fused) {
 static Func &add_remap(Func &f, const std::shared_ptr<ir::TensorNode> &node, const Dim &d, const Dim &rank,
                        std::shared_ptr<const ir::UFNode> perm, const Expr &cost) {
     if (!is_live_loop(*node, d.node().get()))
-        throw_compile_error("remap of '", d.name(), "' in Func '", node->name, "': '", d.name(),
-                            "' is not a loop of this Func (already split or fused, or not in its domain)");
+        throw_compile_error("remap of '", d.name(), "' in Func '", node->name,
+                            "': not a loop of this Func: ", why_not_a_loop(*node, d.node().get()));
     reject_reduction_loop(*node, d, "remap", "its order is the order of the reduction");
     if (is_known_dim(*node, rank.node().get()))
         throw_compile_error("remap of '", d.name(), "' in Func '", node->name, "': dim '", rank.name(),
@@ -88,8 +87,8 @@ Func &Func::pad_loop(const Dim &d, int64_t multiple) {
         throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': multiple must be positive, got ",
                             multiple);
     if (!is_live_loop(*node_, d.node().get()))
-        throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(), "': '", d.name(),
-                            "' is not a loop of this Func (already split or fused, or not in its domain)");
+        throw_compile_error("pad_loop of '", d.name(), "' in Func '", name(),
+                            "': not a loop of this Func: ", why_not_a_loop(*node_, d.node().get()));
     reject_reduction_loop(*node_, d, "pad_loop", "its padded iterations would add to the result");
     for (auto &tr : mutable_schedule(*node_).transforms)
         if (tr.kind == LoopTransform::Kind::Pad && tr.parent == d.node())
@@ -103,7 +102,8 @@ Func &Func::reorder(const std::vector<Dim> &outermost_first) {
     for (size_t i = 0; i < outermost_first.size(); i++) {
         const Dim &d = outermost_first[i];
         if (!is_known_dim(*node_, d.node().get()))
-            throw_compile_error("reorder in Func '", name(), "': '", d.name(), "' is not a loop of this Func");
+            throw_compile_error("reorder in Func '", name(),
+                                "': not a loop of this Func: ", why_not_a_loop(*node_, d.node().get()));
         for (size_t j = 0; j < i; j++)
             if (outermost_first[j].same_as(d))
                 throw_compile_error("reorder in Func '", name(), "': '", d.name(), "' is listed twice");
@@ -119,7 +119,8 @@ Func &Func::reorder(const std::vector<Dim> &outermost_first) {
 static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, const Dim &d, LoopAnnotation a,
                       const char *what) {
     if (!is_known_dim(*node, d.node().get()))
-        throw_compile_error(what, " in Func '", node->name, "': '", d.name(), "' is not a loop of this Func");
+        throw_compile_error(what, " in Func '", node->name,
+                            "': not a loop of this Func: ", why_not_a_loop(*node, d.node().get()));
     for (auto &[dim, ann] : mutable_schedule(*node).annotations)
         if (dim == d.node())
             throw_compile_error(what, " in Func '", node->name, "': loop '", d.name(), "' is already marked");

@@ -93,7 +93,14 @@ Func &Func::compute_at(const Func &consumer, const Dim &d) {
     bool known = false;
     for (auto &ld : consumer.node_->domain)
         known = known || ld.dim == d.node();
-    if (!known) fail("'", d.name(), "' is not a dim of '", consumer.name(), "'");
+    if (!known) {
+        std::string dims;
+        for (auto &ld : consumer.node_->domain)
+            dims += (dims.empty() ? "" : ", ") + ld.dim->name;
+        fail("'", d.name(), "' is not a dim of '", consumer.name(), "' (its dims: ", dims,
+             "); compute_at names one of the consumer's dims, and the consumer's loops down to it must stay as ",
+             "declared (a loop made by split, fuse or remap cannot be named)");
+    }
     mutable_schedule(*node_).at_consumer = consumer.node_;
     mutable_schedule(*node_).at_loop = d.node();
     return *this;

@@ -1,9 +1,9 @@
 #include "front/Schedule.h"
 
-#include "ir/Epilogue.h"
-
 #include <algorithm>
 
+#include "ir/Epilogue.h"
+#include "ir/IRVisitor.h"
 #include "util/Error.h"
 
 namespace cora::front {
@@ -62,6 +62,48 @@ bool is_known_dim(const ir::TensorNode &t, const ir::DimNode *d) {
     for (const LoopTransform &tr : schedule_of(t).transforms)
         if (tr.outer.get() == d || tr.inner.get() == d || tr.fused.get() == d) return true;
     return false;
+}
+
+std::string why_not_a_loop(const ir::TensorNode &t, const ir::DimNode *d) {
+    const std::string dn = "'" + d->name + "'";
+    for (const LoopTransform &tr : schedule_of(t).transforms) {
+        if (tr.parent.get() == d && tr.kind == LoopTransform::Kind::Split)
+            return concat(dn, " was split into '", tr.outer->name, "' and '", tr.inner->name, "'");
+        if (tr.parent.get() == d && tr.kind == LoopTransform::Kind::Remap)
+            return concat(dn, " was remapped: its loop is now '", tr.outer->name, "'");
+        if (tr.kind == LoopTransform::Kind::Fuse && (tr.outer.get() == d || tr.inner.get() == d))
+            return concat(dn, " was fused into '", tr.fused->name, "'");
+    }
+    // The reductions of the definition: how many are outermost, and whether d is one's dim.
+    struct Finder : ir::IRVisitor {
+        const ir::DimNode *d;
+        int depth = 0, outermost = 0;
+        bool d_outer = false, d_nested = false;
+        void visit(const Expr &x) override {
+            const ir::Reduce *r = x.as<ir::Reduce>();
+            if (!r) return ir::IRVisitor::visit(x);
+            if (depth == 0) outermost++;
+            if (r->var->dim == d) (depth == 0 ? d_outer : d_nested) = true;
+            depth++;
+            ir::IRVisitor::visit(x);
+            depth--;
+        }
+        using ir::IRVisitor::visit;
+    } f;
+    f.d = d;
+    if (t.value.defined()) f.visit(t.value);
+    if (f.d_nested)
+        return concat(dn, " is the dim of a reduction nested in another reduction's body; only a definition's ",
+                      "outermost reduction can be scheduled: compute the inner one in a Func of its own");
+    if (f.d_outer)
+        return concat(dn, " is the dim of one of the ", f.outermost, " reductions in the definition of '", t.name,
+                      "'; a reduction dim becomes a loop only when the definition has exactly one, alone or inside ",
+                      "elementwise work on its result (e.g. sum(...) / 8, max(sum(...) + bias(o), 0)): compute each ",
+                      "reduction in a Func of its own and combine them in this one");
+    std::string dims;
+    for (const ir::LayoutDim &ld : t.domain)
+        dims += (dims.empty() ? "" : ", ") + ld.dim->name;
+    return concat(dn, " is not a dim of this Func (its dims: ", dims, ")");
 }
 
 LoopReplay::LoopReplay(const ir::TensorNode &f, bool with_reduction_dim) {

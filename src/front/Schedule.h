@@ -106,6 +106,11 @@ bool is_reduction_loop(const ir::TensorNode &t, const ir::DimNode *d);
  * transform). */
 bool is_known_dim(const ir::TensorNode &t, const ir::DimNode *d);
 
+/** Why `d` is not a loop of `t` now, and what to name instead (for "not a loop" errors): split,
+ * fused or remapped away, the dim of a reduction that cannot be scheduled (several reductions,
+ * or nested in another's body), or not one of its dims at all. */
+std::string why_not_a_loop(const ir::TensorNode &t, const ir::DimNode *d);
+
 /** The loops of a Func, transform after transform. Starts from its loop domain (then the
  * scheduled reduction loop, or with `with_reduction_dim` the definition's reduction dim, which
  * the front end can name before it becomes a loop). */

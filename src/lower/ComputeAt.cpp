@@ -82,8 +82,13 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
     auto fail = [&](auto &&...msg) {
         throw_compile_error("compute_at of Func '", f->name, "' in '", g->name, "' at '", d->name, "': ", msg...);
     };
-    if (!front::schedule_of(*f).op_splits.empty()) fail("its op is split");
-    if (!front::schedule_of(*f).hfuse.empty() || front::schedule_of(*f).hfuse_member) fail("it is horizontally fused");
+    if (!front::schedule_of(*f).op_splits.empty())
+        fail("its op is split (split_op), so it runs as several loop nests (head and tails), while compute_at moves ",
+             "one nest into the consumer's loop; drop compute_at (it then runs on its own before '", g->name,
+             "') or drop split_op");
+    if (!front::schedule_of(*f).hfuse.empty() || front::schedule_of(*f).hfuse_member)
+        fail("it is horizontally fused (hfuse), so its loop runs with other ops' loops, while compute_at moves it ",
+             "inside a loop of '", g->name, "'; drop one of the two");
     size_t fp = (size_t)(std::find(ops.begin(), ops.end(), f) - ops.begin());
     size_t gp = (size_t)(std::find(ops.begin(), ops.end(), g) - ops.begin());
     if (gp == ops.size() || gp < fp) fail("'", g->name, "' is not computed after it by this pipeline");
@@ -93,16 +98,34 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
         outer.push_back(loop);
         if (loop->var == d->var) break;
     }
-    if (outer.empty() || outer.back()->var != d->var)
-        fail("'", d->name,
-             "' is not one of the consumer's outermost loops (split, fused, reordered, or under a guard)");
+    // The rule, stated where it is broken.
+    const std::string rule = concat("compute_at needs the consumer's loops down to '", d->name,
+                                    "' to be its outermost dims in domain order, as declared (not split, fused, "
+                                    "remapped or reordered); schedule only loops inside '",
+                                    d->name, "', or drop compute_at (then '", f->name, "' runs on its own)");
+    if (outer.empty() || outer.back()->var != d->var) {
+        std::vector<DimPtr> live = front::final_loops(*g, true);
+        bool is_loop = std::any_of(live.begin(), live.end(), [&](const DimPtr &l) { return l == d; });
+        fail(is_loop ? concat("'", d->name, "' is a loop of '", g->name,
+                              "' but not among its outermost loops (reordered, or under a guard)")
+                     : front::why_not_a_loop(*g, d.get()),
+             "; ", rule);
+    }
     size_t depth = outer.size();
     for (size_t j = 0; j < depth; j++) {
         if (j == f->domain.size()) fail("it has fewer dims than the consumer's loops down to '", d->name, "'");
         const LayoutDim &fd = f->domain[j];
-        if (outer[j]->var != fd.dim->var)
+        if (outer[j]->var != fd.dim->var) {
+            bool consumer_dim = j < g->domain.size() && g->domain[j].dim == fd.dim;
+            std::vector<DimPtr> live = front::final_loops(*g, true);
+            bool live_dim = std::any_of(live.begin(), live.end(), [&](const DimPtr &l) { return l == fd.dim; });
             fail("the consumer's loop ", j, " is '", outer[j]->var->name, "' but its dim ", j, " is '", fd.dim->name,
-                 "'; the loops down to '", d->name, "' must be its outermost dims, in order");
+                 "'",
+                 consumer_dim && !live_dim
+                     ? concat(" (in '", g->name, "': ", front::why_not_a_loop(*g, fd.dim.get()), ")")
+                     : std::string(),
+                 "; ", rule);
+        }
         if (!equal(simplify(outer[j]->extent), simplify(fd.extent)))
             fail("the consumer's loop '", fd.dim->name, "' runs to ", print(outer[j]->extent), ", not over its extent ",
                  print(fd.extent));

@@ -115,5 +115,13 @@ TEST_CASE("a definition with two reductions side by side has no schedulable redu
     Func F("F", {{b, B}});
     F.compute([&](Expr bb) { return sum(r, 8, X(bb, r)) + sum(q, 8, X(bb, q) * 2.0f); });
     REQUIRE_THROWS_AS(F.reorder({r, b}), CompileError);
-    REQUIRE_THROWS_WITH(F.reorder({r, b}), Contains("'r' is not a loop of this Func"));
+    REQUIRE_THROWS_WITH(F.reorder({r, b}),
+                        Contains("not a loop of this Func: 'r' is the dim of one of the 2 reductions in the "
+                                 "definition of 'F'") &&
+                            Contains("compute each reduction in a Func of its own"));
+    Func N("N", {{b, B}});
+    N.compute([&](Expr bb) { return sum(r, 8, X(bb, r) * sum(q, 8, X(bb, q))); });
+    REQUIRE_THROWS_WITH(N.split(q, b, r, 2),
+                        Contains("'q' is the dim of a reduction nested in another reduction's body; only a "
+                                 "definition's outermost reduction can be scheduled"));
 }

@@ -34,13 +34,15 @@ TEST_CASE("illegal schedules are rejected with clear messages", "[error][schedul
     {
         Func F = fresh();
         REQUIRE_THROWS_WITH(F.split(seq, so, si, 0), Contains("factor must be positive, got 0"));
-        REQUIRE_THROWS_WITH(F.split(other, so, si, 4), Contains("'other' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.split(other, so, si, 4),
+                            Contains("not a loop of this Func: 'other' is not a dim of this Func (its dims: batch, "));
         F.split(seq, so, si, 4);
-        REQUIRE_THROWS_WITH(F.split(seq, bo, bi, 2), Contains("'seq' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.split(seq, bo, bi, 2),
+                            Contains("not a loop of this Func: 'seq' was split into 'so' and 'si'"));
         REQUIRE_THROWS_WITH(F.split(batch, so, bi, 2), Contains("dim 'so' already names a loop"));
         REQUIRE_THROWS_WITH(F.split(batch, bo, bo, 2), Contains("outer and inner must be different"));
         REQUIRE_THROWS_WITH(F.reorder({si, si}), Contains("'si' is listed twice"));
-        REQUIRE_THROWS_WITH(F.parallel(other), Contains("'other' is not a loop"));
+        REQUIRE_THROWS_WITH(F.parallel(other), Contains("not a loop of this Func: 'other' is not a dim of this Func"));
         F.parallel(so);
         REQUIRE_THROWS_WITH(F.unroll(so), Contains("loop 'so' is already marked"));
     }
@@ -76,11 +78,11 @@ TEST_CASE("illegal fusions, paddings and storage transforms are rejected with cl
     {
         Func F = fresh();
         REQUIRE_THROWS_WITH(F.fuse(batch, h, tok), Contains("'h' must be the loop directly inside 'batch'"));
-        REQUIRE_THROWS_WITH(F.fuse(batch, other, tok), Contains("'other' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.fuse(batch, other, tok), Contains("'other' is not a dim of this Func"));
         REQUIRE_THROWS_WITH(F.fuse(batch, seq, h), Contains("dim 'h' already names a loop"));
         F.fuse(batch, seq, tok);
-        REQUIRE_THROWS_WITH(F.split(seq, so, si, 2), Contains("'seq' is not a loop of this Func"));
-        REQUIRE_THROWS_WITH(F.pad_loop(batch, 2), Contains("'batch' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.split(seq, so, si, 2), Contains("'seq' was fused into 'tok'"));
+        REQUIRE_THROWS_WITH(F.pad_loop(batch, 2), Contains("'batch' was fused into 'tok'"));
         REQUIRE_THROWS_WITH(F.pad_loop(tok, 0), Contains("multiple must be positive, got 0"));
         F.pad_loop(tok, 4);
         REQUIRE_THROWS_WITH(F.pad_loop(tok, 8), Contains("the loop is already padded"));
@@ -165,7 +167,7 @@ TEST_CASE("illegal remaps are rejected with clear messages", "[error][schedule][
     }
     {
         Func F = fresh();
-        REQUIRE_THROWS_WITH(F.remap(other, rank, perm), Contains("'other' is not a loop of this Func"));
+        REQUIRE_THROWS_WITH(F.remap(other, rank, perm), Contains("'other' is not a dim of this Func"));
         REQUIRE_THROWS_WITH(F.remap(batch, seq, perm), Contains("dim 'seq' already names a loop"));
         REQUIRE_THROWS_WITH(F.remap_longest_first(batch, rank, Expr(1.5f)), Contains("the cost must be an integer"));
     }
@@ -353,7 +355,38 @@ TEST_CASE("illegal compute_at is rejected with clear messages", "[error][schedul
         Func G = reader(F, false);
         G.split(seq, so, si, 4);
         F.compute_at(G, seq);
-        REQUIRE_THROWS_WITH(Pipeline({G}).compile(), Contains("'seq' is not one of the consumer's outermost loops"));
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(),
+                            Contains("at 'seq': 'seq' was split into 'so' and 'si'; compute_at needs the consumer's "
+                                     "loops down to 'seq' to be its outermost dims in domain order") &&
+                                Contains("schedule only loops inside 'seq', or drop compute_at"));
+    }
+    {
+        // Each combination a new user tried by trial: the message names the rule and the way out.
+        Dim rank("rank"), tok("tok");
+        Func F = plus_one(A, batch, seq, B, len);
+        Func G = reader(F, false);
+        G.remap_longest_first(batch, rank, len(batch));
+        F.compute_at(G, seq);
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(),
+                            Contains("the consumer's loop 0 is 'rank' but its dim 0 is 'batch' (in 'G': 'batch' was "
+                                     "remapped: its loop is now 'rank')") &&
+                                Contains("not split, fused, remapped or reordered"));
+        Func F2 = plus_one(A, batch, seq, B, len);
+        Func G2 = reader(F2, false);
+        G2.fuse(batch, seq, tok);
+        REQUIRE_THROWS_WITH(F2.compute_at(G2, tok),
+                            Contains("'tok' is not a dim of 'G' (its dims: batch, seq); compute_at names one of the "
+                                     "consumer's dims") &&
+                                Contains("a loop made by split, fuse or remap cannot be named"));
+        F2.compute_at(G2, seq);
+        REQUIRE_THROWS_WITH(Pipeline({G2}).compile(), Contains("'seq' was fused into 'tok'; compute_at needs"));
+        Func F3 = plus_one(A, batch, seq, B, len);
+        Func G3 = reader(F3, false);
+        F3.split_op(seq, floor_mult(len(batch), 4));
+        F3.compute_at(G3, seq);
+        REQUIRE_THROWS_WITH(Pipeline({G3}).compile(),
+                            Contains("its op is split (split_op), so it runs as several loop nests") &&
+                                Contains("drop compute_at (it then runs on its own before 'G') or drop split_op"));
     }
     {
         Func F = plus_one(A, batch, seq, B, len);
@@ -415,7 +448,8 @@ TEST_CASE("illegal reduction loops and caches are rejected with clear messages",
         S.split(k, ko, ki, 4);
         REQUIRE_THROWS_WITH(S.vectorize(ki), Contains("vectorize of 'ki' in Func 'S': it is a reduction loop"));
         REQUIRE_THROWS_WITH(S.cache_write(other),
-                            Contains("cache_write at 'other' in Func 'S': 'other' is not a loop"));
+                            Contains("cache_write at 'other' in Func 'S': not a loop of this Func: 'other' is not a "
+                                     "dim of this Func"));
     }
     {
         // Tiles need constant extents and a bounded size.
