@@ -70,6 +70,10 @@ public:
     bool from_cache() const;
     /** Compile-time proof obligations: how many, cached, proved by which prover. */
     std::string prover_stats() const;
+    /** prover_stats(), then one line per obligation nobody proved (each kept a guard or a run-time
+     * check): where it was asked (the Func and its compute() call's file:line), the goal, and why,
+     * with Z3's counterexample when it found one. CORA_DEBUG=1 prints it. */
+    std::string prover_report() const;
 
     struct Impl;
     explicit Kernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}

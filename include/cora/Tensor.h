@@ -80,12 +80,14 @@ class Func : public Tensor {
 public:
     Func(const std::string &name, const Shape &domain, Type type = Float32);
 
-    /** Define the value of every element; `value` uses the domain dims as variables. */
-    Func &compute(const Expr &value);
+    /** Define the value of every element; `value` uses the domain dims as variables. The call's
+     * source location (file, line: filled in by the compiler) is quoted by errors about the definition. */
+    Func &compute(const Expr &value, const char *file = __builtin_FILE(), int line = __builtin_LINE());
 
     /** Define the value with a lambda taking one Expr per domain dim (outermost first), or none. */
-    template <typename F, typename = std::enable_if_t<!std::is_convertible_v<F, Expr>>> Func &compute(F &&f) {
-        return compute(invoke_over_dims(std::forward<F>(f)));
+    template <typename F, typename = std::enable_if_t<!std::is_convertible_v<F, Expr>>>
+    Func &compute(F &&f, const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+        return compute(invoke_over_dims(std::forward<F>(f)), file, line);
     }
 
     /** Store in a layout other than the loop domain: the same dims in the same order, each

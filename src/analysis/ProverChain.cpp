@@ -1,6 +1,7 @@
 #include "analysis/ProverChain.h"
 
 #include "analysis/Z3Prover.h"
+#include "ir/IRPrinter.h"
 #include "ir/Tensor.h"
 
 namespace cora::ir {
@@ -10,6 +11,14 @@ std::string ProverStats::str() const {
            std::to_string(proved_by_bounds) + " proved by bounds, " + std::to_string(proved_by_z3) + " proved by Z3, " +
            std::to_string(unproved) + " unproved; schedule guards: " + std::to_string(guards_removed) +
            " proved away, " + std::to_string(guards_kept) + " kept";
+}
+
+std::string ProverStats::report() const {
+    std::string s = str();
+    for (const UnprovedObligation &u : unproved_obligations) // each kept a guard or a check, or failed the compile
+        s += "\nunproved in " + (u.context.empty() ? std::string("lowering") : u.context) + ": " + u.goal + " (" +
+             u.why + ")";
+    return s;
 }
 
 ProverChain::ProverChain(bool use_z3) {
@@ -40,6 +49,7 @@ bool ProverChain::prove_nonneg(const Expr &e, const Scope &scope) {
             if (z3_) failure_ += "; " + z3_->last_failure();
             stats_.unproved++;
             failures_[key] = failure_;
+            stats_.unproved_obligations.push_back(UnprovedObligation{context_, print(e) + " >= 0", failure_});
         }
     }
     cache_[key] = proved;

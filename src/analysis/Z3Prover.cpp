@@ -1,5 +1,7 @@
 #include "analysis/Z3Prover.h"
 
+#include <algorithm>
+
 #ifdef CORA_HAVE_Z3
 
 #include <z3++.h>
@@ -48,6 +50,10 @@ public:
                 axioms.push_back(z3::implies(valid && x2 == x1 + 1, b.app == a.app + step));
             }
     }
+
+    /** Length-array calls as written (e.g. len(batch)) and their terms: shown in counterexamples. */
+    std::vector<std::pair<std::string, z3::expr>> shown_terms;
+    const std::map<const VarNode *, z3::expr> &vars() const { return vars_; }
 
     z3::expr var(const VarNode *v) {
         auto it = vars_.find(v);
@@ -148,6 +154,7 @@ private:
         for (const Expr &a : u->args)
             args.push_back(encode(a));
         z3::expr app = it->second(args);
+        if (u->fn->kind == UFKind::LengthArray) shown_terms.emplace_back(print(e), app);
         const AuxKind *kind = u->fn->aux ? &aux_kind(*u->fn->aux) : nullptr;
         if (kind && kind->is_prefix_sum()) record_prefix_term(e, *u->fn->aux, app, args);
         // The declared range, instantiated at this ground term only.
@@ -217,7 +224,8 @@ public:
             s.add(goal < 0);
             z3::check_result r = s.check();
             if (r == z3::unsat) return true;
-            failure_ = r == z3::sat ? "Z3 found inputs within the declared ranges where " + print(e) + " < 0"
+            failure_ = r == z3::sat ? "Z3 found inputs within the declared ranges where " + print(e) + " < 0" +
+                                          counterexample(enc, s.get_model())
                                     : "Z3 could not decide " + print(e) + " >= 0 within its resource limit";
             return false;
         } catch (const z3::exception &ex) {
@@ -228,6 +236,23 @@ public:
     std::string last_failure() const override { return failure_; }
 
 private:
+    /** The model's values of the params, dims and length-array elements the query mentions:
+     * ", e.g. B = 1, batch = 0, f = 0, len(batch) = 0". */
+    static std::string counterexample(Encoder &enc, const z3::model &m) {
+        std::vector<std::pair<std::string, std::string>> values;
+        for (const auto &[v, x] : enc.vars())
+            if (v->role == VarRole::Param || v->role == VarRole::Index)
+                values.emplace_back(v->name, m.eval(x, true).to_string());
+        for (const auto &[text, x] : enc.shown_terms)
+            values.emplace_back(text, m.eval(x, true).to_string());
+        std::sort(values.begin(), values.end());
+        values.erase(std::unique(values.begin(), values.end()), values.end());
+        std::string s;
+        for (const auto &[name, value] : values)
+            s += (s.empty() ? ", e.g. " : ", ") + name + " = " + value;
+        return s;
+    }
+
     z3::context ctx_;
     uint64_t rlimit_;
     std::string failure_;

@@ -202,5 +202,6 @@ const std::string &Kernel::lowered() const { return impl_->lowered; }
 double Kernel::compile_seconds() const { return impl_->jit.compile_seconds; }
 bool Kernel::from_cache() const { return impl_->jit.from_cache; }
 std::string Kernel::prover_stats() const { return impl_->module.prover_stats.str(); }
+std::string Kernel::prover_report() const { return impl_->module.prover_stats.report(); }
 
 } // namespace cora

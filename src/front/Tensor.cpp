@@ -33,7 +33,7 @@ Expr Tensor::access(const std::vector<Expr> &indices) const {
 
 Func::Func(const std::string &name, const Shape &domain, Type type) { node_ = make_tensor(name, domain, type, false); }
 
-Func &Func::compute(const Expr &value) {
+Func &Func::compute(const Expr &value, const char *file, int line) {
     if (!value.defined()) throw_compile_error("Func '", name(), "': compute() with an undefined expression");
     if (node_->value.defined()) throw_compile_error("Func '", name(), "' is already defined");
     Expr v = value;
@@ -52,6 +52,12 @@ Func &Func::compute(const Expr &value) {
     });
     if (self_reference) throw_compile_error("Func '", name(), "' reads itself in its own definition; use a reduction");
     node_->value = v;
+    if (file && *file) { // the last two path components: enough to find it, short enough to read
+        std::string path = file;
+        size_t cut = path.rfind('/');
+        if (cut != std::string::npos && cut > 0) cut = path.rfind('/', cut - 1);
+        node_->defined_at = (cut == std::string::npos ? path : path.substr(cut + 1)) + ":" + std::to_string(line);
+    }
     return *this;
 }
 

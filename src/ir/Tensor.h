@@ -51,6 +51,7 @@ struct TensorNode {
     Layout storage; ///< storage layout; dims in the same order as domain, extents >= domain's
     std::vector<StorageTransform> storage_transforms; ///< storage -> physical layout, in order
     Expr value;                                       ///< definition (Funcs), in terms of domain dim variables
+    std::string defined_at; ///< "file:line" of the compute() call, for messages; empty when unknown
     /** How its loops are built: recorded by the front end, read by lowering (front/Schedule.h,
      * front::schedule_of). Null for inputs. */
     std::shared_ptr<front::Schedule> schedule;

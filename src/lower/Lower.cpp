@@ -84,6 +84,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     ctx.funcs = pipeline_order(ctx.outputs, &ctx.inputs);
 
     PassRunner pass(ctx);
+    ctx.prover->set_context("validation");
     pass.run_step("validate_pipeline", [&] { validate_pipeline(ctx); });
     pass.run_step("select_inlined", [&] { select_inlined(ctx); });
     const std::vector<TensorPtr> ops = scheduled_ops(ctx);
@@ -93,6 +94,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     int guards_removed = 0, guards_kept = 0;
     pass.run_step("loop nests", [&] {
         for (const TensorPtr &op : ops) {
+            ctx.prover->set_context("schedule of Func '" + op->name + "'" +
+                                    (op->defined_at.empty() ? "" : " (" + op->defined_at + ")"));
             LoopPlan plan = plan_loops(op, ctx);
             const auto &remaps = plan.transformed.permutations;
             permutations.insert(permutations.end(), remaps.begin(), remaps.end());
@@ -105,6 +108,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
             nests.push_back(build_loop_nest(plan, guards, reads));
         }
     });
+    ctx.prover->set_context("compute_at, hfuse and storage lowering");
     pass.run_step("compute_at", [&] { apply_compute_at(ops, nests, ctx); });
     Stmt s = pass.run("hfuse", Stage::Scheduled, [&] { return apply_hfuse(ops, nests, ctx); });
     s = pass.run("lower_reductions", Stage::ReductionsLowered, [&] { return lower_reductions(s); });
@@ -141,7 +145,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     m.prover_stats = ctx.prover->stats();
     m.prover_stats.guards_removed = guards_removed;
     m.prover_stats.guards_kept = guards_kept;
-    if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << m.prover_stats.str() << "\n";
+    if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << m.prover_stats.report() << "\n";
     return m;
 }
 

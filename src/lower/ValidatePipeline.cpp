@@ -37,15 +37,49 @@ public:
             throw_compile_error(where_, ": ", what, " (", ctx_.prover->last_failure(), ")");
     }
 
-    /** 0 <= idx < extent. */
-    void require_in_range(const Expr &idx, const Expr &extent, const std::string &what) {
+    /** 0 <= idx < extent. `context` is appended to the message (the access as written). */
+    void require_in_range(const Expr &idx, const Expr &extent, const std::string &what,
+                          const std::string &context = "") {
         if (!ctx_.prover->prove_nonneg(idx, scope))
             throw_compile_error(where_, ": ", what, ": index ", print(idx), " may be negative (",
-                                ctx_.prover->last_failure(), ")");
+                                ctx_.prover->last_failure(), ")", context);
         Expr room = Sub::make(Sub::make(extent, idx), IntImm::make(1));
         if (!ctx_.prover->prove_nonneg(room, scope))
             throw_compile_error(where_, ": ", what, ": index ", print(idx), " may reach or pass the extent ",
-                                print(extent), " (", ctx_.prover->last_failure(), ")");
+                                print(extent), " (", ctx_.prover->last_failure(), ")", context);
+    }
+
+    /** The range of a dim in scope, or undefined. */
+    Expr scope_extent(const VarNode *v) const {
+        for (const ScopeEntry &s : scope)
+            if (s.var == v) return s.extent;
+        return Expr();
+    }
+
+    /** "; 'X' is declared X[batch < B][s < len(batch)][f < 64], read here as X(batch, f, s)" and,
+     * when index k is a dim that matches another of X's dims (the same dim, or the same range),
+     * a hint that indices may be swapped. */
+    std::string access_context(const Access *a, size_t k) const {
+        const Layout &dims = a->tensor->domain;
+        std::string declared, read;
+        for (const LayoutDim &ld : dims)
+            declared += "[" + ld.dim->name + " < " + print(ld.extent) + "]";
+        for (const Expr &i : a->indices)
+            read += (read.empty() ? "" : ", ") + print(i);
+        std::string s = concat("; '", a->tensor->name, "' is declared ", a->tensor->name, declared, ", read here as ",
+                               a->tensor->name, "(", read, ")");
+        const VarNode *v = a->indices[k].as<VarNode>();
+        if (!v) return s;
+        Expr range = scope_extent(v);
+        for (size_t j = 0; j < dims.size(); j++) {
+            if (j == k) continue;
+            bool same_dim = dims[j].dim->var.get() == v;
+            bool same_range = range.defined() && equal(simplify(range), simplify(dims[j].extent));
+            if (same_dim || same_range)
+                return concat(s, "; index ", k, " is '", v->name, "', ", same_dim ? "which is" : "whose range matches",
+                              " dim ", j, " ('", dims[j].dim->name, "'): are two indices swapped?");
+        }
+        return s;
     }
 
     void check(const Expr &e) {
@@ -78,7 +112,8 @@ public:
                 const LayoutDim &ld = bounds[k];
                 Expr extent = substitute(ld.extent, m);
                 require_in_range(a->indices[k], extent,
-                                 "read of '" + a->tensor->name + "' in dim '" + ld.dim->name + "'");
+                                 "read of '" + a->tensor->name + "' in dim '" + ld.dim->name + "'",
+                                 access_context(a, k));
                 m[ld.dim->var.get()] = a->indices[k];
             }
             return;
@@ -150,7 +185,8 @@ void validate_pipeline(LoweringContext &ctx) {
         Checker c(ctx, "Func '" + f->name + "'");
         c.check_layout(f->domain, "'" + f->name + "'");
         check_storage_covers(ctx, f, c);
-        Checker body(ctx, "definition of '" + f->name + "'");
+        Checker body(ctx,
+                     "definition of '" + f->name + "'" + (f->defined_at.empty() ? "" : " (" + f->defined_at + ")"));
         body.scope = c.scope;
         body.check(f->value);
     }

@@ -64,9 +64,8 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
                             msg.find("is not a loop (a guard sits outside it)") != std::string::npos ||
                             msg.find("only a loop with a loop-invariant extent") != std::string::npos ||
                             msg.find("not only on") != std::string::npos ||
-                            msg.find("is not one of the consumer's outermost loops") != std::string::npos ||
+                            msg.find("compute_at needs the consumer's loops down to") != std::string::npos ||
                             msg.find("not over its extent") != std::string::npos ||
-                            msg.find("must be its outermost dims, in order") != std::string::npos ||
                             msg.find("(hfuse) and reads it") != std::string::npos ||
                             // cache_read regions that are not a constant box
                             msg.find("not a constant; split the loops") != std::string::npos ||

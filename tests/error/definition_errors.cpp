@@ -3,6 +3,7 @@
 
 using namespace cora;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 struct Fixture {
@@ -120,4 +121,48 @@ TEST_CASE("a consumer may not read a producer outside its loop domain", "[error]
     Func C("C", {{f.batch, f.B}, {f.seq, f.len(f.batch) + 4}});
     C.compute([&](Expr b, Expr s) { return P(b, s); });
     REQUIRE_THROWS_WITH(Pipeline({C}).compile(), Contains("read of 'P' in dim 'seq'"));
+}
+
+TEST_CASE("a swapped index is reported with values, the tensor's dim order, a hint and the definition's line",
+          "[error][compile][prover]") {
+    Dim batch("batch"), s("s"), f("f");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 64);
+    Tensor X("X", {{batch, B}, {s, len(batch)}, {f, 64}});
+    Func Y("Y", {{batch, B}, {s, len(batch)}, {f, 64}});
+    const int line = __LINE__ + 1;
+    Y.compute([&](Expr b, Expr t, Expr c) { return X(b, c, t) * 2.0f; }); // X[b, s, f] read as X(b, f, s)
+    std::string msg;
+    try {
+        Pipeline({Y}, "swapped").compile();
+    } catch (const CompileError &e) {
+        msg = e.what();
+    }
+    INFO(msg);
+    CHECK_THAT(msg, Contains("definition of 'Y' (error/definition_errors.cpp:" + std::to_string(line) + ")"));
+    CHECK_THAT(msg, Contains("read of 'X' in dim 's': index f may reach or pass the extent len(batch)"));
+    // Concrete values Z3 found (within the declared ranges) that break the bound.
+    CHECK_THAT(msg, Contains(", e.g. B = "));
+    CHECK_THAT(msg, Contains(" len(batch) = "));
+    CHECK_THAT(msg, Contains("'X' is declared X[batch < B][s < len(batch)][f < 64], read here as X(batch, f, s)"));
+    CHECK_THAT(msg, Contains("index 1 is 'f', which is dim 2 ('f'): are two indices swapped?"));
+}
+
+TEST_CASE("the prover report lists every unproved obligation with its Func and line", "[prover]") {
+    Dim batch("batch"), seq("seq"), feat("feat"), so("so"), si("si");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 64);
+    Tensor X("X", {{batch, B}, {seq, len(batch)}, {feat, 8}});
+    Func Y("Y", {{batch, B}, {seq, len(batch)}, {feat, 8}});
+    const int line = __LINE__ + 1;
+    Y.compute([&](Expr b, Expr t, Expr c) { return X(b, t, c) + 1.0f; });
+    Y.split(seq, so, si, 4); // len(batch) need not be a multiple of 4: the guard stays
+    Kernel k = Pipeline({Y}, "report").compile();
+    const std::string r = k.prover_report();
+    INFO(r);
+    REQUIRE_THAT(r, StartsWith(k.prover_stats()));
+    CHECK_THAT(
+        r, Contains("\nunproved in schedule of Func 'Y' (error/definition_errors.cpp:" + std::to_string(line) + "): "));
+    CHECK_THAT(r, Contains("Z3 found inputs within the declared ranges where"));
+    CHECK_THAT(r, Contains(", e.g. "));
 }
