@@ -208,9 +208,13 @@ public:
 
     bool prove_nonneg(const Expr &e, const Scope &scope) override {
         try {
-            Encoder enc(ctx_);
-            z3::solver s(ctx_);
-            z3::params p(ctx_);
+            // Created on the first query: most compilations never reach Z3 (the bounds prover
+            // settles them), and a context costs milliseconds.
+            if (!ctx_) ctx_ = std::make_unique<z3::context>();
+            z3::context &ctx = *ctx_;
+            Encoder enc(ctx);
+            z3::solver s(ctx);
+            z3::params p(ctx);
             p.set("rlimit", (unsigned)std::min<uint64_t>(rlimit_, UINT32_MAX));
             s.set(p);
             for (const ScopeEntry &se : scope) {
@@ -253,7 +257,7 @@ private:
         return s;
     }
 
-    z3::context ctx_;
+    std::unique_ptr<z3::context> ctx_;
     uint64_t rlimit_;
     std::string failure_;
 };
