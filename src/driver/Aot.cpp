@@ -117,7 +117,7 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
     } cleanup{work};
 
     std::vector<std::string> cxx = driver::compiler_command(options.compile.cxx);
-    std::vector<std::string> common = {"-std=c++17", "-O3", "-fPIC", "-fopenmp", "-w"};
+    std::vector<std::string> common = {"-std=c++17", "-O3", "-fno-math-errno", "-fPIC", "-fopenmp", "-w"}; // as JIT.cpp
     for (const std::string &f : driver::sanitizer_flags())
         common.push_back(f);
     std::vector<std::pair<std::string, fs::path>> sources; // file name, path in work

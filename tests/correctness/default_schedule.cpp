@@ -74,15 +74,14 @@ TEST_CASE("default schedule: rows of a per-sentence matrix are fused once, the r
         902);
 }
 
-TEST_CASE("default schedule: dense loops, long and odd feature extents", "[default_schedule]") {
+TEST_CASE("default schedule: dense loops, long and odd feature extents, GEMM-like definitions", "[default_schedule]") {
     Dim batch("batch"), s("s"), f("f"), g("g"), row("row"), k("k");
     Param B("B", 1, 16);
     LengthArray len("len", B, 0, 20);
-    // 128 features: split by 16, the inner loop vectorized.
+    // 128 and 100 features: the whole row is one vectorized loop.
     Tensor X("X", {{batch, B}, {s, len(batch)}, {f, 128}});
     Func Y("Y", {{batch, B}, {s, len(batch)}, {f, 128}});
     Y.compute([&](Expr b, Expr t, Expr c) { return max(X(b, t, c), 0.0f) * 2.0f; });
-    // 100 features: neither at most 64 nor a multiple of 16: not vectorized.
     Tensor U("U", {{batch, B}, {s, len(batch)}, {g, 100}});
     Func V("V", {{batch, B}, {s, len(batch)}, {g, 100}});
     V.compute([&](Expr b, Expr t, Expr c) { return U(b, t, c) + 1.0f; });
@@ -90,17 +89,22 @@ TEST_CASE("default schedule: dense loops, long and odd feature extents", "[defau
     Tensor D("D", {{row, 48}, {k, 8}});
     Func R("R", {{row, 48}});
     R.compute([&](Expr r) { return sum(k, 8, D(r, k)); });
-    Pipeline p({Y, V, R}, "default_dense");
+    // A GEMM-like definition: the column loop (the reduction inside it) is not vectorized, and its
+    // reads of W(k, g) move by a row per k: one accumulator, no partial sums.
+    Tensor W("W", {{k, 32}, {g, 16}});
+    Func G("G", {{batch, B}, {s, len(batch)}, {g, 16}});
+    G.compute([&](Expr b, Expr t, Expr c) { return sum(k, 32, X(b, t, k) * W(k, c)); });
+    Pipeline p({Y, V, R, G}, "default_dense");
     Kernel kern = p.compile();
     const std::string ir = kern.lowered();
     INFO(ir);
-    REQUIRE_THAT(ir, Contains("vectorized for f_v in [0, 0 + 16)"));
-    REQUIRE_THAT(ir, Contains("for g in [0, 0 + 100)"));
-    REQUIRE(ir.find("vectorized for g") == std::string::npos);
+    REQUIRE_THAT(ir, Contains("vectorized for f in [0, 0 + 128)"));
+    REQUIRE_THAT(ir, Contains("vectorized for g in [0, 0 + 100)"));
+    REQUIRE_THAT(ir, Contains("  for g in [0, 0 + 16)")); // G's columns: a plain loop
     REQUIRE_THAT(ir, Contains("parallel for row in"));
     REQUIRE(ir.find("acc_k_p0") == std::string::npos);
     testing::check_against_reference(
-        p, kern, {X, U, D}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20,
+        p, kern, {X, U, D, W}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20,
         16, 903);
 }
 
