@@ -4,9 +4,11 @@
  * op split, compute_at or hfuse, and no other op computed at one of its loops) gets one that does
  * what a plain -O3 loop over packed tokens does, so that writing no schedule never loses to it:
  *  1. Fuse the outer loops into one parallel loop: the outermost loop (loop-invariant extent) is
- *     fused with the next while that one's extent uses only the loops fused so far and, when it is
- *     the innermost loop, is not a constant (that one stays the vector loop). At most one ragged
- *     fuse: a second would need fusion maps with one entry per (row, column) pair. A ragged fuse
+ *     fused with the next while that one's extent uses only the loops fused so far; the innermost
+ *     loop only in a 2-D domain and when its extent is not a constant (else it stays the vector
+ *     loop). At most one ragged fuse: a second would need fusion maps with one entry per (row,
+ *     column) pair, and so would a ragged innermost loop under several fused ones (K transposed
+ *     per head, [b, h, d, len(b)]: one entry per element, read per element). A ragged fuse
  *     over packed storage costs nothing at run time (the fusion maps cancel against the prefix
  *     sums of the storage offsets); elsewhere the prelude builds maps with one entry per row.
  *     Why: a parallel loop over sentences splits badly (batch of one: one thread), and one over
@@ -74,7 +76,11 @@ front::Schedule default_schedule(const TensorNode &f) {
             const Expr &e = dom[next].extent;
             bool innermost = next + 1 == dom.size();
             bool ragged = !vars_of(e, VarRole::Index).empty();
-            if (!uses_only(e, fused_vars) || (innermost && as_const_int(simplify(e))) || (ragged && ragged_fused))
+            // The innermost loop joins only a 2-D domain ([batch, len(batch)]: one map entry per
+            // token); deeper, a ragged innermost fuse would need a map entry per element, read on
+            // every element wherever the maps do not cancel (a transposed or padded store).
+            if (!uses_only(e, fused_vars) || (innermost && (as_const_int(simplify(e)) || next > 1)) ||
+                (ragged && ragged_fused))
                 break;
             ragged_fused = ragged_fused || ragged;
             DimPtr fused = Dim(outer->name + "_" + dom[next].dim->name).node();

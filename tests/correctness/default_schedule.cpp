@@ -108,6 +108,30 @@ TEST_CASE("default schedule: dense loops, long and odd feature extents, GEMM-lik
         16, 903);
 }
 
+TEST_CASE("default schedule: a ragged innermost loop under several fused loops stays a loop (no per-element maps)",
+          "[default_schedule]") {
+    // K transposed per head, stored [b][h][d][j < len(b)] with j padded: fusing j as well would
+    // need a fusion-map entry per element, read per element (the maps cannot cancel).
+    Dim batch("batch"), h("h"), d("d"), j("j"), s("s");
+    Param B("B", 1, 16), H("H", 1, 4);
+    LengthArray len("len", B, 0, 40);
+    Tensor K("K", {{batch, B}, {s, len(batch)}, {h, H}, {d, 8}});
+    Func KT("KT", {{batch, B}, {h, H}, {d, 8}, {j, len(batch)}});
+    KT.compute([&](Expr b, Expr hh, Expr dd, Expr jj) { return K(b, jj, hh, dd); });
+    KT.pad_storage(j, 16);
+    Pipeline p({KT}, "default_transposed");
+    Kernel kern = p.compile();
+    const std::string ir = kern.lowered();
+    INFO(ir);
+    REQUIRE_THAT(ir, Contains("parallel for batch_h_d in"));
+    REQUIRE_THAT(ir, Contains("for j in"));
+    REQUIRE(ir.find("fo_") == std::string::npos);
+    testing::check_against_reference(
+        p, kern, {K},
+        [&](RaggedShape &sh, const std::vector<int32_t> &l) { sh.set(B, (int64_t)l.size()).set(H, 3).set(len, l); }, 40,
+        16, 905);
+}
+
 TEST_CASE("default schedule: a Func that is scheduled, or that another op is computed at, keeps its loops",
           "[default_schedule]") {
     Dim batch("batch"), s("s"), f("f"), k("k");
