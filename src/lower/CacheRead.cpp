@@ -152,7 +152,7 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
 
 CacheReads apply_cache_reads(const LoopPlan &plan, LoweringContext &ctx) {
     const TensorPtr &f = plan.op;
-    const front::Schedule &sch = front::schedule_of(*f);
+    const front::Schedule &sch = *plan.schedule;
     CacheReads out;
     // Domain dims (and the reduction dim) get their values: fusion-map values are substituted
     // (storage lowering cancels them), the others are lets around each leaf statement.

@@ -19,12 +19,17 @@
  *     or an `omp simd` loop. Split into 16-wide pieces, a body with max() stayed scalar (clang
  *     unrolls the short loop, then finds vectorizing it "not beneficial": 0.34x a naive loop);
  *     around a reduction's loop nothing is vectorized (GEMM columns: 0.52x).
+ *  3. A definition that is one reduction (an epilogue allowed) whose reads are contiguous along
+ *     that constant innermost row (a GEMM's W(k, n), AttnV's V(b, j, h, d)): the reduction loop
+ *     goes outside the row and the row is vectorized, the loop order of a hand-written ikj GEMM
+ *     (the elements are accumulated in storage, the epilogue applied after the reduction).
  * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a
  * long one into partial sums). Requires: the ops in order (scheduled_ops). Ensures:
  * ctx.default_schedules holds the schedule of each op it chose one for; plan_loops and the steps
  * after it read schedules through ctx.schedule_of. Tests: tests/correctness/default_schedule.cpp. */
 #include "analysis/Simplify.h"
 #include "cora/Tensor.h"
+#include "ir/Epilogue.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
 #include "lower/Scheduling.h"
@@ -90,12 +95,25 @@ front::Schedule default_schedule(const TensorNode &f) {
             outer = fused;
         }
     }
-    // A definition with a reduction inside is left unvectorized: the reduction's loop would sit
-    // inside the vector loop, which the C compiler does not vectorize around.
     const LayoutDim &inner = dom.back();
     const int64_t *e = as_const_int(simplify(inner.extent));
-    if (next < dom.size() && e && *e >= 2 && storage_keeps_innermost_dim(f) && !has_reduction(f.value))
+    if (!(next < dom.size() && e && *e >= 2 && storage_keeps_innermost_dim(f))) return s;
+    if (!has_reduction(f.value)) {
         s.annotations.emplace_back(inner.dim, front::LoopAnnotation::Vectorize);
+        return s;
+    }
+    // One reduction (an epilogue around it allowed) whose reads are contiguous along the row:
+    // its loop goes outside the row, which is then vectorized (each k adds one contiguous row of
+    // W to the output row). Any other reduction is left inside an unvectorized row: the C compiler
+    // does not vectorize around the reduction's loop.
+    const Reduce *red = scheduled_reduce(f.value);
+    if (red && red->var->dim && !uses_var(red->extent, inner.dim->var.get()) &&
+        reads_contiguously(red->body, inner.dim->var)) {
+        DimPtr k(DimPtr(), red->var->dim); // non-owning, as LoopReplay holds it: the definition keeps it alive
+        s.reduction_loop = k;
+        s.order = {k, inner.dim};
+        s.annotations.emplace_back(inner.dim, front::LoopAnnotation::Vectorize);
+    }
     return s;
 }
 

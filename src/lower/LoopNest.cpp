@@ -24,7 +24,7 @@ namespace cora::ir {
 
 Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads) {
     const TensorPtr &f = plan.op;
-    const front::Schedule &sch = front::schedule_of(*f);
+    const front::Schedule &sch = *plan.schedule;
     const std::vector<DimPtr> &loops = plan.loops;
     const std::vector<Expr> &extents = plan.extents;
     const std::vector<bool> &is_reduction = plan.is_reduction;

@@ -46,7 +46,7 @@ std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_s
     auto &extent = plan.extent;
     auto &value = plan.value;
     auto &guards = plan.guards;
-    front::LoopReplay replay(*f);
+    front::LoopReplay replay(*f, sch.reduction_loop != nullptr); // a default schedule's reduction loop too
     for (const LayoutDim &d : front::loop_domain(*f))
         extent[d.dim.get()] = d.extent;
     if (sch.reduction_loop) {
@@ -200,6 +200,7 @@ LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
     check_split_points(*f, ctx);
     LoopPlan plan;
     plan.op = f;
+    plan.schedule = &sch;
     plan.value = inline_reads(f->value, ctx);
     // A scheduled reduction: its body is computed per iteration of the reduction loops.
     // The reduction is found in the definition as written (inlining may add reductions to the

@@ -17,8 +17,39 @@
 #include "ir/IRVisitor.h"
 #include "ir/Tensor.h"
 #include "lower/Passes.h"
+#include "lower/Scheduling.h"
 
 namespace cora::ir {
+
+namespace {
+
+/** How an index changes when `k` steps by one: 0, 1, or something else (-1). */
+int step_of(const Expr &index, const VarPtr &k) {
+    Expr step = simplify(Sub::make(substitute(index, k.get(), Add::make(var_expr(k), IntImm::make(1))), index));
+    const int64_t *c = as_const_int(step);
+    return c && (*c == 0 || *c == 1) ? (int)*c : -1;
+}
+
+} // namespace
+
+// Partial sums over strided reads (a GEMM's W(k, n): rows 2 KB apart) fight over the same cache
+// sets; the default schedule vectorizes a row only where its reads are contiguous.
+bool reads_contiguously(const Expr &body, const VarPtr &k) {
+    bool ok = true;
+    visit_exprs(body, [&](const Expr &x) {
+        if (const Access *a = x.as<Access>()) {
+            for (size_t i = 0; i < a->indices.size(); i++) {
+                int st = step_of(a->indices[i], k);
+                ok = ok && (st == 0 || (st == 1 && i + 1 == a->indices.size()));
+            }
+            for (const StorageTransform &t : store_target(*a->tensor).storage_transforms)
+                ok = ok && (t.kind == StorageTransform::Kind::Fuse || !uses_var(x, k.get()));
+        } else if (const Load *l = x.as<Load>()) {
+            ok = ok && step_of(l->index, k) >= 0;
+        }
+    });
+    return ok;
+}
 
 namespace {
 
@@ -55,33 +86,6 @@ Expr replace_node(const Expr &e, const Expr &target, const Expr &with) {
 
 constexpr int kPartials = 8;
 constexpr int kMaxPartialBodyNodes = 48;
-
-/** How an index changes when the reduction variable steps by one: 0, 1, or something else (-1). */
-int step_of(const Expr &index, const VarPtr &k) {
-    Expr step = simplify(Sub::make(substitute(index, k.get(), Add::make(var_expr(k), IntImm::make(1))), index));
-    const int64_t *c = as_const_int(step);
-    return c && (*c == 0 || *c == 1) ? (int)*c : -1;
-}
-
-/** Whether every read in `body` is contiguous in k (the last index steps by one, the others not
- * at all, in a tensor stored in its declared order) or does not move with k. Partial sums over
- * strided reads (a GEMM's W(k, n): rows 2 KB apart) fight over the same cache sets. */
-bool reads_contiguously(const Expr &body, const VarPtr &k) {
-    bool ok = true;
-    visit_exprs(body, [&](const Expr &x) {
-        if (const Access *a = x.as<Access>()) {
-            for (size_t i = 0; i < a->indices.size(); i++) {
-                int st = step_of(a->indices[i], k);
-                ok = ok && (st == 0 || (st == 1 && i + 1 == a->indices.size()));
-            }
-            for (const StorageTransform &t : store_target(*a->tensor).storage_transforms)
-                ok = ok && (t.kind == StorageTransform::Kind::Fuse || !uses_var(x, k.get()));
-        } else if (const Load *l = x.as<Load>()) {
-            ok = ok && step_of(l->index, k) >= 0;
-        }
-    });
-    return ok;
-}
 
 /** Whether `red` runs with partial accumulators: floats, an extent that is not a constant below
  * 2 * kPartials, a body of at most kMaxPartialBodyNodes nodes with no reduction inside, whose

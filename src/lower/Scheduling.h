@@ -59,13 +59,14 @@ struct LoopPlan {
     Scope constant_loops;       ///< the loops of constant extent
     std::vector<ForKind> kinds; ///< default parallel outermost loop, then the annotations
     std::vector<bool> is_reduction;
-    Expr value;                  ///< the definition, inlined Funcs expanded
-    const Reduce *red = nullptr; ///< the scheduled reduction (its dim a loop of the nest), if any
-    Expr red_body;               ///< its body, in the reduction loop's variable
-    VarPtr acc;                  ///< stands for the finished reduction in `epilogue`
-    Expr epilogue;               ///< applied to the finished reduction (ir/Epilogue.h); undefined: none
-    std::vector<Expr> store_at;  ///< the stored indices, in root variables
-    TensorPtr target;            ///< the tensor whose storage the op writes
+    Expr value;                                ///< the definition, inlined Funcs expanded
+    const Reduce *red = nullptr;               ///< the scheduled reduction (its dim a loop of the nest), if any
+    Expr red_body;                             ///< its body, in the reduction loop's variable
+    VarPtr acc;                                ///< stands for the finished reduction in `epilogue`
+    Expr epilogue;                             ///< applied to the finished reduction (ir/Epilogue.h); undefined: none
+    std::vector<Expr> store_at;                ///< the stored indices, in root variables
+    TensorPtr target;                          ///< the tensor whose storage the op writes
+    const front::Schedule *schedule = nullptr; ///< the user's, or the default (ctx.schedule_of)
 
     /** `e` (in root variables) in terms of the loop variables, simplified. */
     Expr now(const Expr &e) const;
@@ -125,6 +126,10 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
 std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx);
 /** A schedule for each op the user left unscheduled, in ctx.default_schedules. (DefaultSchedule.cpp) */
 void choose_default_schedules(const std::vector<TensorPtr> &ops, LoweringContext &ctx);
+/** Whether every read in `body` is contiguous in `v` (the last index steps by one as v does, the
+ * others not at all, in a tensor stored in its declared order) or does not move with it.
+ * (LowerReductions.cpp) */
+bool reads_contiguously(const Expr &body, const VarPtr &v);
 /** Whether op `consumer` reads what op `producer` writes. (ComputeAt.cpp) */
 bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringContext &ctx);
 /** Moves each compute_at producer's nest into its consumer's loop. (ComputeAt.cpp) */

@@ -89,23 +89,30 @@ TEST_CASE("default schedule: dense loops, long and odd feature extents, GEMM-lik
     Tensor D("D", {{row, 48}, {k, 8}});
     Func R("R", {{row, 48}});
     R.compute([&](Expr r) { return sum(k, 8, D(r, k)); });
-    // A GEMM-like definition: the column loop (the reduction inside it) is not vectorized, and its
-    // reads of W(k, g) move by a row per k: one accumulator, no partial sums.
-    Tensor W("W", {{k, 32}, {g, 16}});
+    // A GEMM with a bias: the reduction loop goes outside the columns, which are vectorized (the
+    // ikj order), the bias applied after the reduction.
+    Tensor W("W", {{k, 32}, {g, 16}}), Bias("Bias", {{g, 16}});
     Func G("G", {{batch, B}, {s, len(batch)}, {g, 16}});
-    G.compute([&](Expr b, Expr t, Expr c) { return sum(k, 32, X(b, t, k) * W(k, c)); });
-    Pipeline p({Y, V, R, G}, "default_dense");
+    G.compute([&](Expr b, Expr t, Expr c) { return sum(k, 32, X(b, t, k) * W(k, c)) + Bias(c); });
+    // The same with W stored transposed (reads strided along the row): the row is a plain loop
+    // around the reduction, with one accumulator (no partial sums over strided reads).
+    Tensor WT("WT", {{g, 16}, {k, 32}});
+    Func GT("GT", {{batch, B}, {s, len(batch)}, {g, 16}});
+    GT.compute([&](Expr b, Expr t, Expr c) { return sum(k, 32, X(b, t, k * 4) * WT(c, k)); });
+    Pipeline p({Y, V, R, G, GT}, "default_dense");
     Kernel kern = p.compile();
     const std::string ir = kern.lowered();
     INFO(ir);
     REQUIRE_THAT(ir, Contains("vectorized for f in [0, 0 + 128)"));
     REQUIRE_THAT(ir, Contains("vectorized for g in [0, 0 + 100)"));
-    REQUIRE_THAT(ir, Contains("  for g in [0, 0 + 16)")); // G's columns: a plain loop
+    REQUIRE_THAT(ir, Contains("\n  for k in [0, 0 + 32):\n    vectorized for g in [0, 0 + 16):\n      G["));
+    REQUIRE_THAT(ir, Contains("\n  for g in [0, 0 + 16):\n    local acc_k = 0f")); // GT: a plain row
+    REQUIRE(ir.find("acc_k_p0") == std::string::npos);
     REQUIRE_THAT(ir, Contains("parallel for row in"));
     REQUIRE(ir.find("acc_k_p0") == std::string::npos);
     testing::check_against_reference(
-        p, kern, {X, U, D, W}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20,
-        16, 903);
+        p, kern, {X, U, D, W, Bias, WT},
+        [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20, 16, 903);
 }
 
 TEST_CASE("default schedule: a ragged innermost loop under several fused loops stays a loop (no per-element maps)",
