@@ -234,8 +234,8 @@ std::unique_ptr<Op> tokenwise_op() {
     op->add_cora<TokenwiseDefs>("default", [](TokenwiseDefs &) {});
     // Step 1: no intermediate: Biased is computed inside Y's loop (Y keeps the default schedule).
     op->add_cora<TokenwiseDefs>("r1_inline", [](TokenwiseDefs &d) { d.Biased.compute_inline(); });
-    // Step 2: Y's schedule written out, the whole 512-feature row as the vector loop (the
-    // default splits it by 16).
+    // Step 2: Y's default written out (one parallel token loop, the whole 512-feature row as the
+    // vector loop): the starting point for scheduling it further.
     op->add_cora<TokenwiseDefs>("r2_inline_vec512", [&](TokenwiseDefs &d) {
         d.Biased.compute_inline();
         d.out.fuse(N.b, N.s, N.tok).parallel(N.tok).vectorize(N.c);
