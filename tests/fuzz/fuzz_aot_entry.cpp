@@ -3,6 +3,7 @@
 // arbitrary params, lengths, counts, NULL pointers and error buffers. Arrays are exact-size
 // allocations, so an access a check should have prevented is an AddressSanitizer report. A call
 // that succeeds must compute the right values (all-ones operands: known results).
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -52,7 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int32_t error_size = error ? (int32_t)in.in_range(0, 128) : (int32_t)in.in_range(-2, 64);
 
     // What a correct caller would pass, when the shape is valid.
-    int64_t sizes[3] = {0, 0, 0};
+    // Sized by the headers' counts: the query writes every array argument (tensors, then `len`).
+    constexpr int kSizes = std::max((int)aot_scores_size_count, (int)aot_projection_size_count);
+    int64_t sizes[kSizes] = {};
     bool shape_ok = scores ? aot_scores_buffer_sizes(b, len_ptr, len_count, sizes, error, error_size) == 0
                            : aot_projection_buffer_sizes(b, len_ptr, len_count, sizes, error, error_size) == 0;
     if (shape_ok)

@@ -1,5 +1,6 @@
 // The JIT: content-addressed cache, cache hits, concurrent compiles, debug output.
 #include "common/ragged_testing.h"
+#include "driver/Compiler.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,12 +46,13 @@ TEST_CASE("the second compile of a kernel is a cache hit", "[jit]") {
 
 TEST_CASE("the compiler's version is asked once and noted in the cache, again when the compiler changes",
           "[jit][toolchain]") {
-    // A compiler wrapper that logs every `--version` (each costs clang++ 50-60 ms).
+    // A wrapper around the compiler cora would use (the same one: an ASan build's kernels need
+    // clang's sanitizer runtime) that logs every `--version` (each costs clang++ 50-60 ms).
     fs::path dir = fresh_dir("toolchain"), log = dir / "version-calls.log", cxx = dir / "fake-cxx";
     fs::create_directories(dir);
     auto write_wrapper = [&](const std::string &tag) {
         std::ofstream(cxx) << "#!/bin/sh\n# " << tag << "\nfor a in \"$@\"; do [ \"$a\" = --version ] && echo v >> '"
-                           << log.string() << "'; done\nexec c++ \"$@\"\n";
+                           << log.string() << "'; done\nexec " << driver::default_cxx() << " \"$@\"\n";
         fs::permissions(cxx, fs::perms::owner_all);
     };
     auto version_calls = [&] {
