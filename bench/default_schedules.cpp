@@ -106,7 +106,7 @@ struct Input {
 struct Op {
     std::string name, description;
     RaggedShape shape;
-    std::vector<Input> inputs; ///< in the order the op's Defs::inputs() lists them
+    std::vector<Input> inputs;       ///< in the order the op's Defs::inputs() lists them
     std::optional<Tensor> out_plain; ///< the output with packed storage (what the naive loop writes)
     std::vector<int64_t> out_dims;
     std::vector<float> want; ///< naive output, padded to out_dims
@@ -182,11 +182,27 @@ struct Op {
             scale = std::max(scale, (double)std::fabs(w));
         double err = 0;
         for (size_t x = 0; x < want.size(); x++)
-            err = std::max(err, std::fabs((double)got[x] - want[x]) / std::max((double)std::fabs(want[x]), 0.01 * scale));
+            err =
+                std::max(err, std::fabs((double)got[x] - want[x]) / std::max((double)std::fabs(want[x]), 0.01 * scale));
         v.err = err;
         if (!(err <= 1e-3)) v.error = "max relative error " + std::to_string(err) + " against naive (limit 1e-3)";
     }
 };
+
+/** An op over one ragged batch: its name and shape (B, the lengths, and H when `heads` > 0). */
+std::unique_ptr<Op> ragged_op(const char *name, const std::vector<int32_t> &len, int64_t heads = 0) {
+    Names &N = names();
+    auto op = std::make_unique<Op>();
+    op->name = name;
+    op->shape.set(N.B, (int64_t)len.size()).set(N.len, len);
+    if (heads > 0) op->shape.set(N.H, heads);
+    return op;
+}
+
+int32_t longest(const std::vector<int32_t> &len) { return *std::max_element(len.begin(), len.end()); }
+int64_t tokens(const std::vector<int32_t> &len) {
+    return prefix(len, [](int64_t x) { return x; }).back();
+}
 
 // --- token-wise map: Y = max(X + bias, 0) + R, written as two Funcs (bias, then ReLU + residual)
 
@@ -206,12 +222,10 @@ struct TokenwiseDefs {
 
 std::unique_ptr<Op> tokenwise_op() {
     Names &N = names();
-    auto op = std::make_unique<Op>();
-    op->name = "tokenwise";
     std::vector<int32_t> len = draw_lengths(kBatch, 2026);
-    op->shape.set(N.B, kBatch).set(N.len, len);
-    const int32_t L = *std::max_element(len.begin(), len.end());
-    const int64_t T = prefix(len, [](int64_t x) { return x; }).back();
+    auto op = ragged_op("tokenwise", len);
+    const int32_t L = longest(len);
+    const int64_t T = tokens(len);
     op->description = std::to_string(kBatch) + " sentences, " + std::to_string(T) + " tokens x " +
                       std::to_string(kFeatures) + " features: Y = max(X + bias, 0) + R";
     TokenwiseDefs plain;
@@ -258,19 +272,18 @@ struct LayerNormDefs {
             Expr centered = X(b, s, N.r) - Mean(b, s);
             return 1.0f / sqrt(sum(N.r, kFeatures, centered * centered) * inv + 1e-5f);
         });
-        out.compute([&](Expr b, Expr s, Expr c) { return (X(b, s, c) - Mean(b, s)) * Rstd(b, s) * gamma(c) + beta(c); });
+        out.compute(
+            [&](Expr b, Expr s, Expr c) { return (X(b, s, c) - Mean(b, s)) * Rstd(b, s) * gamma(c) + beta(c); });
     }
     std::vector<Tensor> inputs() const { return {X, gamma, beta}; }
 };
 
 std::unique_ptr<Op> layernorm_op() {
     Names &N = names();
-    auto op = std::make_unique<Op>();
-    op->name = "layernorm";
     std::vector<int32_t> len = draw_lengths(kBatch, 2026);
-    op->shape.set(N.B, kBatch).set(N.len, len);
-    const int32_t L = *std::max_element(len.begin(), len.end());
-    const int64_t T = prefix(len, [](int64_t x) { return x; }).back();
+    auto op = ragged_op("layernorm", len);
+    const int32_t L = longest(len);
+    const int64_t T = tokens(len);
     op->description = std::to_string(kBatch) + " sentences, " + std::to_string(T) + " tokens x " +
                       std::to_string(kFeatures) + " features";
     LayerNormDefs plain;
@@ -332,12 +345,10 @@ struct SoftmaxDefs {
 
 std::unique_ptr<Op> softmax_op() {
     Names &N = names();
-    auto op = std::make_unique<Op>();
-    op->name = "softmax";
     std::vector<int32_t> len = draw_lengths(kBatch, 2026);
     const int64_t H = kSoftmaxHeads;
-    op->shape.set(N.B, kBatch).set(N.H, H).set(N.len, len);
-    const int32_t L = *std::max_element(len.begin(), len.end());
+    auto op = ragged_op("softmax", len, H);
+    const int32_t L = longest(len);
     std::vector<int64_t> soff = prefix(len, [](int64_t x) { return kSoftmaxHeads * x * x; });
     op->description = std::to_string(kBatch) + " sentences, " + std::to_string(H) + " heads, " +
                       std::to_string(soff.back()) + " scores";
@@ -412,12 +423,10 @@ struct QktTransposedDefs : QktDefs {
 
 std::unique_ptr<Op> qkt_op() {
     Names &N = names();
-    auto op = std::make_unique<Op>();
-    op->name = "qkt";
     std::vector<int32_t> len = draw_lengths(kBatch, 2026);
     const int64_t H = kAttentionHeads, HD = kAttentionHeads * kHeadDim;
-    op->shape.set(N.B, kBatch).set(N.H, H).set(N.len, len);
-    const int32_t L = *std::max_element(len.begin(), len.end());
+    auto op = ragged_op("qkt", len, H);
+    const int32_t L = longest(len);
     std::vector<int64_t> soff = prefix(len, [](int64_t x) { return kAttentionHeads * x * x; });
     std::vector<int64_t> toff = prefix(len, [](int64_t x) { return x; });
     op->description = std::to_string(kBatch) + " sentences, " + std::to_string(H) + " heads of 64, " +
@@ -503,21 +512,18 @@ struct AttnVDefs {
     Tensor V{"V", {{N.b, N.B}, {N.s, N.len(N.b)}, {N.h, N.H}, {N.d, kHeadDim}}};
     Func out{"A", {{N.b, N.B}, {N.i, N.len(N.b)}, {N.h, N.H}, {N.d, kHeadDim}}};
     AttnVDefs() {
-        out.compute([&](Expr b, Expr i, Expr h, Expr d) {
-            return sum(N.r, N.len(b), P(b, h, i, N.r) * V(b, N.r, h, d));
-        });
+        out.compute(
+            [&](Expr b, Expr i, Expr h, Expr d) { return sum(N.r, N.len(b), P(b, h, i, N.r) * V(b, N.r, h, d)); });
     }
     std::vector<Tensor> inputs() const { return {P, V}; }
 };
 
 std::unique_ptr<Op> attnv_op() {
     Names &N = names();
-    auto op = std::make_unique<Op>();
-    op->name = "attnv";
     std::vector<int32_t> len = draw_lengths(kBatch, 2026);
     const int64_t H = kAttentionHeads, HD = kAttentionHeads * kHeadDim;
-    op->shape.set(N.B, kBatch).set(N.H, H).set(N.len, len);
-    const int32_t L = *std::max_element(len.begin(), len.end());
+    auto op = ragged_op("attnv", len, H);
+    const int32_t L = longest(len);
     std::vector<int64_t> soff = prefix(len, [](int64_t x) { return kAttentionHeads * x * x; });
     std::vector<int64_t> toff = prefix(len, [](int64_t x) { return x; });
     op->description = std::to_string(kBatch) + " sentences, " + std::to_string(H) + " heads of 64, " +
@@ -570,13 +576,11 @@ struct GemmDefs {
 
 std::unique_ptr<Op> gemm_op() {
     Names &N = names();
-    auto op = std::make_unique<Op>();
-    op->name = "gemm";
     std::vector<int32_t> len = draw_lengths(kBatch, 2026);
     len.resize(kGemmBatch);
-    op->shape.set(N.B, kGemmBatch).set(N.len, len);
-    const int32_t L = *std::max_element(len.begin(), len.end());
-    const int64_t T = prefix(len, [](int64_t x) { return x; }).back();
+    auto op = ragged_op("gemm", len);
+    const int32_t L = longest(len);
+    const int64_t T = tokens(len);
     const int64_t F = kFeatures;
     op->description = std::to_string(kGemmBatch) + " sentences, " + std::to_string(T) + " tokens x " +
                       std::to_string(F) + " -> " + std::to_string(F) + " (" +
@@ -681,7 +685,8 @@ struct VgemmPanelDefs {
     }
     std::vector<Tensor> inputs() const { return {A, W}; }
     /** The output padded as [b, m, n] (to_padded follows the domain's order, [b, n, m]). */
-    std::vector<float> padded_output(const Buffer &c, const RaggedShape &shape, const std::vector<int64_t> &dims) const {
+    std::vector<float> padded_output(const Buffer &c, const RaggedShape &shape,
+                                     const std::vector<int64_t> &dims) const {
         std::vector<float> bnm = c.to_padded(out, shape, {dims[0], dims[2], dims[1]}), bmn(bnm.size());
         for (int64_t b = 0; b < dims[0]; b++)
             for (int64_t m = 0; m < dims[1]; m++)
