@@ -12,6 +12,7 @@
  * Errors: CompileError naming the tensor, dim and the bound that could not be shown.
  * Tests: tests/error/definition_errors.cpp. */
 #include <algorithm>
+#include <functional>
 
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
@@ -37,16 +38,18 @@ public:
             throw_compile_error(where_, ": ", what, " (", ctx_.prover->last_failure(), ")");
     }
 
-    /** 0 <= idx < extent. `context` is appended to the message (the access as written). */
-    void require_in_range(const Expr &idx, const Expr &extent, const std::string &what,
-                          const std::string &context = "") {
+    /** 0 <= idx < extent. `context` (the access as written), built only for a failure, is appended
+     * to the message. */
+    void require_in_range(
+        const Expr &idx, const Expr &extent, const std::string &what,
+        const std::function<std::string()> &context = [] { return std::string(); }) {
         if (!ctx_.prover->prove_nonneg(idx, scope))
             throw_compile_error(where_, ": ", what, ": index ", print(idx), " may be negative (",
-                                ctx_.prover->last_failure(), ")", context);
+                                ctx_.prover->last_failure(), ")", context());
         Expr room = Sub::make(Sub::make(extent, idx), IntImm::make(1));
         if (!ctx_.prover->prove_nonneg(room, scope))
             throw_compile_error(where_, ": ", what, ": index ", print(idx), " may reach or pass the extent ",
-                                print(extent), " (", ctx_.prover->last_failure(), ")", context);
+                                print(extent), " (", ctx_.prover->last_failure(), ")", context());
     }
 
     /** The range of a dim in scope, or undefined. */
@@ -113,7 +116,7 @@ public:
                 Expr extent = substitute(ld.extent, m);
                 require_in_range(a->indices[k], extent,
                                  "read of '" + a->tensor->name + "' in dim '" + ld.dim->name + "'",
-                                 access_context(a, k));
+                                 [&] { return access_context(a, k); });
                 m[ld.dim->var.get()] = a->indices[k];
             }
             return;
