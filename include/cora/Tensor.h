@@ -47,6 +47,14 @@ public:
     template <typename... Args> Expr operator()(const Args &...indices) const { return access({Expr(indices)...}); }
     Expr access(const std::vector<Expr> &indices) const;
 
+    /** Declare an integer input an index tensor: every element is in [min_value, max_value]
+     * (e.g. BSR column indices in [0, column blocks - 1], a gather list of rows). Its reads may
+     * then appear in other tensors' indices (cast to Int64): the prover bounds them by the range,
+     * and every kernel reading it checks each element on every call (RuntimeError naming the
+     * packed position and the value; nothing written). CompileError for a Func, a float tensor
+     * or min_value > max_value. */
+    Tensor &index_range(int64_t min_value, int64_t max_value);
+
     // --- Storage transforms (memory layout only; values and indices never change). ---
 
     /** Pad the storage extent of `d` up to a multiple of `multiple` (a ragged row of length n

@@ -7,5 +7,6 @@
 #include "cora/Pipeline.h"
 #include "cora/Reference.h"
 #include "cora/Runtime.h"
+#include "cora/Sparse.h"
 #include "cora/Tensor.h"
 #include "cora/Type.h"

@@ -4,24 +4,26 @@
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "ir/Tensor.h"
 #include "util/Error.h"
 
 namespace cora::ir {
 
 namespace {
 
-/** Does e use v outside the arguments of UF calls? A UF call is an atom for elimination: its
+/** Does e use v outside the arguments of UF calls (and of reads of tensors with a declared value
+ * range, Tensor::index_range)? Such a call is an atom for elimination: its
  * value is bounded by its declared range only at the end, which keeps equal calls correlated
  * (len(b) - len(b) cancels) and stays sound because the final bound quantifies over the range. */
 bool uses_var_directly(const Expr &e, const VarNode *v) {
     if (e.get() == v) return true;
-    if (e.as<UFCall>()) return false;
+    if (is_ranged_atom(e)) return false;
     bool found = false;
     struct Walker : IRVisitor {
         const VarNode *v;
         bool *found;
         void visit(const Expr &x) override {
-            if (*found || !x.defined() || x.as<UFCall>()) return;
+            if (*found || !x.defined() || is_ranged_atom(x)) return;
             if (x.get() == v)
                 *found = true;
             else
@@ -185,7 +187,7 @@ std::optional<int64_t> constant_bound(const Expr &e, bool upper) {
         if (v->role == VarRole::Param) return upper ? v->max_value : v->min_value;
         return std::nullopt;
     }
-    if (const UFCall *u = e.as<UFCall>()) return upper ? u->fn->max_value : u->fn->min_value;
+    if (auto range = declared_range(e)) return upper ? range->second : range->first;
     if (const Add *a = e.as<Add>()) {
         return checked(constant_bound(a->a, upper), constant_bound(a->b, upper), add_ovf);
     }

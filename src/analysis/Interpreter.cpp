@@ -139,7 +139,11 @@ bool Interpreter::eval_bool(const Expr &e) {
 }
 
 double Interpreter::eval_float(const Expr &e) {
-    if (!e.type().is_float()) return e.type().is_bool() ? (eval_bool(e) ? 1.0 : 0.0) : (double)eval_int(e);
+    // Tensor reads and reductions of any type are evaluated here (eval_int converts their value):
+    // an integer tensor read as an index (Tensor::index_range) or an integer reduction.
+    const bool read_or_reduce = e.get()->kind == NodeKind::Access || e.get()->kind == NodeKind::Reduce;
+    if (!e.type().is_float() && !read_or_reduce)
+        return e.type().is_bool() ? (eval_bool(e) ? 1.0 : 0.0) : (double)eval_int(e);
     switch (e.get()->kind) {
     case NodeKind::FloatImm: return e.as<FloatImm>()->value;
     case NodeKind::Add: return eval_float(e.as<Add>()->a) + eval_float(e.as<Add>()->b);

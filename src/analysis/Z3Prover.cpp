@@ -110,6 +110,9 @@ public:
             return t.is_bool() ? fresh_bool() : fresh_int();
         }
         case NodeKind::UFCall: return uf_call(e);
+        case NodeKind::Access:
+            if (e.as<Access>()->tensor->has_value_range) return ranged_read(e);
+            return t.is_bool() ? fresh_bool() : fresh_int();
         default:
             // Loads, tensor reads, reductions: values the prover knows nothing about.
             return t.is_bool() ? fresh_bool() : fresh_int();
@@ -172,6 +175,28 @@ private:
         return app;
     }
 
+    /** A read of an integer tensor with a declared value range (Tensor::index_range): a function
+     * of its indices (equal reads are equal) with the range as an axiom at this term, which the
+     * kernel's argument checks make hold. */
+    z3::expr ranged_read(const Expr &e) {
+        const Access *a = e.as<Access>();
+        auto it = reads_.find(a->tensor.get());
+        if (it == reads_.end()) {
+            z3::sort_vector domain(c_);
+            for (size_t i = 0; i < a->indices.size(); i++)
+                domain.push_back(c_.int_sort());
+            std::string name = concat("t", reads_.size(), "_", a->tensor->name);
+            it = reads_.emplace(a->tensor.get(), c_.function(name.c_str(), domain, c_.int_sort())).first;
+        }
+        z3::expr_vector args(c_);
+        for (const Expr &i : a->indices)
+            args.push_back(encode(i));
+        z3::expr app = it->second(args);
+        axioms.push_back(app >= c_.int_val((int64_t)a->tensor->min_value));
+        axioms.push_back(app <= c_.int_val((int64_t)a->tensor->max_value));
+        return app;
+    }
+
     struct PrefixTerm {
         std::shared_ptr<const UFNode> fn;
         z3::expr app;
@@ -198,6 +223,7 @@ private:
     z3::context &c_;
     std::map<const VarNode *, z3::expr> vars_;
     std::map<const UFNode *, z3::func_decl> fns_;
+    std::map<const TensorNode *, z3::func_decl> reads_;
     std::vector<PrefixTerm> prefix_terms_;
     int atoms_ = 0;
 };

@@ -31,6 +31,21 @@ Expr Tensor::access(const std::vector<Expr> &indices) const {
     return ir::Access::make(node_, indices);
 }
 
+Tensor &Tensor::index_range(int64_t min_value, int64_t max_value) {
+    if (!node_->is_input)
+        throw_compile_error("index_range of '", node_->name,
+                            "': only an input tensor can declare a value range (a Func's values are computed)");
+    if (!node_->type.is_int())
+        throw_compile_error("index_range of '", node_->name, "': the tensor holds ", node_->type.str(),
+                            "; an index tensor holds integers (Int32 or Int64)");
+    if (min_value > max_value)
+        throw_compile_error("index_range of '", node_->name, "': min_value ", min_value, " > max_value ", max_value);
+    node_->has_value_range = true;
+    node_->min_value = min_value;
+    node_->max_value = max_value;
+    return *this;
+}
+
 Func::Func(const std::string &name, const Shape &domain, Type type) { node_ = make_tensor(name, domain, type, false); }
 
 Func &Func::compute(const Expr &value, const char *file, int line) {

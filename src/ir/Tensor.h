@@ -6,7 +6,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/IR.h"
@@ -51,6 +53,10 @@ struct TensorNode {
     Layout storage; ///< storage layout; dims in the same order as domain, extents >= domain's
     std::vector<StorageTransform> storage_transforms; ///< storage -> physical layout, in order
     Expr value;                                       ///< definition (Funcs), in terms of domain dim variables
+    /** Integer inputs read as indices (BSR column indices, gather lists): every element is in
+     * [min_value, max_value], an axiom for the prover that the kernel checks on every call. */
+    bool has_value_range = false;
+    int64_t min_value = 0, max_value = 0;
     std::string defined_at; ///< "file:line" of the compute() call, for messages; empty when unknown
     /** How its loops are built: recorded by the front end, read by lowering (front/Schedule.h,
      * front::schedule_of). Null for inputs. */
@@ -94,6 +100,13 @@ struct AuxSpec {
     int64_t pad = 1;                       ///< fusion maps
     std::string key;                       ///< structural identity: equal keys build equal arrays
 };
+
+/** The declared value range of an atom the prover bounds by declaration alone: a UF call (length
+ * array, aux array), a read of an integer tensor with a value range (Tensor::index_range), or a
+ * widening integer cast of either. Nullopt for everything else. */
+std::optional<std::pair<int64_t, int64_t>> declared_range(const Expr &e);
+/** Whether `e` is such an atom (declared_range(e) has a value). */
+inline bool is_ranged_atom(const Expr &e) { return declared_range(e).has_value(); }
 
 /** A printable identity of an expression that distinguishes dims/UFs/vars by id. */
 std::string structural_key(const Expr &e);

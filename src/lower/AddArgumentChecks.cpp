@@ -4,7 +4,8 @@
  * count and every value within its range; each aux array has the expected size and passes its
  * kind's check (AuxKind::check: prefix sums consistent with the lengths, fusion maps inverting
  * their prefix sums), dependencies first; each tensor buffer has
- * exactly its layout's size; every remap array is a permutation. A failed
+ * exactly its layout's size, and every element of an index tensor (Tensor::index_range, e.g. BSR
+ * column indices) is within its declared range; every remap array is a permutation. A failed
  * check stops the kernel with a message naming the argument, expected and actual values.
  * (Argument count and element types are checked by the generated entry before this.)
  * AOT kernels (build_aux_in_kernel) build their aux arrays after the param and length checks
@@ -41,6 +42,20 @@ Stmt check_permutation(const Permutation &perm) {
     });
     Stmt scan = For::make(p, IntImm::make(0), perm.extent, ForKind::Serial, body);
     return Allocate::make(seen, perm.extent, Block::make({clear, scan}));
+}
+
+/** Every element of an index tensor (Tensor::index_range) within its declared range: the
+ * kernel addresses memory with them. The message gives the packed position and the value. */
+Stmt check_index_range(const ModuleArg &a) {
+    VarPtr i = make_var("i", VarRole::Index);
+    Expr v = Cast::make(Int64, Load::make(a.var, var_expr(i)));
+    const TensorNode &t = *a.tensor;
+    Stmt body = Assert::make(
+        And::make(GE::make(v, IntImm::make(t.min_value)), LE::make(v, IntImm::make(t.max_value))),
+        {"index tensor '" + a.name + "': element ", " (packed position) is ",
+         ", outside its declared range [" + std::to_string(t.min_value) + ", " + std::to_string(t.max_value) + "]"},
+        {var_expr(i), v});
+    return For::make(i, IntImm::make(0), a.expected_count, ForKind::Serial, body);
 }
 
 } // namespace
@@ -89,6 +104,7 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
             checks.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
                                           {"buffer for tensor '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
+            if (a.kind == ModuleArg::Kind::Input && a.tensor->has_value_range) checks.push_back(check_index_range(a));
             break;
         }
     }

@@ -1,0 +1,55 @@
+/** \file The DSL symbols of a block-sparse (BSR) matrix: a ragged values tensor whose packed
+ * offsets are BSR's crow, and an index tensor of block columns (include/cora/Sparse.h). */
+#include "cora/Sparse.h"
+
+#include "util/Error.h"
+
+namespace cora {
+
+namespace {
+
+int64_t checked_blocks(const std::string &name, const char *what, int64_t size, int64_t block) {
+    if (size <= 0 || block <= 0)
+        throw_compile_error("BsrMatrix '", name, "': ", what, " ", size, " and its block size ", block,
+                            " must be positive");
+    if (size % block != 0)
+        throw_compile_error("BsrMatrix '", name, "': block size ", block, " does not divide ", what, " ", size,
+                            "; pad the matrix with zero ", what, " up to ", (size + block - 1) / block * block);
+    if (size / block > INT32_MAX) throw_compile_error("BsrMatrix '", name, "': more than 2^31 blocks along ", what);
+    return size / block;
+}
+
+} // namespace
+
+BsrMatrix::BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
+                     BlockOrder order)
+    : block_row(name + "_rb"), block(name + "_j"), row_in_block(name + "_r"), col_in_block(name + "_c"),
+      blocks_per_row(name + "_blocks", checked_blocks(name, "rows", rows, block_rows), 0,
+                     checked_blocks(name, "cols", cols, block_cols)),
+      col(name + "_col", {{block_row, Expr(rows / block_rows)}, {block, blocks_per_row(block_row)}}, Int32),
+      values(name + "_values",
+             {{block_row, Expr(rows / block_rows)},
+              {block, blocks_per_row(block_row)},
+              {row_in_block, Expr(block_rows)},
+              {col_in_block, Expr(block_cols)}},
+             Float32),
+      name_(name), rows_(rows), cols_(cols), block_rows_(block_rows), block_cols_(block_cols), order_(order) {
+    col.index_range(0, cols / block_cols - 1);
+    if (order == BlockOrder::ColumnMajor) values.reorder_storage({block_row, block, col_in_block, row_in_block});
+}
+
+Expr BsrMatrix::row_times(const Dim &k, const Expr &row, const std::function<Expr(const Expr &)> &dense) const {
+    if (!row.defined() || !row.type().is_int())
+        throw_compile_error("BsrMatrix '", name_, "': row_times needs an integer row index");
+    Expr rb = row / Expr(block_rows_), r = row % Expr(block_rows_);
+    Expr j = k.var() / Expr(block_cols_), c = k.var() % Expr(block_cols_);
+    Expr column = cast(Int64, col(rb, j)) * Expr(block_cols_) + c;
+    Expr term = dense(column);
+    if (!term.defined()) throw_compile_error("BsrMatrix '", name_, "': row_times' dense operand returned no value");
+    if (!term.type().is_float())
+        throw_compile_error("BsrMatrix '", name_, "': row_times' dense operand is ", term.type().str(),
+                            "; it must be a float expression");
+    return sum(k, blocks_per_row(rb) * Expr(block_cols_), term * values(rb, j, r, c));
+}
+
+} // namespace cora

@@ -1,0 +1,159 @@
+/** \file Block-sparse (BSR) data at run time: conversions, validation, and binding to a BsrMatrix's
+ * symbols (include/cora/Sparse.h). */
+#include <cmath>
+
+#include "cora/Sparse.h"
+#include "util/Error.h"
+
+namespace cora {
+
+namespace {
+
+/** The block grid of a dense [rows, cols] matrix; RuntimeError naming what disagrees. */
+void check_dense(const char *what, size_t dense_size, int64_t rows, int64_t cols, int64_t block_rows,
+                 int64_t block_cols) {
+    if (rows < 0 || cols < 0) throw_runtime_error("BsrData::", what, ": negative size ", rows, " x ", cols);
+    if (block_rows <= 0 || block_cols <= 0)
+        throw_runtime_error("BsrData::", what, ": block size ", block_rows, " x ", block_cols, " must be positive");
+    if (rows % block_rows != 0 || cols % block_cols != 0)
+        throw_runtime_error("BsrData::", what, ": block size ", block_rows, " x ", block_cols,
+                            " does not divide the matrix ", rows, " x ", cols, "; pad it with zeros first");
+    if ((int64_t)dense_size != rows * cols)
+        throw_runtime_error("BsrData::", what, ": the dense matrix has ", dense_size, " elements, expected ", rows,
+                            " x ", cols, " = ", rows * cols);
+}
+
+/** BSR of the blocks `keep(rb, cb)` selects. */
+template <typename Keep>
+BsrData blocks_of(const std::vector<float> &dense, int64_t rows, int64_t cols, int64_t br, int64_t bc, Keep keep) {
+    BsrData d;
+    d.rows = rows, d.cols = cols, d.block_rows = br, d.block_cols = bc;
+    int64_t mb = rows / br, kb = cols / bc;
+    d.crow.assign((size_t)mb + 1, 0);
+    for (int64_t rb = 0; rb < mb; rb++) {
+        for (int64_t cb = 0; cb < kb; cb++) {
+            if (!keep(rb, cb)) continue;
+            if (d.col.size() >= (size_t)INT32_MAX) throw_runtime_error("BsrData: more than 2^31 - 1 blocks");
+            d.col.push_back((int32_t)cb);
+            for (int64_t r = 0; r < br; r++)
+                for (int64_t c = 0; c < bc; c++)
+                    d.values.push_back(dense[(size_t)((rb * br + r) * cols + cb * bc + c)]);
+        }
+        d.crow[(size_t)rb + 1] = (int32_t)d.col.size();
+    }
+    return d;
+}
+
+} // namespace
+
+double BsrData::density() const {
+    int64_t all = row_blocks() * col_blocks();
+    return all > 0 ? (double)nnzb() / (double)all : 0.0;
+}
+
+BsrData BsrData::from_dense(const std::vector<float> &dense, int64_t rows, int64_t cols, int64_t block_rows,
+                            int64_t block_cols, float threshold) {
+    check_dense("from_dense", dense.size(), rows, cols, block_rows, block_cols);
+    return blocks_of(dense, rows, cols, block_rows, block_cols, [&](int64_t rb, int64_t cb) {
+        for (int64_t r = 0; r < block_rows; r++)
+            for (int64_t c = 0; c < block_cols; c++)
+                if (std::fabs(dense[(size_t)((rb * block_rows + r) * cols + cb * block_cols + c)]) > threshold)
+                    return true;
+        return false;
+    });
+}
+
+BsrData BsrData::from_block_mask(const std::vector<float> &dense, int64_t rows, int64_t cols, int64_t block_rows,
+                                 int64_t block_cols, const std::vector<uint8_t> &mask) {
+    check_dense("from_block_mask", dense.size(), rows, cols, block_rows, block_cols);
+    int64_t kb = cols / block_cols, blocks = rows / block_rows * kb;
+    if ((int64_t)mask.size() != blocks)
+        throw_runtime_error("BsrData::from_block_mask: the mask has ", mask.size(), " entries, expected ",
+                            rows / block_rows, " x ", kb, " = ", blocks, " (one per block)");
+    return blocks_of(dense, rows, cols, block_rows, block_cols,
+                     [&](int64_t rb, int64_t cb) { return mask[(size_t)(rb * kb + cb)] != 0; });
+}
+
+void BsrData::validate() const {
+    if (rows < 0 || cols < 0) throw_runtime_error("BSR data: negative size ", rows, " x ", cols);
+    if (block_rows <= 0 || block_cols <= 0)
+        throw_runtime_error("BSR data: block size ", block_rows, " x ", block_cols, " must be positive");
+    if (rows % block_rows != 0 || cols % block_cols != 0)
+        throw_runtime_error("BSR data: block size ", block_rows, " x ", block_cols, " does not divide the matrix ",
+                            rows, " x ", cols);
+    int64_t mb = row_blocks(), kb = col_blocks();
+    if ((int64_t)crow.size() != mb + 1)
+        throw_runtime_error("BSR data: crow has ", crow.size(), " entries, expected row blocks + 1 = ", mb + 1);
+    if (crow[0] != 0) throw_runtime_error("BSR data: crow[0] is ", crow[0], ", expected 0");
+    for (int64_t i = 0; i < mb; i++) {
+        if (crow[(size_t)i + 1] < crow[(size_t)i])
+            throw_runtime_error("BSR data: crow is not non-decreasing: crow[", i + 1, "] = ", crow[(size_t)i + 1],
+                                " < crow[", i, "] = ", crow[(size_t)i]);
+        if (crow[(size_t)i + 1] - crow[(size_t)i] > kb)
+            throw_runtime_error("BSR data: block row ", i, " has ", crow[(size_t)i + 1] - crow[(size_t)i],
+                                " blocks, more than the ", kb, " block columns");
+    }
+    if (crow[(size_t)mb] != nnzb())
+        throw_runtime_error("BSR data: crow[", mb, "] = ", crow[(size_t)mb], " but col has ", nnzb(),
+                            " entries (the block counts disagree)");
+    for (int64_t i = 0; i < mb; i++) {
+        for (int32_t p = crow[(size_t)i]; p < crow[(size_t)i + 1]; p++) {
+            int32_t c = col[(size_t)p];
+            if (c < 0 || c >= kb)
+                throw_runtime_error("BSR data: col[", p, "] = ", c, " (block row ", i, ") is outside [0, ", kb - 1,
+                                    "]");
+            if (p > crow[(size_t)i] && c <= col[(size_t)p - 1])
+                throw_runtime_error("BSR data: col[", p, "] = ", c, " does not increase after col[", p - 1,
+                                    "] = ", col[(size_t)p - 1], " within block row ", i,
+                                    " (a block listed twice or unsorted)");
+        }
+    }
+    int64_t expected = nnzb() * block_rows * block_cols;
+    if ((int64_t)values.size() != expected)
+        throw_runtime_error("BSR data: values has ", values.size(), " elements, expected nnzb x block = ", nnzb(),
+                            " x ", block_rows, " x ", block_cols, " = ", expected);
+}
+
+std::vector<float> BsrData::to_dense() const {
+    validate();
+    std::vector<float> dense((size_t)(rows * cols), 0.0f);
+    int64_t block = block_rows * block_cols;
+    for (int64_t rb = 0; rb < row_blocks(); rb++)
+        for (int32_t p = crow[(size_t)rb]; p < crow[(size_t)rb + 1]; p++)
+            for (int64_t r = 0; r < block_rows; r++)
+                for (int64_t c = 0; c < block_cols; c++)
+                    dense[(size_t)((rb * block_rows + r) * cols + col[(size_t)p] * block_cols + c)] =
+                        values[(size_t)(p * block + r * block_cols + c)];
+    return dense;
+}
+
+void BsrData::bind(RaggedShape &shape, const BsrMatrix &m) const {
+    validate();
+    if (rows != m.rows() || cols != m.cols() || block_rows != m.block_rows() || block_cols != m.block_cols())
+        throw_runtime_error("BSR data for '", m.name(), "' is ", rows, " x ", cols, " in blocks of ", block_rows, " x ",
+                            block_cols, ", but the matrix is declared ", m.rows(), " x ", m.cols(), " in blocks of ",
+                            m.block_rows(), " x ", m.block_cols());
+    shape.set_offsets(m.blocks_per_row, crow);
+}
+
+Buffer BsrData::col_buffer(const BsrMatrix &m, const RaggedShape &shape) const {
+    return Buffer::view(m.col, shape, col.data(), nnzb());
+}
+
+Buffer BsrData::values_buffer(const BsrMatrix &m, const RaggedShape &shape) const {
+    if (m.order() == BlockOrder::RowMajor) return Buffer::view(m.values, shape, values.data(), (int64_t)values.size());
+    // Column-major blocks: the same blocks, each transposed (the layout m.values declares).
+    if (shape.size_of(m.values) != (int64_t)values.size())
+        throw_runtime_error("BSR data for '", m.name(), "' has ", values.size(),
+                            " values, but the shape's block counts need ", shape.size_of(m.values));
+    Buffer out(Float32, (int64_t)values.size());
+    float *o = out.data<float>();
+    int64_t br = block_rows, bc = block_cols;
+    for (int64_t p = 0; p < nnzb(); p++)
+        for (int64_t r = 0; r < br; r++)
+            for (int64_t c = 0; c < bc; c++)
+                o[p * br * bc + c * br + r] = values[(size_t)(p * br * bc + r * bc + c)];
+    return out;
+}
+
+} // namespace cora

@@ -1,0 +1,400 @@
+// Block-sparse (BSR) weights: the host format's conversions and validation, and kernels whose work
+// follows the present blocks (apps/sparse/bsr_linear.h) against the reference and against a dense
+// loop over the matrix with the zero blocks materialised, on the edge cases: no block present,
+// all present, one block per row, empty rows, every block shape of the issue, ragged token counts
+// 0 and 1, both block orders, JIT and in-kernel (AOT) aux arrays; random patterns x random schedules.
+#include "common/ragged_testing.h"
+#include "sparse/bsr_linear.h"
+
+#include <random>
+
+using namespace cora;
+using cora::apps::BsrLinear;
+using cora::apps::BsrTiling;
+using cora::apps::TokenDims;
+
+namespace {
+
+enum class Pattern { None, All, OnePerRow, EmptyRows, Random };
+
+const char *pattern_name(Pattern p) {
+    switch (p) {
+    case Pattern::None: return "no block";
+    case Pattern::All: return "all blocks";
+    case Pattern::OnePerRow: return "one block per row";
+    case Pattern::EmptyRows: return "empty rows";
+    case Pattern::Random: return "random";
+    }
+    return "?";
+}
+
+/** A [mb, kb] block mask of the pattern. */
+std::vector<uint8_t> block_mask(Pattern p, int64_t mb, int64_t kb, std::mt19937 &rng) {
+    std::vector<uint8_t> m((size_t)(mb * kb), 0);
+    for (int64_t i = 0; i < mb; i++)
+        for (int64_t j = 0; j < kb; j++) {
+            uint8_t &x = m[(size_t)(i * kb + j)];
+            switch (p) {
+            case Pattern::None: break;
+            case Pattern::All: x = 1; break;
+            case Pattern::OnePerRow: x = j == (i * 7 + 3) % kb; break;
+            case Pattern::EmptyRows: x = i % 2 == 1 ? 0 : (uint8_t)(rng() % 2); break;
+            case Pattern::Random: x = (uint8_t)(rng() % 3 == 0); break;
+            }
+        }
+    return m;
+}
+
+std::vector<float> random_dense(int64_t rows, int64_t cols, std::mt19937 &rng) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> d((size_t)(rows * cols));
+    for (float &x : d)
+        x = u(rng);
+    return d;
+}
+
+/** Y[t, n] = act(sum_k X[t, k] W[n, k] + bias[n]) in double over the dense matrix. */
+std::vector<double> dense_linear(const std::vector<double> &x, int64_t tokens, const std::vector<float> &w,
+                                 int64_t rows, int64_t cols, const std::vector<float> *bias, bool relu) {
+    std::vector<double> y((size_t)(tokens * rows));
+    for (int64_t t = 0; t < tokens; t++)
+        for (int64_t n = 0; n < rows; n++) {
+            double acc = bias ? (*bias)[(size_t)n] : 0.0;
+            for (int64_t k = 0; k < cols; k++)
+                acc += x[(size_t)(t * cols + k)] * (double)w[(size_t)(n * cols + k)];
+            y[(size_t)(t * rows + n)] = relu ? std::max(acc, 0.0) : acc;
+        }
+    return y;
+}
+
+struct BlockShape {
+    int64_t rows, cols;
+};
+
+} // namespace
+
+TEST_CASE("BsrData converts dense matrices and block masks and back", "[sparse]") {
+    std::mt19937 rng(7);
+    for (BlockShape bs : {BlockShape{8, 8}, BlockShape{4, 16}, BlockShape{16, 4}, BlockShape{32, 32}}) {
+        int64_t rows = bs.rows * 3, cols = bs.cols * 4;
+        for (Pattern p : {Pattern::None, Pattern::All, Pattern::OnePerRow, Pattern::EmptyRows, Pattern::Random}) {
+            INFO(pattern_name(p) << ", blocks " << bs.rows << "x" << bs.cols);
+            std::vector<uint8_t> mask = block_mask(p, 3, 4, rng);
+            std::vector<float> dense = random_dense(rows, cols, rng);
+            BsrData d = BsrData::from_block_mask(dense, rows, cols, bs.rows, bs.cols, mask);
+            d.validate();
+            int64_t present = 0;
+            for (uint8_t m : mask)
+                present += m;
+            REQUIRE(d.nnzb() == present);
+            REQUIRE(d.density() == Approx((double)present / 12.0));
+            std::vector<float> back = d.to_dense();
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++) {
+                    bool kept = mask[(size_t)(i / bs.rows * 4 + j / bs.cols)] != 0;
+                    REQUIRE(back[(size_t)(i * cols + j)] == (kept ? dense[(size_t)(i * cols + j)] : 0.0f));
+                }
+            // from_dense keeps exactly the blocks holding a non-zero: the masked matrix round-trips.
+            BsrData again = BsrData::from_dense(back, rows, cols, bs.rows, bs.cols);
+            REQUIRE(again.crow == d.crow);
+            REQUIRE(again.col == d.col);
+            REQUIRE(again.values == d.values);
+        }
+    }
+    // A threshold drops blocks whose elements are all small.
+    std::vector<float> dense(16 * 16, 0.01f);
+    dense[5 * 16 + 12] = 0.5f; // block (0, 1) of 8x8 blocks
+    BsrData d = BsrData::from_dense(dense, 16, 16, 8, 8, 0.1f);
+    REQUIRE(d.crow == std::vector<int32_t>{0, 1, 1});
+    REQUIRE(d.col == std::vector<int32_t>{1});
+    REQUIRE(BsrData::from_dense(dense, 16, 16, 8, 8).nnzb() == 4);
+}
+
+TEST_CASE("BsrData rejects inconsistent metadata, naming the entry", "[sparse][error]") {
+    std::mt19937 rng(3);
+    std::vector<float> dense = random_dense(16, 24, rng);
+    std::vector<uint8_t> mask = {1, 0, 1, 0, 1, 1}; // 2 x 3 blocks of 8x8
+    const BsrData good = BsrData::from_block_mask(dense, 16, 24, 8, 8, mask);
+    REQUIRE(good.crow == std::vector<int32_t>{0, 2, 4});
+    auto expect = [&](BsrData d, const std::string &message) {
+        INFO(message);
+        REQUIRE_THROWS_WITH(d.validate(), Catch::Contains(message));
+        REQUIRE_THROWS_AS(d.validate(), RuntimeError);
+    };
+    BsrData d = good;
+    d.crow = {0, 3, 2};
+    expect(d, "crow is not non-decreasing: crow[2] = 2 < crow[1] = 3");
+    d = good;
+    d.crow = {1, 2, 4};
+    expect(d, "crow[0] is 1, expected 0");
+    d = good;
+    d.crow = {0, 2};
+    expect(d, "crow has 2 entries, expected row blocks + 1 = 3");
+    d = good;
+    d.col[3] = 3;
+    expect(d, "col[3] = 3 (block row 1) is outside [0, 2]");
+    d = good;
+    d.col[1] = 0;
+    expect(d, "col[1] = 0 does not increase after col[0] = 0 within block row 0");
+    d = good;
+    d.col.push_back(1);
+    expect(d, "crow[2] = 4 but col has 5 entries");
+    d = good;
+    d.values.pop_back();
+    expect(d, "values has 255 elements, expected nnzb x block = 4 x 8 x 8 = 256");
+    d = good;
+    d.block_cols = 7;
+    expect(d, "block size 8 x 7 does not divide the matrix 16 x 24");
+    d = good;
+    d.crow = {0, 4, 4};
+    d.col = {0, 1, 2, 2};
+    expect(d, "block row 0 has 4 blocks, more than the 3 block columns");
+
+    REQUIRE_THROWS_WITH(BsrData::from_dense(dense, 16, 24, 16, 16),
+                        Catch::Contains("does not divide the matrix 16 x 24"));
+    REQUIRE_THROWS_WITH(BsrData::from_dense(dense, 16, 25, 8, 8), Catch::Contains("block size 8 x 8 does not divide"));
+    REQUIRE_THROWS_WITH(BsrData::from_dense(dense, 8, 24, 8, 8),
+                        Catch::Contains("384 elements, expected 8 x 24 = 192"));
+    REQUIRE_THROWS_WITH(BsrData::from_block_mask(dense, 16, 24, 8, 8, {1, 0}),
+                        Catch::Contains("the mask has 2 entries, expected 2 x 3 = 6"));
+
+    // Binding checks the declared matrix, and leaves the shape unchanged on error.
+    BsrMatrix W("W", 16, 24, 8, 8), W2("W2", 16, 24, 4, 8);
+    RaggedShape shape;
+    REQUIRE_THROWS_WITH(good.bind(shape, W2),
+                        Catch::Contains("BSR data for 'W2' is 16 x 24 in blocks of 8 x 8, but the matrix is "
+                                        "declared 16 x 24 in blocks of 4 x 8"));
+    REQUIRE_THROWS_AS(shape.lengths(W2.blocks_per_row), RuntimeError);
+    good.bind(shape, W);
+    REQUIRE(shape.offsets(W.blocks_per_row) == std::vector<int64_t>{0, 2, 4});
+}
+
+TEST_CASE("BsrMatrix and index_range reject bad declarations", "[sparse][error]") {
+    REQUIRE_THROWS_WITH(BsrMatrix("W", 48, 30, 16, 8),
+                        Catch::Contains("BsrMatrix 'W': block size 8 does not divide cols 30; pad the matrix with zero "
+                                        "cols up to 32"));
+    REQUIRE_THROWS_AS(BsrMatrix("W", 48, 30, 16, 8), CompileError);
+    REQUIRE_THROWS_WITH(BsrMatrix("W", 0, 32, 16, 8), Catch::Contains("rows 0 and its block size 16 must be positive"));
+    Dim i("i");
+    Tensor f("f", {{i, 4}}), ints("ints", {{i, 4}}, Int32);
+    REQUIRE_THROWS_WITH(f.index_range(0, 3),
+                        Catch::Contains("the tensor holds float32; an index tensor holds integers"));
+    REQUIRE_THROWS_WITH(ints.index_range(3, 0), Catch::Contains("min_value 3 > max_value 0"));
+    Func g("g", {{i, 4}}, Int32);
+    REQUIRE_THROWS_WITH(g.index_range(0, 3), Catch::Contains("only an input tensor can declare a value range"));
+    // Without a declared range, a read used as an index cannot be bounded: a CompileError.
+    Dim j("j");
+    Tensor data("data", {{j, 8}});
+    Func gather("gather", {{i, 4}});
+    gather.compute([&](Expr x) { return data(cast(Int64, ints(x))); });
+    REQUIRE_THROWS_AS(Pipeline({gather}, "gather").compile(), CompileError);
+    ints.index_range(0, 7);
+    REQUIRE_NOTHROW(Pipeline({gather}, "gather").compile());
+}
+
+TEST_CASE("block-sparse linear layers over ragged tokens match the reference and the dense product", "[sparse]") {
+    const int64_t rows = 64, cols = 64, max_len = 40;
+    std::mt19937 rng(2026);
+    for (BlockShape bs :
+         {BlockShape{8, 8}, BlockShape{16, 16}, BlockShape{32, 32}, BlockShape{4, 16}, BlockShape{16, 4}}) {
+        for (BlockOrder order : {BlockOrder::RowMajor, BlockOrder::ColumnMajor}) {
+            bool with_bias = order == BlockOrder::ColumnMajor, build_in_kernel = bs.rows == 16 && bs.cols == 4;
+            INFO("blocks " << bs.rows << "x" << bs.cols
+                           << (order == BlockOrder::RowMajor ? " row-major" : " column-major")
+                           << (with_bias ? ", bias + ReLU" : "") << (build_in_kernel ? ", aux built in kernel" : ""));
+            TokenDims D(max_len);
+            BsrTiling tiling;
+            tiling.chunk_tokens = 12;
+            tiling.tile_tokens = 4;
+            tiling.vector_rows = 8;
+            Tensor X = D.tokens("X", cols, tiling.chunk_tokens);
+            Dim o("o");
+            Tensor bias("bias", {{o, rows}});
+            BsrMatrix W("W", rows, cols, bs.rows, bs.cols, order);
+            BsrLinear lin(
+                "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); },
+                with_bias ? std::optional<Tensor>(bias) : std::nullopt, with_bias, tiling);
+            Pipeline pipe({lin.Y}, "bsr_linear");
+            CompileOptions opts;
+            opts.build_aux_in_kernel = build_in_kernel;
+            Kernel kernel = pipe.compile(opts);
+            for (Pattern p : {Pattern::None, Pattern::All, Pattern::OnePerRow, Pattern::EmptyRows, Pattern::Random}) {
+                std::vector<float> dense = random_dense(rows, cols, rng);
+                BsrData w = BsrData::from_block_mask(dense, rows, cols, bs.rows, bs.cols,
+                                                     block_mask(p, rows / bs.rows, cols / bs.cols, rng));
+                std::vector<float> wd = w.to_dense();
+                std::vector<float> bias_values((size_t)rows);
+                for (float &x : bias_values)
+                    x = (float)(rng() % 100) / 100.0f - 0.5f;
+                for (const auto &lengths : testing::length_cases((int32_t)max_len, 12, (uint32_t)rng(), 1)) {
+                    INFO(pattern_name(p) << ", " << testing::describe(lengths));
+                    RaggedShape shape;
+                    shape.set(D.B, (int64_t)lengths.size()).set(D.len, lengths);
+                    w.bind(shape, W);
+                    Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(lin.Y, shape);
+                    testing::fill_random(x, (uint32_t)rng());
+                    Buffer col = w.col_buffer(W, shape), values = w.values_buffer(W, shape);
+                    Buffer bias_buffer = Buffer::view(bias, shape, bias_values.data(), rows);
+                    std::vector<Binding> bindings = {{X, x}, {W.col, col}, {W.values, values}, {lin.Y, y}};
+                    if (with_bias) bindings.push_back({bias, bias_buffer});
+                    kernel.run(shape, bindings);
+                    std::vector<std::pair<Tensor, const Buffer *>> inputs = {
+                        {X, &x}, {W.col, &col}, {W.values, &values}};
+                    if (with_bias) inputs.push_back({bias, &bias_buffer});
+                    testing::require_close(y, lin.Y, shape, reference_evaluate(pipe, shape, inputs)[0]);
+                    std::vector<double> xv = testing::logical_values(x, X, shape);
+                    int64_t tokens = (int64_t)xv.size() / cols;
+                    testing::require_close(
+                        y, lin.Y, shape,
+                        dense_linear(xv, tokens, wd, rows, cols, with_bias ? &bias_values : nullptr, with_bias));
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("a pruned feed-forward block chains two block-sparse layers", "[sparse]") {
+    // H = relu(X W1^T + b1) feeds Y = H W2^T: the second layer reads the first's packed output at
+    // the columns its present blocks name.
+    const int64_t hidden = 32, ff = 64, max_len = 20;
+    TokenDims D(max_len);
+    BsrTiling tiling;
+    tiling.chunk_tokens = 8;
+    tiling.tile_tokens = 4;
+    Tensor X = D.tokens("X", hidden, tiling.chunk_tokens);
+    Dim o("o");
+    Tensor b1("b1", {{o, ff}});
+    BsrMatrix W1("W1", ff, hidden, 16, 8, BlockOrder::ColumnMajor), W2("W2", hidden, ff, 8, 16);
+    BsrLinear l1(
+        "H", D, W1, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, b1, true, tiling);
+    BsrLinear l2(
+        "Y", D, W2, [&](Expr b, Expr s, Expr k) { return l1.Y(b, s, k); }, std::nullopt, false, tiling);
+    Pipeline pipe({l2.Y}, "pruned_ff");
+    Kernel kernel = pipe.compile();
+    std::mt19937 rng(11);
+    BsrData w1 = BsrData::from_block_mask(random_dense(ff, hidden, rng), ff, hidden, 16, 8,
+                                          block_mask(Pattern::Random, ff / 16, hidden / 8, rng));
+    BsrData w2 = BsrData::from_block_mask(random_dense(hidden, ff, rng), hidden, ff, 8, 16,
+                                          block_mask(Pattern::EmptyRows, hidden / 8, ff / 16, rng));
+    std::vector<float> bias((size_t)ff);
+    for (float &x : bias)
+        x = (float)(rng() % 100) / 100.0f - 0.5f;
+    for (const auto &lengths : testing::length_cases((int32_t)max_len, 8, 5, 2)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(D.B, (int64_t)lengths.size()).set(D.len, lengths);
+        w1.bind(shape, W1);
+        w2.bind(shape, W2);
+        Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(l2.Y, shape);
+        testing::fill_random(x, 99);
+        Buffer c1 = w1.col_buffer(W1, shape), v1 = w1.values_buffer(W1, shape);
+        Buffer c2 = w2.col_buffer(W2, shape), v2 = w2.values_buffer(W2, shape);
+        Buffer bb = Buffer::view(b1, shape, bias.data(), ff);
+        kernel.run(shape, {{X, x}, {W1.col, c1}, {W1.values, v1}, {b1, bb}, {W2.col, c2}, {W2.values, v2}, {l2.Y, y}});
+        std::vector<double> xv = testing::logical_values(x, X, shape);
+        int64_t tokens = (int64_t)xv.size() / hidden;
+        std::vector<double> h = dense_linear(xv, tokens, w1.to_dense(), ff, hidden, &bias, true);
+        testing::require_close(y, l2.Y, shape, dense_linear(h, tokens, w2.to_dense(), hidden, ff, nullptr, false));
+    }
+}
+
+TEST_CASE("random block patterns x random schedules agree with the reference", "[sparse][differential]") {
+    std::mt19937 rng(77);
+    const int64_t max_len = 30;
+    for (int round = 0; round < 6; round++) {
+        const int64_t br = int64_t{4} << (rng() % 3), bc = int64_t{4} << (rng() % 3); // 4, 8 or 16
+        const int64_t rows = br * (1 + rng() % 4), cols = bc * (1 + rng() % 4);
+        BsrTiling tiling;
+        tiling.tile_tokens = 1 + rng() % 6;
+        tiling.chunk_tokens = tiling.tile_tokens * (1 + rng() % 4);
+        tiling.vector_rows = int64_t{4} << (rng() % 3);
+        tiling.unroll_block_cols = (int)(rng() % 3) - 1;
+        bool scheduled = rng() % 4 != 0;
+        INFO("round " << round << ": W " << rows << "x" << cols << " in " << br << "x" << bc << " blocks; "
+                      << (scheduled ? "" : "default schedule; ") << "tile " << tiling.tile_tokens << " tokens x "
+                      << tiling.vector_rows << " rows, chunk " << tiling.chunk_tokens << ", unroll "
+                      << tiling.unroll_block_cols);
+        TokenDims D(max_len);
+        Tensor X = D.tokens("X", cols, tiling.chunk_tokens);
+        BsrMatrix W("W", rows, cols, br, bc, rng() % 2 ? BlockOrder::RowMajor : BlockOrder::ColumnMajor);
+        std::optional<BsrLinear> lin;
+        Func unscheduled("Y", {{D.b, D.B}, {D.s, D.len(D.b)}, {Dim("n"), rows}});
+        Pipeline pipe = [&] {
+            if (scheduled) {
+                lin.emplace(
+                    "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling);
+                return Pipeline({lin->Y}, "bsr_random");
+            }
+            Dim k("k");
+            unscheduled.compute(
+                [&](Expr b, Expr s, Expr n) { return W.row_times(k, n, [&](Expr kk) { return X(b, s, kk); }); });
+            return Pipeline({unscheduled}, "bsr_default");
+        }();
+        Func Y = scheduled ? lin->Y : unscheduled;
+        Kernel kernel = pipe.compile();
+        BsrData w = BsrData::from_block_mask(random_dense(rows, cols, rng), rows, cols, br, bc,
+                                             block_mask(Pattern::Random, rows / br, cols / bc, rng));
+        for (const auto &lengths : testing::length_cases((int32_t)max_len, (int32_t)tiling.chunk_tokens, rng(), 1)) {
+            INFO(testing::describe(lengths));
+            RaggedShape shape;
+            shape.set(D.B, (int64_t)lengths.size()).set(D.len, lengths);
+            w.bind(shape, W);
+            Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(Y, shape);
+            testing::fill_random(x, (uint32_t)rng());
+            Buffer col = w.col_buffer(W, shape), values = w.values_buffer(W, shape);
+            kernel.run(shape, {{X, x}, {W.col, col}, {W.values, values}, {Y, y}});
+            testing::require_close(y, Y, shape,
+                                   reference_evaluate(pipe, shape, {{X, &x}, {W.col, &col}, {W.values, &values}})[0]);
+        }
+    }
+}
+
+TEST_CASE("a block-sparse kernel checks its metadata on every call and writes nothing on error", "[sparse][error]") {
+    TokenDims D(16);
+    BsrTiling tiling;
+    tiling.chunk_tokens = 8;
+    tiling.tile_tokens = 4;
+    Tensor X = D.tokens("X", 32, tiling.chunk_tokens);
+    BsrMatrix W("W", 16, 32, 8, 8);
+    BsrLinear lin(
+        "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling);
+    Kernel kernel = Pipeline({lin.Y}, "bsr_checks").compile();
+    std::mt19937 rng(5);
+    BsrData w = BsrData::from_block_mask(random_dense(16, 32, rng), 16, 32, 8, 8, {1, 0, 1, 1, 0, 1, 0, 0});
+    RaggedShape shape;
+    shape.set(D.B, 2).set(D.len, {5, 9});
+    w.bind(shape, W);
+    Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(lin.Y, shape);
+    testing::fill_random(x, 1);
+    for (int64_t i = 0; i < y.size(); i++)
+        y.at(i) = 42.0f;
+    auto unchanged = [&] {
+        for (int64_t i = 0; i < y.size(); i++)
+            if (y.at(i) != 42.0f) return false;
+        return true;
+    };
+    // A column index out of range (the kernel would read past X's row).
+    BsrData bad = w;
+    bad.col[2] = 4;
+    Buffer col = bad.col_buffer(W, shape), values = bad.values_buffer(W, shape);
+    REQUIRE_THROWS_WITH(kernel.run(shape, {{X, x}, {W.col, col}, {W.values, values}, {lin.Y, y}}),
+                        Catch::Contains("index tensor 'W_col': element 2 (packed position) is 4, outside its declared "
+                                        "range [0, 3]"));
+    REQUIRE(unchanged());
+    // Arrays whose block count disagrees with the shape's (crow says 4 blocks).
+    Buffer short_col(Int32, 3);
+    REQUIRE_THROWS_WITH(kernel.run(shape, {{X, x}, {W.col, short_col}, {W.values, values}, {lin.Y, y}}),
+                        Catch::Contains("buffer for tensor 'W_col' has 3 elements, expected 4"));
+    Buffer short_values(Float32, 4 * 64 - 1);
+    Buffer good_col = w.col_buffer(W, shape);
+    REQUIRE_THROWS_WITH(kernel.run(shape, {{X, x}, {W.col, good_col}, {W.values, short_values}, {lin.Y, y}}),
+                        Catch::Contains("buffer for tensor 'W_values' has 255 elements, expected 256"));
+    REQUIRE(unchanged());
+    // A block count above the block columns (a crow step of 5 with 4 block columns).
+    RaggedShape too_many;
+    too_many.set(D.B, 2).set(D.len, {5, 9});
+    REQUIRE_THROWS_WITH(too_many.set_offsets(W.blocks_per_row, std::vector<int32_t>{0, 5, 5}),
+                        Catch::Contains("W_blocks"));
+    REQUIRE_THROWS_WITH(too_many.set_offsets(W.blocks_per_row, std::vector<int32_t>{0, 3, 2}),
+                        Catch::Contains("W_blocks"));
+}
