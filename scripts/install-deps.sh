@@ -14,7 +14,7 @@ packages=(
   python3-torch                          # the encoder checked against PyTorch (nn.TransformerEncoder)
 )
 if [[ "${CORA_BENCH_DEPS:-0}" == "1" ]]; then
-  packages+=(libhalide14-0-dev python3-matplotlib)
+  packages+=(libhalide14-0-dev libdnnl-dev python3-matplotlib)
 fi
 
 missing=()

@@ -8,5 +8,6 @@
 #include "cora/Reference.h"
 #include "cora/Runtime.h"
 #include "cora/Sparse.h"
+#include "cora/SparsityPropagation.h"
 #include "cora/Tensor.h"
 #include "cora/Type.h"
