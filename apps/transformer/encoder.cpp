@@ -3,6 +3,7 @@
 // on the batch padded to its longest item, with a check against a double-precision reference.
 #include "common/cli.h"
 #include "common/data_files.h"
+#include "common/length_profile.h"
 #include "common/timing.h"
 #include "encoder_model.h"
 
@@ -31,22 +32,6 @@
 using namespace cora::apps;
 
 namespace {
-
-// Quantiles (every 5%) of MNLI's training-set token counts, from 0% to 100%: the built-in
-// length profile, so the program runs with no data files.
-const int kMnliQuantiles[21] = {5, 14, 18, 21, 24, 27, 29, 31, 34, 36, 39, 41, 44, 47, 50, 54, 58, 64, 74, 89, 128};
-
-std::vector<int32_t> builtin_lengths(int64_t count) {
-    std::mt19937 rng(2022);
-    std::uniform_real_distribution<double> u(0.0, 20.0);
-    std::vector<int32_t> l((size_t)count);
-    for (auto &x : l) {
-        double q = u(rng);
-        int k = std::min(19, (int)q);
-        x = (int32_t)std::lround(kMnliQuantiles[k] + (q - k) * (kMnliQuantiles[k + 1] - kMnliQuantiles[k]));
-    }
-    return l;
-}
 
 /** A cora kernel's status: its message as an exception. */
 void ok(int32_t status, const char *kernel, const char *error) {
