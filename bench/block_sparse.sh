@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Block-sparse linear layers against dense sgemm (OpenBLAS) and oneDNN, and sparsity propagation on
+# a pruned FF block (bench/block_sparse.cpp): builds the target cora_block_sparse, runs it with 2
+# threads and writes bench/results/block_sparse.md. When OpenBLAS reports its generic Prescott
+# kernel on an AVX-512 (AVX2) CPU, the whole run uses OPENBLAS_CORETYPE=SkylakeX (Haswell), so the
+# dense baseline is fair, and the results say so.
+# Environment: CORA_BENCH_BUILD_DIR (default build-bench), CORA_BUILD_JOBS (default 1), CORA_BENCH_RUNS
+# (default 3: the best of that many timed runs per variant).
+# Usage: bash bench/block_sparse.sh [--quick]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${CORA_BENCH_BUILD_DIR:-build-bench}
+if ! grep -qs "CORA_BUILD_BENCH:BOOL=ON" "$build/CMakeCache.txt"; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON -DCORA_BUILD_TESTS=OFF
+fi
+nice -n 19 cmake --build "$build" --target cora_block_sparse -j "${CORA_BUILD_JOBS:-1}"
+
+core=$(/usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0"); l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())' 2>/dev/null || echo unknown)
+if [ "$core" = "Prescott" ] || [ "$core" = "prescott" ]; then
+  if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; elif grep -q avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
+  echo "OpenBLAS reported Prescott; running with OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
+fi
+
+# PyTorch's CPU BSR matmul, when this PyTorch has one (Debian's 1.13 is built without MKL: none).
+torch_bsr=$(/usr/bin/python3 - <<'PY' 2>/dev/null || echo "PyTorch not importable"
+import warnings
+warnings.filterwarnings("ignore")
+import torch
+w = torch.randn(64, 64)
+x = torch.randn(8, 64)
+try:
+    torch.nn.functional.linear(x, w.to_sparse_bsr((32, 32)))
+    print(f"available (PyTorch {torch.__version__})")
+except Exception as e:
+    print(f"not available in PyTorch {torch.__version__}: {str(e).splitlines()[0]}")
+PY
+)
+echo "PyTorch CPU BSR matmul: $torch_bsr"
+
+mkdir -p bench/results
+out=bench/results/block_sparse.md
+table=$(mktemp)
+trap 'rm -f "$table"' EXIT
+OMP_NUM_THREADS=2 CORA_NUM_THREADS=2 "./$build/bench/cora_block_sparse" --markdown="$table" \
+  --runs="${CORA_BENCH_RUNS:-3}" "$@"
+
+cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+isa=$(grep -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+{
+  echo "# Block-sparse linear layers vs dense GEMM"
+  echo
+  echo "Written by \`bash bench/block_sparse.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'); CPU: $cpu ($(nproc) cores;" \
+    "${isa% }); cora $commit; 2 threads; OpenBLAS core: $core; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}."
+  echo
+  echo "Y = X W^T over packed ragged tokens with W [out, in] pruned to blocks (random block mask; the" \
+    "realised density in parentheses). Baselines on the same tokens and the same weight with its zero" \
+    "blocks materialised: \`cblas_sgemm\` and oneDNN's matmul. Times are the best of ${CORA_BENCH_RUNS:-3}" \
+    "runs; ratios (dense time / cora time, above 1: cora faster) come from one run of the program." \
+    "The target column compares with the faster dense baseline. PyTorch CPU BSR matmul: $torch_bsr."
+  echo
+  cat "$table"
+} > "$out"
+echo "wrote $out"
