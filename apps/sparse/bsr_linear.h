@@ -34,6 +34,16 @@ struct BsrTiling {
     int64_t chunk_tokens = 24; ///< tokens per parallel chunk (a multiple of tile_tokens), also the bulk pad
     /** Unroll the loop over a block's columns: < 0 when block_cols <= 8, 0 no, > 0 yes. */
     int unroll_block_cols = -1;
+
+    /** The tiling for `W`: chunks of 24 tokens keep a chunk's X rows in L2 (K = 3072: 295 KB) while
+     * the present blocks stream from L2/L3; a weight too large for the last-level cache (dense
+     * size over 16 MB, e.g. 4096 x 4096) streams from memory once per chunk instead, so chunks grow
+     * to 192 tokens (4096^3 at 50%: 1.31x -> 1.67x dense on a Zen 3, bench/block_sparse.sh). */
+    static BsrTiling for_matrix(const BsrMatrix &W) {
+        BsrTiling t;
+        if (W.rows() * W.cols() * 4 > (int64_t{16} << 20)) t.chunk_tokens = 192;
+        return t;
+    }
 };
 
 /** Dims of the token tensors, shared by every layer of a pipeline. */
@@ -54,42 +64,69 @@ struct TokenDims {
  * earlier layer's output), so layers chain. */
 class BsrLinear {
     // Declared first: Y's initializer uses n_.
-    Dim n_{"n"}, k_{"k"}, tc_{"tc"}, tt_{"tt"}, to_{"to"}, ti_{"ti"}, nb_{"nb"}, r_{"r"}, ro_{"ro"}, ri_{"ri"},
-        ko_{"ko"}, ki_{"ki"};
+    Dim n_{"n"}, k_{"k"}, k2_{"k2"}, tc_{"tc"}, tt_{"tt"}, to_{"to"}, ti_{"ti"}, nb_{"nb"}, r_{"r"}, ro_{"ro"},
+        ri_{"ri"}, ko_{"ko"}, ki_{"ki"};
 
 public:
+    /** With `elements` (SparTA's decomposition, decompose_blocks: the non-zeros outside W's blocks,
+     * 1x1 blocks of the same matrix), Y = act(X W^T + X E^T + bias): W's product is its own Func
+     * ("<name>_blocks", scheduled as above), and Y adds E's product to it token by token. */
     BsrLinear(const std::string &name, const TokenDims &D, const BsrMatrix &W,
               const std::function<Expr(Expr, Expr, Expr)> &read_x, const std::optional<Tensor> &bias, bool relu,
-              const BsrTiling &tiling = {})
+              const BsrTiling &tiling = {}, const BsrMatrix *elements = nullptr)
         : Y(name, {{D.b, D.B}, {D.s, D.len(D.b)}, {n_, W.rows()}}) {
-        Y.compute([&](Expr b, Expr s, Expr n) {
-            Expr v = W.row_times(k_, n, [&](Expr kk) { return read_x(b, s, kk); });
+        auto epilogue = [&](Expr v, Expr n) {
             if (bias) v = v + (*bias)(n);
             return relu ? max(v, 0.0f) : v;
+        };
+        if (!elements) {
+            Y.compute([&](Expr b, Expr s, Expr n) {
+                return epilogue(W.row_times(k_, n, [&](Expr kk) { return read_x(b, s, kk); }), n);
+            });
+            schedule(Y, D, W, tiling);
+            return;
+        }
+        if (elements->rows() != W.rows() || elements->cols() != W.cols())
+            throw CompileError("BsrLinear '" + name + "': the element part '" + elements->name() +
+                               "' must have the block part's size " + std::to_string(W.rows()) + " x " +
+                               std::to_string(W.cols()));
+        blocks_.emplace(name + "_blocks", Shape{{D.b, D.B}, {D.s, D.len(D.b)}, {n_, W.rows()}});
+        Func &blocks = *blocks_;
+        blocks.compute(
+            [&](Expr b, Expr s, Expr n) { return W.row_times(k_, n, [&](Expr kk) { return read_x(b, s, kk); }); });
+        schedule(blocks, D, W, tiling);
+        Y.compute([&](Expr b, Expr s, Expr n) {
+            Expr e = elements->row_times(k2_, n, [&](Expr kk) { return read_x(b, s, kk); });
+            return epilogue(e + blocks(b, s, n), n);
         });
-        schedule(D, W, tiling);
+        Y.fuse(D.b, D.s, D.tok)
+            .pad_loop(D.tok, tiling.chunk_tokens)
+            .fuse_storage(D.b, D.s, D.tok, tiling.chunk_tokens)
+            .parallel(D.tok);
     }
 
     Func Y;
 
 private:
-    void schedule(const TokenDims &D, const BsrMatrix &W, const BsrTiling &t) {
+    std::optional<Func> blocks_;
+
+    void schedule(Func &f, const TokenDims &D, const BsrMatrix &W, const BsrTiling &t) {
         const int64_t rows = std::min(t.vector_rows, W.block_rows());
         const bool unroll = t.unroll_block_cols < 0 ? W.block_cols() <= 8 : t.unroll_block_cols > 0;
-        Y.fuse(D.b, D.s, D.tok).pad_loop(D.tok, t.chunk_tokens).fuse_storage(D.b, D.s, D.tok, t.chunk_tokens);
-        Y.split(D.tok, tc_, tt_, t.chunk_tokens)
+        f.fuse(D.b, D.s, D.tok).pad_loop(D.tok, t.chunk_tokens).fuse_storage(D.b, D.s, D.tok, t.chunk_tokens);
+        f.split(D.tok, tc_, tt_, t.chunk_tokens)
             .split(tt_, to_, ti_, t.tile_tokens)
             .split(n_, nb_, r_, W.block_rows())
             .split(k_, ko_, ki_, W.block_cols());
         if (rows < W.block_rows()) {
-            Y.split(r_, ro_, ri_, rows).reorder({tc_, nb_, ro_, to_, ko_, ki_, ti_, ri_});
-            Y.vectorize(ri_);
+            f.split(r_, ro_, ri_, rows).reorder({tc_, nb_, ro_, to_, ko_, ki_, ti_, ri_});
+            f.vectorize(ri_);
         } else {
-            Y.reorder({tc_, nb_, to_, ko_, ki_, ti_, r_});
-            Y.vectorize(r_);
+            f.reorder({tc_, nb_, to_, ko_, ki_, ti_, r_});
+            f.vectorize(r_);
         }
-        Y.cache_write(to_).unroll(ti_).parallel(tc_);
-        if (unroll) Y.unroll(ki_);
+        f.cache_write(to_).unroll(ti_).parallel(tc_);
+        if (unroll) f.unroll(ki_);
     }
 };
 

@@ -106,12 +106,13 @@ int run(int argc, char **argv) {
 
     // The pipeline: both layers over packed tokens, one kernel call.
     TokenDims D(kMaxLen);
-    BsrTiling tiling;
-    Tensor X = D.tokens("X", hidden, tiling.chunk_tokens);
     Dim o("o");
     Tensor B1("b1", {{o, ff}}), B2("b2", {{o, hidden}});
     BsrMatrix W1("W1", ff, hidden, block, block, BlockOrder::ColumnMajor),
         W2("W2", hidden, ff, block, block, BlockOrder::ColumnMajor);
+    // One chunk size for both layers: X and H share the token storage's bulk padding.
+    BsrTiling tiling = BsrTiling::for_matrix(W1);
+    Tensor X = D.tokens("X", hidden, tiling.chunk_tokens);
     BsrLinear l1(
         "H", D, W1, [&](Expr b, Expr s, Expr k) { return X(b, s, k); },
         no_bias ? std::nullopt : std::optional<Tensor>(B1), true, tiling);

@@ -119,4 +119,26 @@ struct BsrData {
     Buffer values_buffer(const BsrMatrix &m, const RaggedShape &shape) const;
 };
 
+/** SparTA's decomposition of a weight whose non-zeros are not a pure block pattern: the blocks
+ * worth computing whole, plus the remaining non-zeros one by one (CSR: a BsrData with 1x1 blocks,
+ * whose crow and col are CSR's row pointers and column indices). blocks + elements = the matrix. */
+struct BsrDecomposition {
+    BsrData blocks;   ///< block_rows x block_cols blocks, kept whole (their zeros included)
+    BsrData elements; ///< every other non-zero, 1x1 blocks
+};
+
+/** The cost rule's default threshold, from bench/block_sparse.sh on the development machine: a
+ * multiply-add in a whole 32x32 (8x8) block runs about 8x (4x) faster than one through 1x1 blocks,
+ * so a block is cheaper whole once at least 1/8 of it is non-zero; 0.15 leaves a margin for the
+ * element kernel's better cache use on very sparse rows. */
+inline constexpr double kDecomposeMinFill = 0.15;
+
+/** Split a dense row-major [rows, cols] matrix: a block with f non-zeros (|x| > 0) out of
+ * block_rows x block_cols goes to `blocks` when f >= min_fill x block_rows x block_cols (a whole
+ * block costs its size at the block kernel's rate, its non-zeros alone cost f at the element
+ * kernel's; min_fill is their ratio), and its non-zeros to `elements` otherwise. RuntimeError for
+ * the sizes from_dense rejects or min_fill outside [0, 1]. */
+BsrDecomposition decompose_blocks(const std::vector<float> &dense, int64_t rows, int64_t cols, int64_t block_rows,
+                                  int64_t block_cols, double min_fill = kDecomposeMinFill);
+
 } // namespace cora

@@ -156,4 +156,30 @@ Buffer BsrData::values_buffer(const BsrMatrix &m, const RaggedShape &shape) cons
     return out;
 }
 
+BsrDecomposition decompose_blocks(const std::vector<float> &dense, int64_t rows, int64_t cols, int64_t block_rows,
+                                  int64_t block_cols, double min_fill) {
+    check_dense("decompose", dense.size(), rows, cols, block_rows, block_cols);
+    if (!(min_fill >= 0.0 && min_fill <= 1.0))
+        throw_runtime_error("decompose_blocks: min_fill ", min_fill, " is outside [0, 1]");
+    const int64_t kb = cols / block_cols, size = block_rows * block_cols;
+    std::vector<uint8_t> whole((size_t)(rows / block_rows * kb), 0);
+    std::vector<float> rest = dense;
+    for (int64_t rb = 0; rb < rows / block_rows; rb++)
+        for (int64_t cb = 0; cb < kb; cb++) {
+            int64_t nonzeros = 0;
+            for (int64_t r = 0; r < block_rows; r++)
+                for (int64_t c = 0; c < block_cols; c++)
+                    nonzeros += dense[(size_t)((rb * block_rows + r) * cols + cb * block_cols + c)] != 0.0f;
+            if (nonzeros == 0 || (double)nonzeros < min_fill * (double)size) continue;
+            whole[(size_t)(rb * kb + cb)] = 1;
+            for (int64_t r = 0; r < block_rows; r++)
+                for (int64_t c = 0; c < block_cols; c++)
+                    rest[(size_t)((rb * block_rows + r) * cols + cb * block_cols + c)] = 0.0f;
+        }
+    BsrDecomposition d;
+    d.blocks = BsrData::from_block_mask(dense, rows, cols, block_rows, block_cols, whole);
+    d.elements = BsrData::from_dense(rest, rows, cols, 1, 1);
+    return d;
+}
+
 } // namespace cora

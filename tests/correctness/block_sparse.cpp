@@ -398,3 +398,92 @@ TEST_CASE("a block-sparse kernel checks its metadata on every call and writes no
     REQUIRE_THROWS_WITH(too_many.set_offsets(W.blocks_per_row, std::vector<int32_t>{0, 3, 2}),
                         Catch::Contains("W_blocks"));
 }
+
+TEST_CASE("decompose_blocks splits a weight into whole blocks plus its other non-zeros", "[sparse][decompose]") {
+    std::mt19937 rng(31);
+    const int64_t rows = 32, cols = 48, br = 8, bc = 8;
+    // Block (r, c) has about (r * 6 + c) % 9 / 8 of its elements non-zero: fills from 0 to 1.
+    std::vector<float> dense((size_t)(rows * cols), 0.0f);
+    std::vector<int64_t> fill((size_t)(rows / br * (cols / bc)), 0);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            int64_t blk = i / br * (cols / bc) + j / bc;
+            if ((int64_t)(rng() % 8) < blk * 5 % 9) {
+                dense[(size_t)(i * cols + j)] = (float)(rng() % 100) / 50.0f - 1.0f + 0.01f;
+                fill[(size_t)blk]++;
+            }
+        }
+    for (double min_fill : {0.0, 0.15, 0.5, 1.0}) {
+        INFO("min_fill " << min_fill);
+        BsrDecomposition d = decompose_blocks(dense, rows, cols, br, bc, min_fill);
+        d.blocks.validate();
+        d.elements.validate();
+        REQUIRE(d.elements.block_rows == 1);
+        REQUIRE(d.elements.block_cols == 1);
+        std::vector<float> a = d.blocks.to_dense(), b = d.elements.to_dense();
+        for (size_t i = 0; i < dense.size(); i++) {
+            REQUIRE(a[i] + b[i] == dense[i]);
+            REQUIRE((a[i] == 0.0f || b[i] == 0.0f)); // every non-zero in exactly one part
+        }
+        int64_t expected_blocks = 0;
+        for (int64_t f : fill)
+            expected_blocks += f > 0 && (double)f >= min_fill * (double)(br * bc);
+        REQUIRE(d.blocks.nnzb() == expected_blocks);
+        if (min_fill == 0.0) REQUIRE(d.elements.nnzb() == 0);
+    }
+    REQUIRE_THROWS_WITH(decompose_blocks(dense, rows, cols, br, bc, 1.5),
+                        Catch::Contains("min_fill 1.5 is outside [0, 1]"));
+    REQUIRE_THROWS_WITH(decompose_blocks(dense, rows, cols, 7, bc),
+                        Catch::Contains("does not divide the matrix 32 x 48"));
+}
+
+TEST_CASE("a decomposed weight (blocks + element remainder) computes the whole product", "[sparse][decompose]") {
+    const int64_t rows = 32, cols = 48, max_len = 20;
+    std::mt19937 rng(8);
+    std::vector<float> dense((size_t)(rows * cols), 0.0f);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            bool dense_block = (i / 8 + j / 8) % 3 == 0; // whole blocks, plus scattered elements
+            if (dense_block || rng() % 16 == 0) dense[(size_t)(i * cols + j)] = (float)(rng() % 100) / 50.0f - 0.99f;
+        }
+    BsrDecomposition d = decompose_blocks(dense, rows, cols, 8, 8);
+    REQUIRE(d.blocks.nnzb() > 0);
+    REQUIRE(d.elements.nnzb() > 0);
+    TokenDims D(max_len);
+    BsrTiling tiling;
+    tiling.chunk_tokens = 8;
+    tiling.tile_tokens = 4;
+    tiling.vector_rows = 8;
+    Tensor X = D.tokens("X", cols, tiling.chunk_tokens);
+    Dim o("o");
+    Tensor bias("bias", {{o, rows}});
+    BsrMatrix W("W", rows, cols, 8, 8, BlockOrder::ColumnMajor), E("E", rows, cols, 1, 1);
+    BsrLinear lin(
+        "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, bias, true, tiling, &E);
+    Pipeline pipe({lin.Y}, "bsr_decomposed");
+    Kernel kernel = pipe.compile();
+    std::vector<float> bias_values((size_t)rows);
+    for (float &x : bias_values)
+        x = (float)(rng() % 100) / 100.0f - 0.5f;
+    for (const auto &lengths : testing::length_cases((int32_t)max_len, 8, 12, 2)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(D.B, (int64_t)lengths.size()).set(D.len, lengths);
+        d.blocks.bind(shape, W);
+        d.elements.bind(shape, E);
+        Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(lin.Y, shape);
+        testing::fill_random(x, 4);
+        Buffer cw = d.blocks.col_buffer(W, shape), vw = d.blocks.values_buffer(W, shape);
+        Buffer ce = d.elements.col_buffer(E, shape), ve = d.elements.values_buffer(E, shape);
+        Buffer bb = Buffer::view(bias, shape, bias_values.data(), rows);
+        kernel.run(shape, {{X, x}, {W.col, cw}, {W.values, vw}, {E.col, ce}, {E.values, ve}, {bias, bb}, {lin.Y, y}});
+        std::vector<double> xv = testing::logical_values(x, X, shape);
+        testing::require_close(y, lin.Y, shape,
+                               dense_linear(xv, (int64_t)xv.size() / cols, dense, rows, cols, &bias_values, true));
+    }
+    BsrMatrix wrong("Wrong", rows, cols + 8, 1, 1);
+    REQUIRE_THROWS_WITH(
+        BsrLinear(
+            "Z", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling, &wrong),
+        Catch::Contains("the element part 'Wrong' must have the block part's size 32 x 48"));
+}
