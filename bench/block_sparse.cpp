@@ -2,10 +2,10 @@
 // process: Y[t, :] = X[t, :] W^T over a ragged batch of packed tokens, W [out, in] pruned to blocks.
 //
 // Shapes: BERT-like weights (768x768, FF1 3072x768, FF2 768x3072) over a ragged batch of 24
-// sentences (lengths from std::mt19937 seed 2026, uniform in [16, 240]: 3079 tokens), and 4096^3
-// (one 4096-token item). Blocks 32x32 and 8x8; densities 50%, 25%, 10%, 5% (a random block mask,
-// seed per case; the realised density is printed). Baselines on the same packed tokens and the
-// same weight with its zero blocks materialised:
+// sentences (lengths from std::mt19937 seed 2026, uniform in [16, 240]: 3430 tokens), and 4096^3
+// (one 4096-token item). Blocks 32x32 and 8x8; densities 50%, 25%, 10%, 5% (exactly that share of
+// the blocks, chosen at random, seed per case). Baselines on the same packed tokens and the same
+// weight with its zero blocks materialised:
 //   sgemm   cblas_sgemm (OpenBLAS, row-major X [T, K] times W^T)
 //   onednn  oneDNN's matmul primitive (when built with libdnnl-dev), weights in [K, N] "ba" layout
 // Then sparsity propagation (SparsityGraph): a bias-free FF 768 -> 3072 -> 768 with ReLU, W1 at 50%
@@ -13,14 +13,17 @@
 // with the weights as given and with the propagated (pruned) weights.
 // Then SparTA's decomposition (decompose_blocks): a weight of whole blocks plus scattered elements,
 // as a pure block pattern against blocks + a 1x1-block remainder summed into one output.
+// Then a 3x3 convolution (bsr_conv.h) whose weight is block-sparse over channels, against im2col +
+// cblas_sgemm.
 // Each timed call is one Kernel::run (argument checks included) or one baseline call; the best of
 // --runs is kept. Every cora result is checked against sgemm's (max |diff| / max |y|; above 1e-4
-// the program reports FAIL and exits 1). --markdown=FILE writes the table; --quick runs only the
-// 768x3072 shape.
+// the program reports FAIL and exits 1). --markdown=FILE writes the tables; --quick runs only the
+// 768x3072 shape of the first section; --only=linear|propagation|decomposition|conv runs one section.
 #include <cblas.h>
 #include <omp.h>
 
 #include "common/timing.h"
+#include "sparse/bsr_conv.h"
 #include "sparse/bsr_linear.h"
 
 #include <cora/SparsityPropagation.h>
@@ -54,6 +57,15 @@ struct Case {
     std::vector<int32_t> lengths;
 };
 
+/** A block mask of `count` entries with exactly round(density * count) set, chosen at random. */
+std::vector<uint8_t> exact_mask(size_t count, double density, uint32_t seed) {
+    std::vector<uint8_t> m(count, 0);
+    std::fill(m.begin(), m.begin() + (ptrdiff_t)std::llround(density * (double)count), 1);
+    std::mt19937 rng(seed);
+    std::shuffle(m.begin(), m.end(), rng);
+    return m;
+}
+
 double seconds_best(int runs, const std::function<void()> &f) {
     f(); // warm-up
     return cora::apps::best_seconds(runs, f);
@@ -86,6 +98,7 @@ int run(int argc, char **argv) {
     std::string markdown;
     int runs = 3;
     bool quick = false;
+    std::string only; // one section: linear, propagation, decomposition or conv
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a.rfind("--markdown=", 0) == 0)
@@ -94,8 +107,11 @@ int run(int argc, char **argv) {
             runs = std::max(1, std::atoi(a.c_str() + 7));
         else if (a == "--quick")
             quick = true;
+        else if (a.rfind("--only=", 0) == 0)
+            only = a.substr(7);
         else {
-            std::fprintf(stderr, "block_sparse: unknown flag '%s' (use --markdown=FILE, --runs=N, --quick)\n",
+            std::fprintf(stderr,
+                         "block_sparse: unknown flag '%s' (use --markdown=FILE, --runs=N, --quick, --only=SECTION)\n",
                          a.c_str());
             return 2;
         }
@@ -106,10 +122,18 @@ int run(int argc, char **argv) {
     for (int32_t &l : bert)
         l = u(len_rng);
     std::vector<Case> cases;
-    if (!quick) cases.push_back({"BERT attention out 768x768", 768, 768, bert});
-    if (!quick) cases.push_back({"BERT FF1 3072x768", 3072, 768, bert});
-    cases.push_back({"BERT FF2 768x3072", 768, 3072, bert});
-    if (!quick) cases.push_back({"4096^3", 4096, 4096, {4096}});
+    auto section = [&](const char *name) { return only.empty() || only == name; };
+    if (!section("linear") && !section("propagation") && !section("decomposition") && !section("conv")) {
+        std::fprintf(stderr, "block_sparse: --only=%s: expected linear, propagation, decomposition or conv\n",
+                     only.c_str());
+        return 2;
+    }
+    if (section("linear")) {
+        if (!quick) cases.push_back({"BERT attention out 768x768", 768, 768, bert});
+        if (!quick) cases.push_back({"BERT FF1 3072x768", 3072, 768, bert});
+        cases.push_back({"BERT FF2 768x3072", 768, 3072, bert});
+        if (!quick) cases.push_back({"4096^3", 4096, 4096, {4096}});
+    }
     const double densities[] = {0.5, 0.25, 0.1, 0.05};
     struct Target {
         int64_t block;
@@ -147,10 +171,8 @@ int run(int argc, char **argv) {
             std::vector<float> y_ref((size_t)(tokens * c.out)), y_dnnl(y_ref.size());
             for (int di = 0; di < 4; di++) {
                 const double density = densities[di];
-                std::vector<uint8_t> mask((size_t)(c.out / bs * (c.in / bs)));
-                std::mt19937 mrng((uint32_t)(1000 * density) + (uint32_t)bs);
-                for (uint8_t &m : mask)
-                    m = std::uniform_real_distribution<double>(0, 1)(mrng) < density;
+                std::vector<uint8_t> mask =
+                    exact_mask((size_t)(c.out / bs * (c.in / bs)), density, (uint32_t)(1000 * density) + (uint32_t)bs);
                 BsrData w = BsrData::from_block_mask(dense_w, c.out, c.in, bs, bs, mask);
                 std::vector<float> wd = w.to_dense();
                 RaggedShape shape;
@@ -203,7 +225,7 @@ int run(int argc, char **argv) {
     // block rows (FF1's output features) empty, W2 768x3072 with every block present. Without
     // propagation FF2 multiplies all of W2; with it, W2's blocks reading FF1's zero features go.
     std::string prop_table;
-    if (!quick) {
+    if (!quick && section("propagation")) {
         const int64_t hidden = 768, ff = 3072, bs = 32;
         int64_t tokens = 0;
         for (int32_t l : bert)
@@ -284,7 +306,7 @@ int run(int argc, char **argv) {
     // non-zero (nearly all of them); decompose_blocks keeps the full blocks whole and runs the
     // scattered elements through 1x1 blocks, summed into one output.
     std::string dec_table;
-    if (!quick) {
+    if (!quick && section("decomposition")) {
         const int64_t out_f = 768, in_f = 3072, bs = 32;
         int64_t tokens = 0;
         for (int32_t l : bert)
@@ -363,9 +385,91 @@ int run(int argc, char **argv) {
                     "block / element time per multiply-add |\n|---|---|---|---|---|---|---|\n" +
                     std::string(line);
     }
+    // Convolution: 3x3, 256 -> 256 channels, 40x40 pixels (NHWC, batch 1), the weight block-sparse
+    // over (C_out, C_in) with every tap inside a block; dense baseline im2col + cblas_sgemm (the
+    // im2col copy timed too, as a framework's conv does it; the sgemm alone beside it).
+    std::string conv_table;
+    if (!quick && section("conv")) {
+        const int64_t C = 256, H = 40, Wd = 40, pixels = H * Wd;
+        Param N("N", 1, 64);
+        Dim n("n"), yd("y"), xd("x"), cd("c");
+        Tensor X("X", {{n, N}, {yd, H + 2}, {xd, Wd + 2}, {cd, C}});
+        RaggedShape base;
+        base.set(N, 1);
+        Buffer x = Buffer::alloc(X, base);
+        std::mt19937 rng(29);
+        std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+        for (int64_t i = 0; i < H + 2; i++) // zero border, random interior
+            for (int64_t j = 0; j < Wd + 2; j++)
+                for (int64_t c = 0; c < C; c++)
+                    x.at((i * (Wd + 2) + j) * C + c) = i == 0 || j == 0 || i == H + 1 || j == Wd + 1 ? 0.0f : val(rng);
+        std::vector<float> w((size_t)(C * 9 * C));
+        for (float &v : w)
+            v = val(rng);
+        std::vector<float> cols((size_t)(pixels * 9 * C)), y_ref((size_t)(pixels * C));
+        for (int64_t bs : {8, 32}) {
+            BsrMatrix Wm("W", C, 9 * C, bs, 9 * bs, BlockOrder::ColumnMajor);
+            apps::BsrConv3x3 conv("Y", X, N, H, Wd, Wm, 5);
+            Kernel kernel = Pipeline({conv.Y}, "bsr_conv_bench").compile();
+            std::vector<float> matrix = apps::conv_weight_matrix(w, C, C, bs);
+            for (double density : {0.5, 0.25}) {
+                std::vector<uint8_t> mask = exact_mask((size_t)(C / bs * (C / bs)), density, (uint32_t)rng());
+                BsrData wd = BsrData::from_block_mask(matrix, C, 9 * C, bs, 9 * bs, mask);
+                std::vector<float> dense_m = wd.to_dense();
+                RaggedShape shape;
+                shape.set(N, 1);
+                wd.bind(shape, Wm);
+                Buffer yb = Buffer::alloc(conv.Y, shape), col = wd.col_buffer(Wm, shape),
+                       values = wd.values_buffer(Wm, shape);
+                double cora_s = seconds_best(runs, [&] {
+                    kernel.run(shape, {{X, x}, {Wm.col, col}, {Wm.values, values}, {conv.Y, yb}});
+                });
+                auto im2col = [&] { // column cb*9*bs + t*bs + c of pixel p: tap t of channel cb*bs + c
+#pragma omp parallel for
+                    for (int64_t p = 0; p < pixels; p++)
+                        for (int64_t cb = 0; cb < C / bs; cb++)
+                            for (int64_t t = 0; t < 9; t++)
+                                std::memcpy(&cols[(size_t)(p * 9 * C + cb * 9 * bs + t * bs)],
+                                            &x.at(((p / Wd + t / 3) * (Wd + 2) + p % Wd + t % 3) * C + cb * bs),
+                                            sizeof(float) * (size_t)bs);
+                };
+                auto sgemm = [&] {
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)pixels, (int)C, (int)(9 * C), 1.0f,
+                                cols.data(), (int)(9 * C), dense_m.data(), (int)(9 * C), 0.0f, y_ref.data(), (int)C);
+                };
+                double dense_s = seconds_best(runs, [&] {
+                    im2col();
+                    sgemm();
+                });
+                double sgemm_s = seconds_best(runs, sgemm);
+                double err = 0, scale = 0;
+                for (int64_t i = 0; i < pixels * C; i++) {
+                    err = std::max(err, (double)std::fabs(yb.at(i) - y_ref[(size_t)i]));
+                    scale = std::max(scale, (double)std::fabs(y_ref[(size_t)i]));
+                }
+                bool ok = err <= 1e-4 * std::max(scale, 1.0);
+                all_ok &= ok;
+                char tgt[64] = "-";
+                if (density == 0.5)
+                    std::snprintf(tgt, sizeof tgt, ">= 1.5x: %s", dense_s / cora_s >= 1.5 ? "met" : "MISSED");
+                char line[512];
+                std::snprintf(line, sizeof line,
+                              "| %lldx3x3x%lld | %.0f%% (%.1f%%) | %.2f | %.2f | %.2f | %.2fx | %.2fx | %s |%s\n",
+                              (long long)bs, (long long)bs, density * 100, wd.density() * 100, cora_s * 1e3,
+                              dense_s * 1e3, sgemm_s * 1e3, dense_s / cora_s, sgemm_s / cora_s, tgt,
+                              ok ? "" : " **FAIL**");
+                std::fputs(line, stdout);
+                conv_table += line;
+            }
+        }
+        conv_table =
+            "\n| conv 3x3, 256 -> 256, 40x40: sub-volume | density | cora ms | im2col + sgemm ms | sgemm alone ms | "
+            "vs im2col + sgemm | vs sgemm alone | target |\n|---|---|---|---|---|---|---|---|\n" +
+            conv_table;
+    }
     if (!markdown.empty()) {
         std::ofstream out(markdown, std::ios::app);
-        out << table << prop_table << dec_table;
+        out << table << prop_table << dec_table << conv_table;
         if (!out) {
             std::fprintf(stderr, "block_sparse: cannot write %s\n", markdown.c_str());
             return 2;

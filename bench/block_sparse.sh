@@ -53,8 +53,8 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   echo "Written by \`bash bench/block_sparse.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'); CPU: $cpu ($(nproc) cores;" \
     "${isa% }); cora $commit; 2 threads; OpenBLAS core: $core; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}."
   echo
-  echo "Y = X W^T over packed ragged tokens with W [out, in] pruned to blocks (random block mask; the" \
-    "realised density in parentheses). Baselines on the same tokens and the same weight with its zero" \
+  echo "Y = X W^T over packed ragged tokens with W [out, in] pruned to blocks (a random block mask; the" \
+    "density of the weight in parentheses). Baselines on the same tokens and the same weight with its zero" \
     "blocks materialised: \`cblas_sgemm\` and oneDNN's matmul. Times are the best of ${CORA_BENCH_RUNS:-3}" \
     "runs; ratios (dense time / cora time, above 1: cora faster) come from one run of the program." \
     "The target column compares with the faster dense baseline. PyTorch CPU BSR matmul: $torch_bsr."

@@ -116,8 +116,12 @@ private:
         f.fuse(D.b, D.s, D.tok).pad_loop(D.tok, t.chunk_tokens).fuse_storage(D.b, D.s, D.tok, t.chunk_tokens);
         f.split(D.tok, tc_, tt_, t.chunk_tokens)
             .split(tt_, to_, ti_, t.tile_tokens)
-            .split(n_, nb_, r_, W.block_rows())
             .split(k_, ko_, ki_, W.block_cols());
+        if (W.block_rows() == 1) { // element-sparse rows (CSR): one output per row, nothing to vectorize
+            f.reorder({tc_, n_, to_, ko_, ki_, ti_}).cache_write(to_).unroll(ti_).parallel(tc_);
+            return;
+        }
+        f.split(n_, nb_, r_, W.block_rows());
         if (rows < W.block_rows()) {
             f.split(r_, ro_, ri_, rows).reorder({tc_, nb_, ro_, to_, ko_, ki_, ti_, ri_});
             f.vectorize(ri_);

@@ -127,11 +127,12 @@ struct BsrDecomposition {
     BsrData elements; ///< every other non-zero, 1x1 blocks
 };
 
-/** The cost rule's default threshold, from bench/block_sparse.sh on the development machine: a
- * multiply-add in a whole 32x32 (8x8) block runs about 8x (4x) faster than one through 1x1 blocks,
- * so a block is cheaper whole once at least 1/8 of it is non-zero; 0.15 leaves a margin for the
- * element kernel's better cache use on very sparse rows. */
-inline constexpr double kDecomposeMinFill = 0.15;
+/** The cost rule's default threshold, from bench/block_sparse.sh (--only=decomposition) on the
+ * development machine: a multiply-add inside a whole 32x32 block took 0.026 of the time of one
+ * through 1x1 blocks (the element kernel gathers X per non-zero and cannot vectorize); 8x8 blocks
+ * run at about half the 32x32 rate. 0.04 lies between: a block with at least 4% non-zeros is
+ * cheaper computed whole. */
+inline constexpr double kDecomposeMinFill = 0.04;
 
 /** Split a dense row-major [rows, cols] matrix: a block with f non-zeros (|x| > 0) out of
  * block_rows x block_cols goes to `blocks` when f >= min_fill x block_rows x block_cols (a whole

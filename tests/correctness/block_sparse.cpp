@@ -4,6 +4,7 @@
 // all present, one block per row, empty rows, every block shape of the issue, ragged token counts
 // 0 and 1, both block orders, JIT and in-kernel (AOT) aux arrays; random patterns x random schedules.
 #include "common/ragged_testing.h"
+#include "sparse/bsr_conv.h"
 #include "sparse/bsr_linear.h"
 
 #include <random>
@@ -446,7 +447,7 @@ TEST_CASE("a decomposed weight (blocks + element remainder) computes the whole p
             bool dense_block = (i / 8 + j / 8) % 3 == 0; // whole blocks, plus scattered elements
             if (dense_block || rng() % 16 == 0) dense[(size_t)(i * cols + j)] = (float)(rng() % 100) / 50.0f - 0.99f;
         }
-    BsrDecomposition d = decompose_blocks(dense, rows, cols, 8, 8);
+    BsrDecomposition d = decompose_blocks(dense, rows, cols, 8, 8, 0.5);
     REQUIRE(d.blocks.nnzb() > 0);
     REQUIRE(d.elements.nnzb() > 0);
     TokenDims D(max_len);
@@ -486,4 +487,58 @@ TEST_CASE("a decomposed weight (blocks + element remainder) computes the whole p
         BsrLinear(
             "Z", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling, &wrong),
         Catch::Contains("the element part 'Wrong' must have the block part's size 32 x 48"));
+}
+
+TEST_CASE("a 3x3 convolution with a block-sparse weight matches a dense convolution", "[sparse][conv]") {
+    using cora::apps::BsrConv3x3;
+    using cora::apps::conv_weight_matrix;
+    const int64_t H = 4, Wd = 10, cin = 16, cout = 32;
+    std::mt19937 rng(13);
+    for (auto [br, bc] : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {16, 4}, {32, 16}}) {
+        for (Pattern p : {Pattern::None, Pattern::All, Pattern::EmptyRows, Pattern::Random}) {
+            INFO("sub-volumes " << br << " x 3 x 3 x " << bc << ", " << pattern_name(p));
+            Param N("N", 1, 8);
+            Dim n("n"), y("y"), x("x"), c("c");
+            Tensor X("X", {{n, N}, {y, H + 2}, {x, Wd + 2}, {c, cin}});
+            BsrMatrix Wm("W", cout, 9 * cin, br, 9 * bc, BlockOrder::ColumnMajor);
+            BsrConv3x3 conv("Y", X, N, H, Wd, Wm, 5);
+            Pipeline pipe({conv.Y}, "bsr_conv");
+            Kernel kernel = pipe.compile();
+            std::vector<float> w = random_dense(cout, 9 * cin, rng); // [cout, 3, 3, cin]
+            BsrData wd = BsrData::from_block_mask(conv_weight_matrix(w, cout, cin, bc), cout, 9 * cin, br, 9 * bc,
+                                                  block_mask(p, cout / br, cin / bc, rng));
+            std::vector<float> kept = wd.to_dense(); // the matrix layout, zero where no sub-volume
+            for (int64_t batch : {1, 2}) {
+                RaggedShape shape;
+                shape.set(N, batch);
+                wd.bind(shape, Wm);
+                Buffer xb = Buffer::alloc(X, shape), yb = Buffer::alloc(conv.Y, shape);
+                testing::fill_random(xb, (uint32_t)rng());
+                Buffer col = wd.col_buffer(Wm, shape), values = wd.values_buffer(Wm, shape);
+                kernel.run(shape, {{X, xb}, {Wm.col, col}, {Wm.values, values}, {conv.Y, yb}});
+                std::vector<double> ref((size_t)yb.size());
+                for (int64_t b = 0; b < batch; b++)
+                    for (int64_t i = 0; i < H; i++)
+                        for (int64_t j = 0; j < Wd; j++)
+                            for (int64_t o = 0; o < cout; o++) {
+                                double acc = 0;
+                                for (int64_t t = 0; t < 9; t++)
+                                    for (int64_t ci = 0; ci < cin; ci++)
+                                        acc += (double)xb.at(((b * (H + 2) + i + t / 3) * (Wd + 2) + j + t % 3) * cin +
+                                                             ci) *
+                                               kept[(size_t)(o * 9 * cin + ci / bc * 9 * bc + t * bc + ci % bc)];
+                                ref[(size_t)(((b * H + i) * Wd + j) * cout + o)] = acc;
+                            }
+                testing::require_close(yb, ref);
+            }
+        }
+    }
+    Param N("N", 1, 8);
+    Dim n("n"), y("y"), x("x"), c("c");
+    Tensor X("X", {{n, N}, {y, 6}, {x, 12}, {c, 16}});
+    BsrMatrix bad("Bad", 32, 144, 8, 16);
+    REQUIRE_THROWS_WITH(BsrConv3x3("Y", X, N, 4, 10, bad), Catch::Contains("must be 9 x the input-channel block"));
+    BsrMatrix good("Good", 32, 144, 8, 72);
+    REQUIRE_THROWS_WITH(BsrConv3x3("Y", X, N, 4, 10, good, 3),
+                        Catch::Contains("tile_pixels 3 must divide the width 10"));
 }
