@@ -62,6 +62,9 @@ std::string describe_storage(AuxTable &table, const TensorNode &t, const FlatLay
             os << indent << "dim " << t.domain[k].dim->name << " padded to " << shown(t.storage[k].extent)
                << " (padding elements are not data; a kernel may write them)\n";
     os << indent << "element count: " << shown(flat.size) << "\n";
+    if (t.has_value_range)
+        os << indent << "index tensor: every element in [" << t.min_value << ", " << t.max_value
+           << "], checked on every call\n";
     return os.str();
 }
 

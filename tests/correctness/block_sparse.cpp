@@ -219,6 +219,11 @@ TEST_CASE("block-sparse linear layers over ragged tokens match the reference and
             CompileOptions opts;
             opts.build_aux_in_kernel = build_in_kernel;
             Kernel kernel = pipe.compile(opts);
+            for (const KernelArgInfo &a : kernel.arguments())
+                if (a.name == "W_col")
+                    REQUIRE_THAT(a.layout,
+                                 Catch::Contains("index tensor: every element in [0, " +
+                                                 std::to_string(cols / bs.cols - 1) + "], checked on every call"));
             for (Pattern p : {Pattern::None, Pattern::All, Pattern::OnePerRow, Pattern::EmptyRows, Pattern::Random}) {
                 std::vector<float> dense = random_dense(rows, cols, rng);
                 BsrData w = BsrData::from_block_mask(dense, rows, cols, bs.rows, bs.cols,
