@@ -4,6 +4,7 @@
 // with a message and without writing.
 #include "common/ragged_testing.h"
 
+#include "aot_bsr.h"
 #include "aot_projection.h"
 #include "aot_scores.h"
 #include "cora_runtime.h"
@@ -165,4 +166,65 @@ TEST_CASE("AOT functions reject an output that shares memory with an input", "[a
     REQUIRE_THAT(std::string(error),
                  Contains("output argument") && Contains("('Out') overlaps argument") && Contains("('X') in memory"));
     REQUIRE(both == before);
+}
+
+TEST_CASE("AOT block-sparse product (block counts in, crow built, column indices checked) matches the reference",
+          "[aot][sparse]") {
+    cora_aot_test::BsrProduct def;
+    Pipeline pipe({def.Y}, "aot_bsr_reference");
+    std::mt19937 rng(21);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> dense(32 * 48);
+    for (float &v : dense)
+        v = u(rng);
+    const std::vector<std::vector<uint8_t>> masks = {std::vector<uint8_t>(12, 0),
+                                                     std::vector<uint8_t>(12, 1),
+                                                     {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0},
+                                                     {0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 0, 1}};
+    for (const auto &mask : masks) {
+        BsrData w = BsrData::from_block_mask(dense, 32, 48, 8, 16, mask);
+        std::vector<int32_t> counts(4);
+        for (size_t i = 0; i < 4; i++)
+            counts[i] = w.crow[i + 1] - w.crow[i];
+        for (int64_t tokens : {0, 1, 3, 4, 5, 33}) {
+            INFO("blocks " << w.nnzb() << ", tokens " << tokens);
+            RaggedShape shape;
+            shape.set(def.T, tokens);
+            w.bind(shape, def.W);
+            Buffer x = Buffer::alloc(def.X, shape), y = Buffer::alloc(def.Y, shape);
+            testing::fill_random(x, (uint32_t)tokens);
+            Buffer col = w.col_buffer(def.W, shape), values = w.values_buffer(def.W, shape);
+            int64_t sizes[aot_bsr_size_count];
+            char error[256] = "";
+            REQUIRE(aot_bsr_buffer_sizes(tokens, counts.data(), 4, sizes, error, sizeof error) == 0);
+            REQUIRE(sizes[aot_bsr_size_W_col] == w.nnzb());
+            REQUIRE(sizes[aot_bsr_size_W_values] == values.size());
+            REQUIRE(sizes[aot_bsr_size_Y] == y.size());
+            int32_t status =
+                aot_bsr(tokens, counts.data(), 4, x.data<float>(), x.size(), col.data<int32_t>(), col.size(),
+                        values.data<float>(), values.size(), y.data<float>(), y.size(), error, sizeof error);
+            INFO(error);
+            REQUIRE(status == 0);
+            testing::require_close(
+                y, def.Y, shape,
+                reference_evaluate(pipe, shape, {{def.X, &x}, {def.W.col, &col}, {def.W.values, &values}})[0]);
+        }
+    }
+    // Bad metadata: a column index out of range, a block count above the block columns; nothing written.
+    BsrData w = BsrData::from_block_mask(dense, 32, 48, 8, 16, masks[3]);
+    std::vector<int32_t> counts = {1, 1, 1, 1};
+    std::vector<float> x(5 * 48, 1.0f), y(5 * 32, 7.0f);
+    std::vector<int32_t> bad_col = {2, 0, 1, 3};
+    std::vector<float> values(4 * 128, 1.0f);
+    char error[256] = "";
+    REQUIRE(aot_bsr(5, counts.data(), 4, x.data(), (int64_t)x.size(), bad_col.data(), 4, values.data(),
+                    (int64_t)values.size(), y.data(), (int64_t)y.size(), error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("index tensor 'W_col': element 3 (packed position) is 3, outside its "
+                                              "declared range [0, 2]"));
+    std::vector<int32_t> too_many = {4, 0, 0, 0};
+    REQUIRE(aot_bsr(5, too_many.data(), 4, x.data(), (int64_t)x.size(), bad_col.data(), 4, values.data(),
+                    (int64_t)values.size(), y.data(), (int64_t)y.size(), error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("length array 'W_blocks': element 0 is 4, expected a value in [0, 3]"));
+    for (float v : y)
+        REQUIRE(v == 7.0f);
 }

@@ -46,4 +46,21 @@ struct RaggedScores {
     }
 };
 
+/** Y[t, n] = sum over the present blocks of W (32 x 48, 8 x 16 blocks, column-major within a
+ * block) of X[t, k] W[n, k]: BSR metadata as a length array (block counts, whose prefix sums the
+ * library builds) and an index tensor (column indices, checked on every call), register tiles. */
+struct BsrProduct {
+    Dim t{"t"}, kx{"kx"}, n{"n"}, k{"k"}, to{"to"}, ti{"ti"}, nb{"nb"}, r{"r"}, ko{"ko"}, ki{"ki"};
+    Param T{"T", 0, 4096};
+    BsrMatrix W{"W", 32, 48, 8, 16, BlockOrder::ColumnMajor};
+    Tensor X{"X", {{t, T}, {kx, 48}}};
+    Func Y{"Y", {{t, T}, {n, 32}}};
+
+    BsrProduct() {
+        Y.compute([&](Expr tt, Expr nn) { return W.row_times(k, nn, [&](Expr kk) { return X(tt, kk); }); });
+        Y.split(t, to, ti, 4).split(n, nb, r, 8).split(k, ko, ki, 16).reorder({to, nb, ko, ki, ti, r});
+        Y.cache_write(nb).vectorize(r).parallel(to);
+    }
+};
+
 } // namespace cora_aot_test

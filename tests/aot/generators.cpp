@@ -34,7 +34,19 @@ private:
     std::unique_ptr<cora_aot_test::RaggedScores> def_;
 };
 
+class BsrProductGenerator : public Generator {
+public:
+    std::vector<Func> build() override {
+        def_ = std::make_unique<cora_aot_test::BsrProduct>();
+        return {def_->Y};
+    }
+
+private:
+    std::unique_ptr<cora_aot_test::BsrProduct> def_;
+};
+
 } // namespace
 
 CORA_REGISTER_GENERATOR(PackedProjectionGenerator, "packed_projection")
+CORA_REGISTER_GENERATOR(BsrProductGenerator, "bsr_product")
 CORA_REGISTER_GENERATOR(RaggedScoresGenerator, "ragged_scores")
