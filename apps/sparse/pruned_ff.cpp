@@ -12,6 +12,7 @@
 #include <cora/SparsityPropagation.h>
 
 #include "bsr_linear.h"
+#include "bsr_weights_file.h"
 #include "common/cli.h"
 #include "common/data_files.h"
 #include "common/length_profile.h"
@@ -20,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <random>
 
 namespace {
@@ -45,7 +47,7 @@ void dense_layer(const float *x, int64_t tokens, const std::vector<float> &w, in
 
 int run(int argc, char **argv) {
     int64_t hidden = 768, ff = 3072, block = 32, density = 25, empty_rows = 25, batch = 32, runs = 3;
-    std::string lengths_file;
+    std::string lengths_file, weights_file, input_file, dump_file;
     bool no_bias = false;
     CommandLine cli("pruned_ff", "A feed-forward block with block-pruned weights over a ragged batch: cora's "
                                  "block-sparse kernels against dense sgemm on packed and on padded tokens.");
@@ -59,8 +61,20 @@ int run(int argc, char **argv) {
         .toggle("--no-bias", &no_bias, "bias-free layers (zeros propagate through FF1)")
         .integer("--batch", &batch, 1, 4096, "sentences in the batch")
         .text("--lengths", &lengths_file, "FILE", "sequence lengths (default: built-in MNLI profile)")
-        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)");
+        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)")
+        .text("--weights", &weights_file, "FILE",
+              "W1, W2 (BSR) and biases from a file written by export_bsr.py (instead of random ones)")
+        .text("--input", &input_file, "FILE", "the packed tokens, float32 [tokens, hidden] (default: random)")
+        .text("--dump", &dump_file, "FILE", "write the output, float32 [tokens, hidden]");
     if (!cli.parse(argc, argv)) return 0;
+    PrunedFFWeights loaded;
+    if (!weights_file.empty()) {
+        for (const char *flag : {"--hidden", "--ff", "--block", "--density", "--empty-rows", "--no-bias"})
+            if (cli.given(flag))
+                throw UsageError(std::string(flag) + " does not apply with --weights (the file sets the model)");
+        loaded = read_bsr_weights(weights_file);
+        hidden = loaded.hidden, ff = loaded.ff, block = loaded.block, no_bias = !loaded.has_bias;
+    }
     if (hidden % block != 0 || ff % block != 0)
         throw UsageError("--block " + std::to_string(block) + " must divide --hidden " + std::to_string(hidden) +
                          " and --ff " + std::to_string(ff));
@@ -87,9 +101,10 @@ int run(int argc, char **argv) {
         }
         return BsrData::from_block_mask(dense, rows, cols, block, block, mask);
     };
-    BsrData w1 = pruned(ff, hidden, empty_rows / 100.0), w2 = pruned(hidden, ff, 0.0);
-    std::vector<float> b1, b2;
-    if (!no_bias) {
+    BsrData w1 = weights_file.empty() ? pruned(ff, hidden, empty_rows / 100.0) : loaded.w1;
+    BsrData w2 = weights_file.empty() ? pruned(hidden, ff, 0.0) : loaded.w2;
+    std::vector<float> b1 = loaded.b1, b2 = loaded.b2;
+    if (!no_bias && weights_file.empty()) {
         b1.resize((size_t)ff);
         b2.resize((size_t)hidden);
         for (float &v : b1)
@@ -126,8 +141,18 @@ int run(int argc, char **argv) {
     p1.bind(shape, W1);
     p2.bind(shape, W2);
     Buffer x = Buffer::alloc(X, shape), out = Buffer::alloc(l2.Y, shape);
-    for (int64_t i = 0; i < tokens * hidden; i++)
-        x.at(i) = val(rng) * 10.0f;
+    if (input_file.empty()) {
+        for (int64_t i = 0; i < tokens * hidden; i++)
+            x.at(i) = val(rng) * 10.0f;
+    } else {
+        std::ifstream in(input_file, std::ios::binary | std::ios::ate);
+        if (!in) throw UsageError("cannot open input file '" + input_file + "'");
+        if ((int64_t)in.tellg() != tokens * hidden * 4)
+            throw UsageError("input file '" + input_file + "' has " + std::to_string((int64_t)in.tellg()) +
+                             " bytes, expected tokens x hidden x 4 = " + std::to_string(tokens * hidden * 4));
+        in.seekg(0);
+        in.read(reinterpret_cast<char *>(x.data<float>()), (std::streamsize)(tokens * hidden * 4));
+    }
     Buffer c1 = p1.col_buffer(W1, shape), v1 = p1.values_buffer(W1, shape);
     Buffer c2 = p2.col_buffer(W2, shape), v2 = p2.values_buffer(W2, shape);
     std::vector<Binding> bindings = {{X, x}, {W1.col, c1}, {W1.values, v1}, {W2.col, c2}, {W2.values, v2}, {l2.Y, out}};
@@ -164,14 +189,19 @@ int run(int argc, char **argv) {
         scale = std::max(scale, (double)std::fabs(y_dense[(size_t)i]));
     }
     bool ok = err <= 1e-4 * std::max(scale, 1.0);
+    if (!dump_file.empty()) {
+        std::ofstream o(dump_file, std::ios::binary);
+        o.write(reinterpret_cast<const char *>(out.data<float>()), (std::streamsize)(tokens * hidden * 4));
+        if (!o) throw UsageError("cannot write output file '" + dump_file + "'");
+    }
     double cora_s = best_seconds(runs, run_cora), dense_s = best_seconds(runs, run_dense),
            padded_s = best_seconds(runs, run_padded);
-    std::printf("pruned_ff: hidden %lld, ff %lld, %lldx%lld blocks, %s; %lld sentences (%s), %lld tokens, "
+    std::printf("pruned_ff: hidden %lld, ff %lld, %lldx%lld blocks, %s, weights %s; %lld sentences (%s), %lld tokens, "
                 "padded/useful %.2f; %d threads\n",
                 (long long)hidden, (long long)ff, (long long)block, (long long)block,
-                no_bias ? "bias-free" : "with biases", (long long)batch,
-                lengths_file.empty() ? "built-in MNLI profile" : lengths_file.c_str(), (long long)tokens,
-                tokens > 0 ? (double)padded_tokens / (double)tokens : 1.0, omp_get_max_threads());
+                no_bias ? "bias-free" : "with biases", weights_file.empty() ? "random" : weights_file.c_str(),
+                (long long)batch, lengths_file.empty() ? "built-in MNLI profile" : lengths_file.c_str(),
+                (long long)tokens, tokens > 0 ? (double)padded_tokens / (double)tokens : 1.0, omp_get_max_threads());
     std::printf("blocks kept: W1 %.1f%% -> %.1f%%, W2 %.1f%% -> %.1f%% after propagation\n", w1.density() * 100,
                 p1.density() * 100, w2.density() * 100, p2.density() * 100);
     std::printf("check vs dense sgemm of the unpropagated weights: %s (max abs error %.3g)\n", ok ? "PASS" : "FAIL",
