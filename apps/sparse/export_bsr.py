@@ -12,8 +12,12 @@ As a module: make_pruned_ff(...) returns the two nn.Linear layers, write_bsr_wei
 import argparse
 import struct
 import sys
+import warnings
 
 import torch
+
+# PyTorch 1.13 warns that BSR support is in beta on every conversion; the layout itself is stable.
+warnings.filterwarnings("ignore", message="Sparse BSR tensor support is in beta")
 
 
 def make_pruned_ff(hidden, ff, block, density, bias=True, seed=0):
