@@ -29,18 +29,11 @@ const Reduce *scheduled_reduce(const Expr &value) {
 }
 
 Expr epilogue_of(const Expr &value, const Expr &acc) {
-    const Reduce *red = scheduled_reduce(value);
-    CORA_CHECK(red != nullptr, "epilogue_of: no single reduction in the definition");
-    if (value.as<Reduce>() == red) return Expr();
-    struct Replace : IRMutator {
-        const Reduce *target;
-        Expr with;
-        Expr mutate(const Expr &x) override { return x.get() == target ? with : IRMutator::mutate(x); }
-        using IRMutator::mutate;
-    } r;
-    r.target = red;
-    r.with = acc;
-    return r.mutate(value);
+    std::vector<Expr> found;
+    outermost_reduces(value, found);
+    CORA_CHECK(found.size() == 1, "epilogue_of: no single reduction in the definition");
+    if (value.same_as(found[0])) return Expr();
+    return replace_node(value, found[0], acc);
 }
 
 } // namespace cora::ir

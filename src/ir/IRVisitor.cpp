@@ -42,8 +42,9 @@ CORA_VISIT_BIN(Mul)
 CORA_VISIT_BIN(Div)
 CORA_VISIT_BIN(Mod)
 CORA_VISIT_BIN(Min)
-CORA_VISIT_BIN(Max) CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT)
-    CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
+CORA_VISIT_BIN(Max)
+CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE)
+    CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
 #undef CORA_VISIT_BIN
         void IRVisitor::visit_node(const Not *op) {
     visit(op->a);
@@ -161,8 +162,9 @@ CORA_MUTATE_BIN(Mul)
 CORA_MUTATE_BIN(Div)
 CORA_MUTATE_BIN(Mod)
 CORA_MUTATE_BIN(Min)
-CORA_MUTATE_BIN(Max) CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT)
-    CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
+CORA_MUTATE_BIN(Max)
+CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE)
+    CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
 #undef CORA_MUTATE_BIN
         Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
     Expr a = mutate(op->a);
@@ -337,6 +339,17 @@ Stmt substitute(const Stmt &st, const std::map<const VarNode *, Expr> &m) {
 Expr substitute(const Expr &e, const VarNode *v, const Expr &value) {
     std::map<const VarNode *, Expr> m{{v, value}};
     return substitute(e, m);
+}
+
+Expr replace_node(const Expr &e, const Expr &target, const Expr &with) {
+    struct Replacer : IRMutator {
+        const Expr *t, *w;
+        Expr mutate(const Expr &x) override { return x.same_as(*t) ? *w : IRMutator::mutate(x); }
+        using IRMutator::mutate;
+    } r;
+    r.t = &target;
+    r.w = &with;
+    return r.mutate(e);
 }
 
 bool uses_var(const Expr &e, const VarNode *v) {

@@ -49,6 +49,8 @@ void for_each_child(const Expr &e, const std::function<void(const Expr &)> &f);
 Expr substitute(const Expr &e, const std::map<const VarNode *, Expr> &m);
 Stmt substitute(const Stmt &s, const std::map<const VarNode *, Expr> &m);
 Expr substitute(const Expr &e, const VarNode *v, const Expr &value);
+/** `e` with every occurrence of the node `target` (by identity, not structure) replaced by `with`. */
+Expr replace_node(const Expr &e, const Expr &target, const Expr &with);
 
 /** Does `e` mention `v` anywhere (including inside UF arguments)? */
 bool uses_var(const Expr &e, const VarNode *v);

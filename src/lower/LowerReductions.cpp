@@ -73,17 +73,6 @@ Expr find_reduce(const Expr &e) {
     return found;
 }
 
-Expr replace_node(const Expr &e, const Expr &target, const Expr &with) {
-    struct Replacer : IRMutator {
-        const Expr *t, *w;
-        Expr mutate(const Expr &x) override { return x.same_as(*t) ? *w : IRMutator::mutate(x); }
-        using IRMutator::mutate;
-    } r;
-    r.t = &target;
-    r.w = &with;
-    return r.mutate(e);
-}
-
 constexpr int kPartials = 8;
 constexpr int kMaxPartialBodyNodes = 48;
 
