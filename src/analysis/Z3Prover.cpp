@@ -145,18 +145,10 @@ private:
      * alive, since callers encode temporaries (e.g. fo(x) built for a fusion map's inverse law). */
     z3::expr uf_call(const Expr &e) {
         const UFCall *u = e.as<UFCall>();
-        auto it = fns_.find(u->fn.get());
-        if (it == fns_.end()) {
-            z3::sort_vector domain(c_);
-            for (int i = 0; i < u->fn->arity; i++)
-                domain.push_back(c_.int_sort());
-            std::string name = concat("f", fns_.size(), "_", u->fn->name);
-            it = fns_.emplace(u->fn.get(), c_.function(name.c_str(), domain, c_.int_sort())).first;
-        }
         z3::expr_vector args(c_);
         for (const Expr &a : u->args)
             args.push_back(encode(a));
-        z3::expr app = it->second(args);
+        z3::expr app = declared(fns_, u->fn.get(), "f", u->fn->name, args.size())(args);
         if (u->fn->kind == UFKind::LengthArray) shown_terms.emplace_back(print(e), app);
         const AuxKind *kind = u->fn->aux ? &aux_kind(*u->fn->aux) : nullptr;
         if (kind && kind->is_prefix_sum()) record_prefix_term(e, *u->fn->aux, app, args);
@@ -180,21 +172,29 @@ private:
      * kernel's argument checks make hold. */
     z3::expr ranged_read(const Expr &e) {
         const Access *a = e.as<Access>();
-        auto it = reads_.find(a->tensor.get());
-        if (it == reads_.end()) {
-            z3::sort_vector domain(c_);
-            for (size_t i = 0; i < a->indices.size(); i++)
-                domain.push_back(c_.int_sort());
-            std::string name = concat("t", reads_.size(), "_", a->tensor->name);
-            it = reads_.emplace(a->tensor.get(), c_.function(name.c_str(), domain, c_.int_sort())).first;
-        }
         z3::expr_vector args(c_);
         for (const Expr &i : a->indices)
             args.push_back(encode(i));
-        z3::expr app = it->second(args);
+        z3::expr app = declared(reads_, a->tensor.get(), "t", a->tensor->name, args.size())(args);
         axioms.push_back(app >= c_.int_val((int64_t)a->tensor->min_value));
         axioms.push_back(app <= c_.int_val((int64_t)a->tensor->max_value));
         return app;
+    }
+
+    /** The integer function `functions[key]` of `arity` integers, declared on first use (named
+     * "<prefix><n>_<name>" for counterexamples). */
+    template <typename Key>
+    z3::func_decl &declared(std::map<const Key *, z3::func_decl> &functions, const Key *key, const char *prefix,
+                            const std::string &name, unsigned arity) {
+        auto it = functions.find(key);
+        if (it == functions.end()) {
+            z3::sort_vector domain(c_);
+            for (unsigned i = 0; i < arity; i++)
+                domain.push_back(c_.int_sort());
+            std::string full = concat(prefix, functions.size(), "_", name);
+            it = functions.emplace(key, c_.function(full.c_str(), domain, c_.int_sort())).first;
+        }
+        return it->second;
     }
 
     struct PrefixTerm {
