@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cora/Runtime.h"
+#include "cora/Target.h"
 #include "cora/Tensor.h"
 #include "cora_runtime.h" // cora_arg_t and the status codes: Kernel::make_args and run_raw use them
 
@@ -28,6 +29,8 @@ struct CompileOptions {
     /** Build the aux arrays inside the kernel (as ahead-of-time libraries do) instead of taking
      * them from the RaggedShape. Results are identical; the shape's shared arrays go unused. */
     bool build_aux_in_kernel = false;
+    /** Where the kernels run (cora/Target.h). */
+    Target target = Target::Host;
 };
 
 /** One argument of a compiled kernel, in ABI order. */

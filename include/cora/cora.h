@@ -1,6 +1,7 @@
 /** \file The whole public API of cora. */
 #pragma once
 
+#include "cora/Cuda.h"
 #include "cora/Error.h"
 #include "cora/Expr.h"
 #include "cora/Generator.h"
@@ -9,5 +10,6 @@
 #include "cora/Runtime.h"
 #include "cora/Sparse.h"
 #include "cora/SparsityPropagation.h"
+#include "cora/Target.h"
 #include "cora/Tensor.h"
 #include "cora/Type.h"

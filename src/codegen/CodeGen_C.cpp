@@ -162,7 +162,32 @@ void CodeGen_C::visit_node(const Load *op) { os << name_of(op->buffer.get()) << 
 
 void CodeGen_C::visit_node(const Reduce *) { throw InternalError("codegen: reduction was not lowered"); }
 
+std::string CodeGen_C::gpu_index(ForKind kind) {
+    throw InternalError(std::string("codegen: a loop bound to ") + for_kind_name(kind) + " outside a device kernel");
+}
+
 void CodeGen_C::visit_node(const For *op) {
+    if (is_gpu_bound(op->for_kind)) {
+        // One index per block or thread; those past this loop's extent (the launch covers the
+        // largest extent of the loops bound to the axis) skip the body.
+        std::string index = gpu_index(op->for_kind);
+        bool exact = std::find(exact_bindings.begin(), exact_bindings.end(), op->for_kind) != exact_bindings.end();
+        line("{");
+        indent++;
+        line("const int64_t " + name_of(op->var.get()) + " = " + expr(op->min) + " + " + index + ";");
+        if (!exact) {
+            line("if (" + index + " < " + expr(op->extent) + ") {");
+            indent++;
+        }
+        visit(op->body);
+        if (!exact) {
+            indent--;
+            line("}");
+        }
+        indent--;
+        line("}");
+        return;
+    }
     if (op->for_kind == ForKind::Vectorized && emit_vector_loop(op)) return;
     std::string v = name_of(op->var.get());
     std::string ext = expr(op->extent), mn = expr(op->min);
@@ -361,10 +386,98 @@ bool CodeGen_C::emit_vector_loop(const For *op) {
     return true;
 }
 
+void CodeGen_C::visit_node(const LaunchKernel *op) {
+    CORA_CHECK(parallel_depth == 0, "codegen: a kernel launch inside a parallel loop");
+    auto list = [&](const std::vector<Expr> &v) { return expr(v[0]) + ", " + expr(v[1]) + ", " + expr(v[2]); };
+    std::string args;
+    for (const VarPtr &a : op->args)
+        args += name_of(a.get()) + ", ";
+    line("{");
+    indent++;
+    line("const int64_t cora_grid[3] = {" + list(op->grid) + "};");
+    line("const int64_t cora_block_dim[3] = {" + list(op->threads) + "};");
+    line("for (int64_t cora_bz = 0; cora_bz < cora_grid[2]; ++cora_bz)");
+    line("for (int64_t cora_by = 0; cora_by < cora_grid[1]; ++cora_by)");
+    line("for (int64_t cora_bx = 0; cora_bx < cora_grid[0]; ++cora_bx)");
+    line("for (int64_t cora_tz = 0; cora_tz < cora_block_dim[2]; ++cora_tz)");
+    line("for (int64_t cora_ty = 0; cora_ty < cora_block_dim[1]; ++cora_ty)");
+    line("for (int64_t cora_tx = 0; cora_tx < cora_block_dim[0]; ++cora_tx) {");
+    line(
+        "    const int64_t cora_block[3] = {cora_bx, cora_by, cora_bz}, cora_thread[3] = {cora_tx, cora_ty, cora_tz};");
+    line("    " + op->kernel + "(" + args + "cora_block, cora_thread);");
+    line("}");
+    indent--;
+    line("}");
+}
+
+namespace {
+
+/** Prints an emulated kernel's body: block and thread indices come from the arrays the emulated
+ * launch passes. */
+class CodeGen_EmulatedKernel : public CodeGen_C {
+protected:
+    std::string gpu_index(ForKind kind) override {
+        return std::string(is_gpu_block(kind) ? "cora_block[" : "cora_thread[") + std::to_string(gpu_axis(kind)) + "]";
+    }
+};
+
+/** Whether the kernel stores to `buffer` (its parameter is then writable). */
+bool stores_to(const Stmt &body, const VarNode *buffer) {
+    bool found = false;
+    class Finder : public IRVisitor {
+    public:
+        Finder(const VarNode *b, bool &f) : b_(b), f_(f) {}
+
+    protected:
+        using IRVisitor::visit_node;
+        void visit_node(const Store *op) override {
+            f_ = f_ || op->buffer.get() == b_;
+            IRVisitor::visit_node(op);
+        }
+
+    private:
+        const VarNode *b_;
+        bool &f_;
+    } finder(buffer, found);
+    finder.visit(body);
+    return found;
+}
+
+} // namespace
+
+std::vector<std::string> kernel_parameters(CodeGen_C &g, const LoweredFunc &kernel) {
+    std::vector<std::string> params;
+    for (const VarPtr &p : kernel.params) {
+        std::string t = p->type.c_name();
+        if (p->role == VarRole::Buffer)
+            params.push_back((stores_to(kernel.body, p.get()) ? "" : "const ") + t + " *__restrict__ " +
+                             g.name_of(p.get()));
+        else
+            params.push_back("const " + t + " " + g.name_of(p.get()));
+    }
+    return params;
+}
+
+std::string emulated_kernel_function(const LoweredFunc &kernel) {
+    CodeGen_EmulatedKernel g;
+    g.exact_bindings = kernel.exact_bindings;
+    std::string params;
+    for (const std::string &p : kernel_parameters(g, kernel))
+        params += p + ", ";
+    g.os << "static void " << kernel.name << "(" << params
+         << "const int64_t *cora_block, const int64_t *cora_thread) {\n";
+    g.visit(kernel.body);
+    g.os << "}\n";
+    return g.os.str();
+}
+
 std::string entry_symbol(const Module &m) { return "cora_" + c_identifier(m.name); }
 
 std::string codegen_c(const Module &m) {
-    return c_prologue() + "\n" + emit_function("extern \"C\" ", entry_symbol(m), m.entry());
+    std::string kernels;
+    for (const LoweredFunc *k : m.device_kernels())
+        kernels += emulated_kernel_function(*k) + "\n";
+    return c_prologue() + "\n" + kernels + emit_function("extern \"C\" ", entry_symbol(m), m.entry());
 }
 
 } // namespace cora::ir

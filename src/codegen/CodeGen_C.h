@@ -27,6 +27,8 @@ public:
     std::ostringstream os;
     /** Current indentation, in steps of four spaces. */
     int indent = 1;
+    /** In a device kernel: the axes whose launch size equals their loop's extent (LoweredFunc). */
+    std::vector<ForKind> exact_bindings;
 
     /** The C name of a variable: its IR name made an identifier, suffixed with '_' (never a
      * keyword or an ABI name) and numbered when two variables share a name. */
@@ -85,6 +87,14 @@ protected:
     void visit_node(const Assign *op) override;
     void visit_node(const Allocate *op) override;
     void visit_node(const Assert *op) override;
+    /** On the CPU: the launch emulated, every block and, in each, every thread one after another
+     * calling the kernel's C function (emulated_kernel_function). A GPU host printer overrides it. */
+    void visit_node(const LaunchKernel *op) override;
+
+    /** In a device kernel's body: this block's or thread's index along the axis a GPU-bound loop
+     * is bound to (blockIdx.x in CUDA). A bound loop prints as its variable set from it, with the
+     * body under `index < extent`. Printers of host code have none (InternalError). */
+    virtual std::string gpu_index(ForKind kind);
 
     /** A vectorized loop of constant extent W whose body is one Store (under lets) at
      * base + i, reading only base' + i (contiguous) or values that do not use i, through
@@ -104,7 +114,16 @@ private:
 /** The C symbol of the module's entry point. */
 std::string entry_symbol(const Module &m);
 
-/** The JIT source of a module: the prologue, then its entry (EntryFunction.h). */
+/** A device kernel's parameters as `g` declares them: a buffer the kernel writes is `T *__restrict__`,
+ * one it only reads `const T *__restrict__`, a scalar `const T`. */
+std::vector<std::string> kernel_parameters(CodeGen_C &g, const LoweredFunc &kernel);
+
+/** A device kernel as a C++ function of the CPU (Target::CudaEmulated): `static void name(params...,
+ * const int64_t *cora_block, const int64_t *cora_thread)`, the body run for one block and thread. */
+std::string emulated_kernel_function(const LoweredFunc &kernel);
+
+/** The JIT source of a module: the prologue, its device kernels emulated (if any), then its entry
+ * (EntryFunction.h). */
 std::string codegen_c(const Module &m);
 
 } // namespace cora::ir

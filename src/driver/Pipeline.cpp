@@ -43,6 +43,7 @@ int debug_level(const CompileOptions &o) { return o.debug >= 0 ? o.debug : util:
 LowerOptions lower_options(const CompileOptions &o) {
     LowerOptions l;
     l.debug = debug_level(o);
+    l.target = o.target;
     if (o.use_z3 >= 0) {
         l.use_z3 = o.use_z3 != 0;
     } else {
@@ -104,6 +105,11 @@ std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
 }
 
 Kernel Pipeline::compile(const CompileOptions &opts) const {
+    if (opts.target == Target::Cuda)
+        throw_compile_error("pipeline '", name_,
+                            "': running on a CUDA device needs cora's device runtime, which this build does not have "
+                            "yet; cuda_source() / compile_cuda() give the device code, and Target::CudaEmulated runs "
+                            "it on the CPU");
     int debug = debug_level(opts);
     auto impl = std::make_shared<Kernel::Impl>();
     impl->module = driver::lower_pipeline(*this, name_, opts);

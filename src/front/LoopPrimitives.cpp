@@ -1,6 +1,6 @@
-/** \file Loop primitives of a Func: split, fuse, remap, pad_loop, reorder, parallel, vectorize,
- * unroll. Each checks the loops it names against LoopReplay (front/Schedule.h) and appends to the
- * Func's schedule. */
+/** \file Loop primitives of a Func: split, fuse, remap, pad_loop, reorder, parallel, vectorize, gpu_blocks,
+ * gpu_threads, unroll. Each checks the loops it names against LoopReplay (front/Schedule.h) and appends to the Func's
+ * schedule. */
 #include <algorithm>
 
 #include "cora/Tensor.h"
@@ -124,8 +124,11 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
     for (auto &[dim, ann] : mutable_schedule(*node).annotations)
         if (dim == d.node())
             throw_compile_error(what, " in Func '", node->name, "': loop '", d.name(), "' is already marked");
-    if (a == LoopAnnotation::Parallel || a == LoopAnnotation::Vectorize)
-        reject_reduction_loop(*node, d, what, "its iterations update the same elements");
+    if (a != LoopAnnotation::Unroll) reject_reduction_loop(*node, d, what, "its iterations update the same elements");
+    for (auto &[dim, ann] : mutable_schedule(*node).annotations)
+        if (ann == a && a >= LoopAnnotation::GpuBlockX)
+            throw_compile_error(what, " in Func '", node->name, "': loop '", dim->name, "' is already bound to ", what,
+                                "; each grid axis takes one loop");
     claim_reduction_loop(*node, d);
     mutable_schedule(*node).annotations.emplace_back(d.node(), a);
     return f;
@@ -133,5 +136,15 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
 Func &Func::parallel(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Parallel, "parallel"); }
 Func &Func::vectorize(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Vectorize, "vectorize"); }
 Func &Func::unroll(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Unroll, "unroll"); }
+Func &Func::gpu_blocks(const Dim &x) { return annotate(*this, node_, x, LoopAnnotation::GpuBlockX, "gpu_blocks.x"); }
+Func &Func::gpu_blocks(const Dim &x, const Dim &y) {
+    gpu_blocks(x);
+    return annotate(*this, node_, y, LoopAnnotation::GpuBlockY, "gpu_blocks.y");
+}
+Func &Func::gpu_threads(const Dim &x) { return annotate(*this, node_, x, LoopAnnotation::GpuThreadX, "gpu_threads.x"); }
+Func &Func::gpu_threads(const Dim &x, const Dim &y) {
+    gpu_threads(x);
+    return annotate(*this, node_, y, LoopAnnotation::GpuThreadY, "gpu_threads.y");
+}
 
 } // namespace cora

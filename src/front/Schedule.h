@@ -17,7 +17,20 @@ namespace cora::front {
 
 using DimPtr = std::shared_ptr<const ir::DimNode>;
 
-enum class LoopAnnotation : uint8_t { Serial, Parallel, Vectorize, Unroll };
+/** How a loop runs, as the schedule says. The Gpu values bind it to a CUDA grid axis (x, y, z) of
+ * blocks or of threads within a block (ir::ForKind has the same six). */
+enum class LoopAnnotation : uint8_t {
+    Serial,
+    Parallel,
+    Vectorize,
+    Unroll,
+    GpuBlockX,
+    GpuBlockY,
+    GpuBlockZ,
+    GpuThreadX,
+    GpuThreadY,
+    GpuThreadZ
+};
 
 /** One step of a loop schedule, applied in the order given.
  *  - Split: loop `parent` becomes `outer` (extent ceil(E / factor)) and `inner` (extent factor),

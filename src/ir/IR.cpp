@@ -158,6 +158,29 @@ Stmt Allocate::make(VarPtr b, Expr size, Stmt body, MemoryType memory) {
     CORA_CHECK(memory == MemoryType::Heap || as_const_int(size), "a stack allocation needs a constant size");
     return Stmt(std::make_shared<Allocate>(std::move(b), std::move(size), std::move(body), memory));
 }
+Stmt LaunchKernel::make(std::string kernel, std::vector<Expr> grid, std::vector<Expr> threads,
+                        std::vector<VarPtr> args) {
+    CORA_CHECK(grid.size() == 3 && threads.size() == 3, "LaunchKernel needs three grid and three thread extents");
+    return Stmt(
+        std::make_shared<LaunchKernel>(std::move(kernel), std::move(grid), std::move(threads), std::move(args)));
+}
+
+const char *for_kind_name(ForKind k) {
+    switch (k) {
+    case ForKind::Serial: return "serial";
+    case ForKind::Parallel: return "parallel";
+    case ForKind::Vectorized: return "vectorized";
+    case ForKind::Unrolled: return "unrolled";
+    case ForKind::GpuBlockX: return "gpu_blocks.x";
+    case ForKind::GpuBlockY: return "gpu_blocks.y";
+    case ForKind::GpuBlockZ: return "gpu_blocks.z";
+    case ForKind::GpuThreadX: return "gpu_threads.x";
+    case ForKind::GpuThreadY: return "gpu_threads.y";
+    case ForKind::GpuThreadZ: return "gpu_threads.z";
+    }
+    return "?";
+}
+
 Stmt Assert::make(Expr c, std::vector<std::string> text, std::vector<Expr> values) {
     CORA_CHECK(text.size() == values.size() + 1, "Assert text/value count mismatch");
     return Stmt(std::make_shared<Assert>(std::move(c), std::move(text), std::move(values)));

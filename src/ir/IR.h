@@ -27,11 +27,13 @@ namespace cora::ir {
     X(Add)                                                                                                             \
     X(Sub)                                                                                                             \
     X(Mul)                                                                                                             \
-    X(Div) X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call)      \
-        X(UFCall) X(Access) X(Load) X(Reduce)
+    X(Div)                                                                                                             \
+    X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall)   \
+        X(Access) X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
-    X(For) X(Provide) X(Store) X(Block) X(IfThenElse) X(LetStmt) X(LocalVar) X(Assign) X(Allocate) X(Assert)
+    X(For)                                                                                                             \
+    X(Provide) X(Store) X(Block) X(IfThenElse) X(LetStmt) X(LocalVar) X(Assign) X(Allocate) X(Assert) X(LaunchKernel)
 
 enum class NodeKind : uint8_t {
 #define CORA_KIND(N) N,
@@ -236,7 +238,31 @@ struct Reduce : ExprNode {
 // ---------------------------------------------------------------------------------------------
 // Statements.
 
-enum class ForKind : uint8_t { Serial, Parallel, Vectorized, Unrolled };
+/** How a loop runs. The Gpu kinds bind the loop to an axis (x, y, z) of a CUDA grid's blocks or
+ * of a block's threads: each block or thread runs the body for one index (with a bound check
+ * where the extent is smaller than the launch), lower/SplitHostDevice.cpp turns the outermost block
+ * loops of a nest into a kernel launch. */
+enum class ForKind : uint8_t {
+    Serial,
+    Parallel,
+    Vectorized,
+    Unrolled,
+    GpuBlockX,
+    GpuBlockY,
+    GpuBlockZ,
+    GpuThreadX,
+    GpuThreadY,
+    GpuThreadZ
+};
+inline bool is_gpu_block(ForKind k) { return k >= ForKind::GpuBlockX && k <= ForKind::GpuBlockZ; }
+inline bool is_gpu_thread(ForKind k) { return k >= ForKind::GpuThreadX && k <= ForKind::GpuThreadZ; }
+inline bool is_gpu_bound(ForKind k) { return is_gpu_block(k) || is_gpu_thread(k); }
+/** The axis of a GPU-bound loop: 0 (x), 1 (y) or 2 (z). */
+inline int gpu_axis(ForKind k) {
+    return is_gpu_block(k) ? int(k) - int(ForKind::GpuBlockX) : int(k) - int(ForKind::GpuThreadX);
+}
+/** The loop kind's name as schedules and messages spell it ("gpu_blocks.x", "parallel", ...). */
+const char *for_kind_name(ForKind k);
 
 /** How a parallel loop's iterations are shared among threads; decided by lowering
  * (lower/LoopExecution.cpp), printed by each target in its own terms. */
@@ -356,6 +382,20 @@ struct Assert : StmtNode {
     Assert(Expr c, std::vector<std::string> t, std::vector<Expr> v)
         : StmtNode(kKind), cond(std::move(c)), text(std::move(t)), values(std::move(v)) {}
     static Stmt make(Expr c, std::vector<std::string> text, std::vector<Expr> values);
+};
+
+/** A launch of the device kernel `kernel` (a function of the module) over a grid of
+ * grid[0] x grid[1] x grid[2] blocks of threads[0] x threads[1] x threads[2] threads, passing
+ * `args` (host variables: buffers and scalars, in the kernel's parameter order). Made by
+ * lower/SplitHostDevice.cpp from a nest of GPU-bound loops. */
+struct LaunchKernel : StmtNode {
+    CORA_NODE_KIND(LaunchKernel)
+    std::string kernel;
+    std::vector<Expr> grid, threads; ///< three each (x, y, z)
+    std::vector<VarPtr> args;
+    LaunchKernel(std::string k, std::vector<Expr> g, std::vector<Expr> t, std::vector<VarPtr> a)
+        : StmtNode(kKind), kernel(std::move(k)), grid(std::move(g)), threads(std::move(t)), args(std::move(a)) {}
+    static Stmt make(std::string kernel, std::vector<Expr> grid, std::vector<Expr> threads, std::vector<VarPtr> args);
 };
 
 #undef CORA_NODE_KIND

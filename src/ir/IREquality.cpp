@@ -28,8 +28,9 @@ bool equal(const Expr &a, const Expr &b) {
         CORA_EQ_BIN(Mul)
         CORA_EQ_BIN(Div)
         CORA_EQ_BIN(Mod)
-        CORA_EQ_BIN(Min) CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE)
-            CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
+        CORA_EQ_BIN(Min)
+        CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE)
+            CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
 #undef CORA_EQ_BIN
                 case NodeKind::Not : return equal(a.as<Not>()->a, b.as<Not>()->a);
     case NodeKind::Select: {
@@ -100,6 +101,11 @@ bool equal(const Stmt &a, const Stmt &b) {
     case NodeKind::Assert: {
         auto x = a.as<Assert>(), y = b.as<Assert>();
         return x->text == y->text && equal(x->cond, y->cond) && equal_all(x->values, y->values);
+    }
+    case NodeKind::LaunchKernel: {
+        auto x = a.as<LaunchKernel>(), y = b.as<LaunchKernel>();
+        return x->kernel == y->kernel && x->args == y->args && equal_all(x->grid, y->grid) &&
+               equal_all(x->threads, y->threads);
     }
     default: return false;
     }

@@ -110,8 +110,8 @@ protected:
 
     void visit_node(const For *op) override {
         pad();
-        static const char *kinds[] = {"for ", "parallel for ", "vectorized for ", "unrolled for "};
-        os << kinds[(int)op->for_kind] << op->var->name << " in [";
+        if (op->for_kind != ForKind::Serial) os << for_kind_name(op->for_kind) << " ";
+        os << "for " << op->var->name << " in [";
         visit(op->min);
         os << ", ";
         visit(op->min);
@@ -193,6 +193,17 @@ protected:
             os << "}";
         }
         os << op->text.back() << "\"\n";
+    }
+    void visit_node(const LaunchKernel *op) override {
+        pad();
+        os << "launch " << op->kernel << "<<<(";
+        list(op->grid);
+        os << "), (";
+        list(op->threads);
+        os << ")>>>(";
+        for (size_t i = 0; i < op->args.size(); i++)
+            os << (i ? ", " : "") << op->args[i]->name;
+        os << ")\n";
     }
 };
 

@@ -43,8 +43,9 @@ CORA_VISIT_BIN(Div)
 CORA_VISIT_BIN(Mod)
 CORA_VISIT_BIN(Min)
 CORA_VISIT_BIN(Max)
-CORA_VISIT_BIN(EQ) CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE)
-    CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
+CORA_VISIT_BIN(EQ)
+CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And)
+    CORA_VISIT_BIN(Or)
 #undef CORA_VISIT_BIN
         void IRVisitor::visit_node(const Not *op) {
     visit(op->a);
@@ -113,6 +114,12 @@ void IRVisitor::visit_node(const Assert *op) {
     for (const Expr &v : op->values)
         visit(v);
 }
+void IRVisitor::visit_node(const LaunchKernel *op) {
+    for (const Expr &e : op->grid)
+        visit(e);
+    for (const Expr &e : op->threads)
+        visit(e);
+}
 
 // --- IRMutator ---------------------------------------------------------------------------------
 
@@ -163,8 +170,9 @@ CORA_MUTATE_BIN(Div)
 CORA_MUTATE_BIN(Mod)
 CORA_MUTATE_BIN(Min)
 CORA_MUTATE_BIN(Max)
-CORA_MUTATE_BIN(EQ) CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE)
-    CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
+CORA_MUTATE_BIN(EQ)
+CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And)
+    CORA_MUTATE_BIN(Or)
 #undef CORA_MUTATE_BIN
         Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
     Expr a = mutate(op->a);
@@ -268,6 +276,12 @@ Stmt IRMutator::mutate_node(const Assert *op, const Stmt &self) {
     bool changed = !c.same_as(op->cond);
     auto vals = mutate_all(op->values, changed);
     return changed ? Assert::make(c, op->text, vals) : self;
+}
+Stmt IRMutator::mutate_node(const LaunchKernel *op, const Stmt &self) {
+    bool changed = false;
+    auto grid = mutate_all(op->grid, changed);
+    auto threads = mutate_all(op->threads, changed);
+    return changed ? LaunchKernel::make(op->kernel, grid, threads, op->args) : self;
 }
 
 // --- helpers -----------------------------------------------------------------------------------

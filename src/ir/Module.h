@@ -1,6 +1,6 @@
 /** \file A lowered module: the functions one compilation produces, each with its arguments in ABI
- * order and its body. Today a host entry (the kernel) and, for AOT libraries, a size query; a
- * device target adds its kernels as functions of their own kind. Printers (codegen/) walk the list. */
+ * order and its body. A host entry (the kernel), for AOT libraries a size query, and for GPU
+ * targets the device kernels the entry launches. Printers (codegen/) walk the list. */
 #pragma once
 
 #include <memory>
@@ -27,8 +27,9 @@ struct ModuleArg {
 };
 
 enum class FunctionKind {
-    Entry,    ///< the kernel: checks its arguments, then computes the outputs
-    SizeQuery ///< AOT: checks the params and length arrays, writes each tensor argument's element count
+    Entry,     ///< the kernel: checks its arguments, then computes the outputs
+    SizeQuery, ///< AOT: checks the params and length arrays, writes each tensor argument's element count
+    Device     ///< GPU targets: a device kernel the entry launches (a LaunchKernel names it)
 };
 
 struct LoweredFunc {
@@ -38,11 +39,18 @@ struct LoweredFunc {
      * `sizes`: inputs then outputs, in argument order). */
     std::vector<VarPtr> output_arrays;
     Stmt body;
+    /** Device kernels: the symbol, and the parameters (buffers and scalars of the host scope, in
+     * the order the LaunchKernel passes them). The body is the nest of GPU-bound loops. */
+    std::string name;
+    std::vector<VarPtr> params;
+    /** Device kernels: the bound axes whose launch size is exactly the extent of their one loop
+     * (no other loop bound to the axis, an extent known at launch): no bound check is needed. */
+    std::vector<ForKind> exact_bindings;
 };
 
 struct Module {
     std::string name;
-    std::vector<LoweredFunc> functions; ///< the entry first
+    std::vector<LoweredFunc> functions; ///< the entry first, device kernels last
 
     const LoweredFunc &entry() const { return functions.front(); }
     /** The function of kind `k`, or nullptr. */
@@ -50,6 +58,13 @@ struct Module {
         for (const LoweredFunc &f : functions)
             if (f.kind == k) return &f;
         return nullptr;
+    }
+    /** The device kernels (GPU targets), in launch order of first appearance. */
+    std::vector<const LoweredFunc *> device_kernels() const {
+        std::vector<const LoweredFunc *> v;
+        for (const LoweredFunc &f : functions)
+            if (f.kind == FunctionKind::Device) v.push_back(&f);
+        return v;
     }
 };
 

@@ -1,17 +1,15 @@
 /** \file Pass: how each loop runs, decided once for every target (the printers only spell it).
  *
- * Does: one level of parallelism: a Parallel loop inside another Parallel loop, or inside a
- * Vectorized one, becomes Serial (OpenMP allows no parallel construct inside a simd region, a GPU
- * grid has one level of blocks, and one level is enough to fill the cores). Each remaining
- * Parallel loop gets its WorkSplit: Dynamic when the work of its iterations may differ — a loop
- * bound or a condition inside its body depends on its index, directly or through lets (ragged
- * rows, longest-first ranks, the if-chain of horizontally fused ops) —, Static otherwise (one
- * contiguous range per thread, no shared counter).
- * Left to the printer: how a Vectorized loop is spelled (the C target writes a loop of constant
- * extent whose body is one contiguous store as a single vector statement, other loops under
- * `omp simd`, and no simd construct inside another); a target without vectors runs it serially.
- * Requires: the final loop structure (after hoist_loads). Ensures: no Parallel loop nested in a
- * Parallel or Vectorized loop. Tests: tests/correctness/vector_codegen.cpp (work splits),
+ * Does: one level of parallelism: a Parallel loop inside another Parallel loop, inside a
+ * Vectorized one or inside a GPU-bound loop (a block or thread of a kernel), becomes Serial (OpenMP allows no parallel
+ * construct inside a simd region, a GPU grid has one level of blocks, and one level is enough to fill the cores). Each
+ * remaining Parallel loop gets its WorkSplit: Dynamic when the work of its iterations may differ — a loop bound or a
+ * condition inside its body depends on its index, directly or through lets (ragged rows, longest-first ranks, the
+ * if-chain of horizontally fused ops) —, Static otherwise (one contiguous range per thread, no shared counter). Left to
+ * the printer: how a Vectorized loop is spelled (the C target writes a loop of constant extent whose body is one
+ * contiguous store as a single vector statement, other loops under `omp simd`, and no simd construct inside another); a
+ * target without vectors runs it serially. Requires: the final loop structure (after hoist_loads). Ensures: no Parallel
+ * loop nested in a Parallel or Vectorized loop. Tests: tests/correctness/vector_codegen.cpp (work splits),
  * tests/unit/loop_execution.cpp. */
 #include <algorithm>
 #include <set>
@@ -50,11 +48,12 @@ private:
 };
 
 class DecideLoopExecution : public IRMutator {
-    int enclosing_ = 0; ///< Parallel or Vectorized loops around the current node
+    int enclosing_ = 0; ///< Parallel, Vectorized or GPU-bound loops around the current node
 
     using IRMutator::mutate_node;
     Stmt mutate_node(const For *op, const Stmt &self) override {
-        bool opens_region = op->for_kind == ForKind::Parallel || op->for_kind == ForKind::Vectorized;
+        bool opens_region =
+            op->for_kind == ForKind::Parallel || op->for_kind == ForKind::Vectorized || is_gpu_bound(op->for_kind);
         bool parallel = op->for_kind == ForKind::Parallel && enclosing_ == 0;
         if (opens_region) enclosing_++;
         Stmt body = mutate(op->body);

@@ -288,13 +288,15 @@ LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
     std::vector<ForKind> &kinds = plan.kinds;
     kinds.assign(n, ForKind::Serial);
     bool user_parallel = false;
-    for (auto &[d, a] : sch.annotations)
-        user_parallel = user_parallel || a == LoopAnnotation::Parallel;
+    for (auto &[d, a] : sch.annotations) // a GPU binding replaces the default parallel loop
+        user_parallel = user_parallel || a == LoopAnnotation::Parallel || a >= LoopAnnotation::GpuBlockX;
     if (!user_parallel && n > 0 && !plan.is_reduction[0]) kinds[0] = ForKind::Parallel;
     for (size_t k = 0; k < n; k++)
         for (auto &[d, a] : sch.annotations) {
             if (d != loops[k]) continue;
             if (a == LoopAnnotation::Parallel) kinds[k] = ForKind::Parallel;
+            if (a >= LoopAnnotation::GpuBlockX)
+                kinds[k] = ForKind(int(ForKind::GpuBlockX) + int(a) - int(LoopAnnotation::GpuBlockX));
             if (a == LoopAnnotation::Vectorize || a == LoopAnnotation::Unroll) {
                 const char *what = a == LoopAnnotation::Vectorize ? "vectorize" : "unroll";
                 if (!as_const_int(plan.extents[k]))

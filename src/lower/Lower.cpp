@@ -7,7 +7,7 @@
  *      op-split tails):
  *      plan_loops (the schedule's transforms replayed on front::LoopReplay: split, fuse with
  *      prelude-built fusion maps, pad_loop incl. bulk padding, remap; reorder; extents; loop
- *      kinds) -> check_padded_iterations -> add_guards (placed, proved ones dropped) ->
+ *      kinds) -> check_gpu_bindings -> check_padded_iterations -> add_guards (placed, proved ones dropped) ->
  *      bound_loops_by_guards -> apply_cache_reads -> build_loop_nest (cache_write tiles,
  *      reduction init/update); then apply_compute_at and apply_hfuse over all ops.
  *      vloop extents are UF calls
@@ -21,13 +21,16 @@
  *   8. simplify
  *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops
  *  10. decide_loop_execution: one level of parallel loops, each with its work split
- * The result is a Module (ir/Module.h): the entry and, for AOT, the size query; each pass returns
+ *  11. split_host_device (GPU targets): each nest of block loops becomes a device kernel and a launch
+ * The result is a Module (ir/Module.h): the entry, for AOT the size query, for GPU targets the
+ * device kernels; each pass returns
  * what later ones need (arguments, permutations, guard counts), and the LoweringContext holds only
  * what every pass shares (options, prover, aux table, tensors, storage).
  * After each pass the IR's form is checked for its stage (StageCheck.h); with CORA_DEBUG >= 1
  * each pass prints its IR and the time it took. */
 #include "lower/Lower.h"
 
+#include <cctype>
 #include <chrono>
 #include <iostream>
 
@@ -67,6 +70,14 @@ private:
     const LoweringContext &ctx_;
 };
 
+/** The prefix of device kernel symbols: the module name made an identifier. */
+std::string kernel_prefix(const std::string &module) {
+    std::string s = "cora_";
+    for (char c : module)
+        s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return s;
+}
+
 } // namespace
 
 LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &name, const LowerOptions &opts) {
@@ -74,6 +85,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     ctx.debug = opts.debug;
     ctx.remove_guards = opts.remove_guards;
     ctx.build_aux_in_kernel = opts.build_aux_in_kernel;
+    ctx.target = opts.target;
     ctx.prover = std::make_unique<ProverChain>(opts.use_z3);
     if (outputs.empty()) throw_compile_error("pipeline '", name, "' has no outputs");
     for (auto &o : outputs) {
@@ -97,6 +109,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
             ctx.prover->set_context("schedule of Func '" + op->name + "'" +
                                     (op->defined_at.empty() ? "" : " (" + op->defined_at + ")"));
             LoopPlan plan = plan_loops(op, ctx);
+            check_gpu_bindings(plan, ctx.target);
             const auto &remaps = plan.transformed.permutations;
             permutations.insert(permutations.end(), remaps.begin(), remaps.end());
             std::string pad_unsafe = check_padded_iterations(plan, ctx);
@@ -126,21 +139,28 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     s = pass.run("simplify", Stage::Materialized, [&] { return simplify(s); });
     s = pass.run("hoist_loads", Stage::Materialized, [&] { return hoist_loads(s, args, ctx); });
     s = pass.run("decide_loop_execution", Stage::Materialized, [&] { return decide_loop_execution(s); });
+    std::vector<LoweredFunc> device_kernels;
+    s = pass.run("split_host_device", Stage::Materialized,
+                 [&] { return split_host_device(s, kernel_prefix(name), ctx.target, device_kernels); });
 
     LoweredModule m;
     m.name = name;
-    LoweredFunc entry{FunctionKind::Entry, {}, {}, s};
+    LoweredFunc entry{FunctionKind::Entry, {}, {}, s, {}, {}, {}};
     for (const ModuleArg &a : args) // AOT kernels build their aux arrays: callers pass none
         if (!(ctx.build_aux_in_kernel && a.kind == ModuleArg::Kind::AuxArray)) entry.args.push_back(a);
     m.functions.push_back(entry);
     if (checked.size_query.defined()) {
-        LoweredFunc sizes{FunctionKind::SizeQuery, {}, {checked.sizes}, {}};
+        LoweredFunc sizes{FunctionKind::SizeQuery, {}, {checked.sizes}, {}, {}, {}, {}};
         sizes.body = pass.run("materialize_ufs + simplify (size query)", Stage::Materialized, [&] {
             return decide_loop_execution(simplify(materialize_ufs(checked.size_query, args, ctx)));
         });
         for (const ModuleArg &a : args)
             if (a.kind == ModuleArg::Kind::Param || a.kind == ModuleArg::Kind::LengthArray) sizes.args.push_back(a);
         m.functions.push_back(sizes);
+    }
+    for (const LoweredFunc &k : device_kernels) {
+        if (ctx.debug >= 1) std::cerr << "-- cora: device kernel " << k.name << " --\n" << print(k.body) << "\n";
+        m.functions.push_back(k);
     }
     m.prover_stats = ctx.prover->stats();
     m.prover_stats.guards_removed = guards_removed;

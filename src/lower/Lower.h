@@ -1,6 +1,7 @@
 /** \file The lowering pipeline: definitions -> a module of functions (ir/Module.h). */
 #pragma once
 
+#include "cora/Target.h"
 #include "lower/LoweringContext.h"
 
 namespace cora::ir {
@@ -12,6 +13,7 @@ struct LowerOptions {
     /** Build the aux arrays (prefix sums, fusion maps, longest-first orders) inside the kernel
      * from the params and length arrays, so callers pass only those and the tensors (AOT). */
     bool build_aux_in_kernel = false;
+    Target target = Target::Host; ///< a GPU target splits host from device (lower/SplitHostDevice.cpp)
 };
 
 /** A module with what the prover did for it. */

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/Bounds.h"
+#include "cora/Target.h"
 #include "analysis/ProverChain.h"
 #include "analysis/StorageLayout.h"
 #include "front/Schedule.h"
@@ -35,6 +36,7 @@ struct LoweringContext {
     int debug = 0;
     bool remove_guards = true;        ///< false: every schedule guard stays (the prover still validates)
     bool build_aux_in_kernel = false; ///< aux arrays are built by the kernel, not passed (AOT)
+    Target target = Target::Host;     ///< where the kernels run (GPU bindings allowed only on a GPU target)
     std::unique_ptr<ProverChain> prover;
     /** This compilation's aux arrays: one symbol per structure (AuxTable.h). Interning is a cache,
      * so passes with a const context may add to it. */

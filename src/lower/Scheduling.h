@@ -3,6 +3,7 @@
  *   choose_default_schedules (DefaultSchedule.cpp)  the schedule of ops left unscheduled
  *   plan_loops (LoopPlan.cpp)             transforms replayed on front::LoopReplay, reorder,
  *                                         extents in loop variables, loop kinds
+ *   check_gpu_bindings (GpuBindings.cpp)  loops bound to GPU blocks/threads fit the target
  *   check_padded_iterations (PadSafety)   whether padded iterations stay inside storage
  *   add_guards (Guards.cpp)               each guard at the innermost loop it uses; proved
  *                                         guards dropped
@@ -81,6 +82,10 @@ struct LoopPlan {
 /** Checks the op splits, replays the transforms, applies the reorder requests, resolves extents
  * and loop kinds. (LoopPlan.cpp) */
 LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx);
+
+/** The op's GPU bindings against the target: none on the host; on a GPU, block loops outermost,
+ * threads inside them, no parallel loop. (GpuBindings.cpp) */
+void check_gpu_bindings(const LoopPlan &plan, Target target);
 
 /** With padded loops: why a padded iteration may read outside storage ("" when every read stays
  * inside, or nothing is padded); CompileError when the store itself may leave storage.

@@ -1,0 +1,22 @@
+/** \file The CUDA printer of a module's device kernels (Target::Cuda).
+ *
+ * Each device kernel (FunctionKind::Device) becomes `extern "C" __global__ void <name>(params)`,
+ * its parameters as kernel_parameters() declares them. A loop bound to a block or thread axis
+ * prints as its variable set from blockIdx / threadIdx, with the body under `index < extent`
+ * (CodeGen_C's bound-loop form); other loops are plain loops (`#pragma unroll` for unrolled and
+ * vectorized ones of constant extent); a per-thread tile is a local array. Math is CUDA's device
+ * library (expf, fminf, ...), integer / and % are floor division and Euclidean modulo as on the
+ * CPU, so the two targets compute the same values. The source needs no header: NVRTC compiles it
+ * as it is (driver/Nvrtc.h). The host side (launches from the entry) comes with the device runtime. */
+#pragma once
+
+#include <string>
+
+#include "codegen/CodeGen_C.h"
+
+namespace cora::ir {
+
+/** The CUDA C++ source of the module's device kernels (empty module: the prologue only). */
+std::string codegen_cuda(const Module &m);
+
+} // namespace cora::ir

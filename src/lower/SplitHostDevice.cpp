@@ -1,0 +1,374 @@
+/** \file Pass: host/device split (GPU targets).
+ *
+ * Does: each outermost loop bound to gpu blocks, with everything inside it, becomes a device
+ * kernel — a function of the module (FunctionKind::Device) named `<module>_k<n>` whose parameters
+ * are the kernel's free variables (buffers and scalars of the host scope, in order of first use) —
+ * and in its place the entry gets a LaunchKernel:
+ *  - grid: per block axis, the largest extent of the loops bound to it; an extent must be known
+ *    at launch (no variable of the kernel in it), else a CompileError suggests fusing the loops;
+ *  - threads: per thread axis, the largest extent over all blocks. An extent that depends on
+ *    block indices (a block per sentence, threads over its tokens) is maximised by a host loop
+ *    over those blocks, mirroring the lets and guards on the way to the thread loop (so it reads
+ *    what the kernel would read, where the kernel would read it);
+ *  - CUDA's limits (1024 threads per block, 65535 blocks in y and z, 2^31-1 in x): a CompileError
+ *    when the sizes are constants, else an Assert before the launch.
+ * Each block and thread runs the bound loop's body for its own index when that index is below the
+ * loop's extent (the printers write the bound check), so extents smaller than the launch are safe;
+ * an axis with one loop whose extent is the launch size needs no check (LoweredFunc::exact_bindings).
+ * Checks (CompileError): in a kernel, a block loop inside a thread or serial loop, two loops bound
+ * to the same axis one inside the other, and — in a kernel with thread loops — a store to memory
+ * outside the kernel (a parameter) that is not inside a thread loop: every thread would run it.
+ * A per-thread local (a cache_write tile, a cache_read copy, a scalar) may live outside them.
+ * Requires: the final loop kinds (decide_loop_execution; no Parallel loop inside a GPU-bound one),
+ * per-op bindings checked (GpuBindings.cpp). Ensures: no GPU-bound loop in the entry; heap
+ * allocations and argument checks stay on the host. On the host target it changes nothing.
+ * Tests: tests/correctness/gpu_schedules.cpp. */
+#include <set>
+
+#include "analysis/Simplify.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+#include "util/Error.h"
+
+namespace cora::ir {
+
+namespace {
+
+constexpr int64_t kMaxThreadsPerBlock = 1024;
+constexpr int64_t kMaxGridX = 2147483647;
+constexpr int64_t kMaxGridYZ = 65535;
+
+/** The variables and buffers a kernel uses without defining them (its parameters), in order of
+ * first use; those it defines; the buffers it stores to. */
+class KernelScope : public IRVisitor {
+public:
+    std::vector<VarPtr> free;
+    std::set<const VarNode *> defined;
+
+    using IRVisitor::visit;
+    void visit(const Expr &e) override {
+        if (e.as<Var>()) {
+            use(std::static_pointer_cast<const VarNode>(e.ptr()));
+            return;
+        }
+        IRVisitor::visit(e);
+    }
+
+protected:
+    using IRVisitor::visit_node;
+    void visit_node(const Load *op) override {
+        use(op->buffer);
+        IRVisitor::visit_node(op);
+    }
+    void visit_node(const Store *op) override {
+        use(op->buffer);
+        IRVisitor::visit_node(op);
+    }
+    void visit_node(const For *op) override {
+        visit(op->min);
+        visit(op->extent);
+        defined.insert(op->var.get());
+        visit(op->body);
+    }
+    void visit_node(const LetStmt *op) override {
+        visit(op->value);
+        defined.insert(op->var.get());
+        visit(op->body);
+    }
+    void visit_node(const LocalVar *op) override {
+        visit(op->init);
+        defined.insert(op->var.get());
+        visit(op->body);
+    }
+    void visit_node(const Assign *op) override {
+        use(op->var);
+        visit(op->value);
+    }
+    void visit_node(const Allocate *op) override {
+        visit(op->size);
+        defined.insert(op->buffer.get());
+        visit(op->body);
+    }
+
+private:
+    std::set<const VarNode *> seen_;
+    void use(const VarPtr &v) {
+        if (!defined.count(v.get()) && seen_.insert(v.get()).second) free.push_back(v);
+    }
+};
+
+/** Calls `f` on every statement of `s`, pre-order. */
+void visit_stmts(const Stmt &s, const std::function<void(const Stmt &)> &f) {
+    class Walker : public IRVisitor {
+    public:
+        explicit Walker(const std::function<void(const Stmt &)> &f) : f_(f) {}
+        using IRVisitor::visit;
+        void visit(const Stmt &s) override {
+            if (!s.defined()) return;
+            f_(s);
+            IRVisitor::visit(s);
+        }
+        void visit(const Expr &) override {}
+
+    private:
+        const std::function<void(const Stmt &)> &f_;
+    } w(f);
+    w.visit(s);
+}
+
+/** The variables (and buffers read) an expression mentions. */
+std::set<const VarNode *> mentioned(const Expr &e) {
+    std::set<const VarNode *> s;
+    visit_exprs(e, [&](const Expr &x) {
+        if (const Var *v = x.as<Var>()) s.insert(v);
+        if (const Load *l = x.as<Load>()) s.insert(l->buffer.get());
+    });
+    return s;
+}
+
+/** The first of `vars` that `e` mentions, or nullptr. */
+const VarNode *first_of(const Expr &e, const std::set<const VarNode *> &vars) {
+    for (const VarNode *v : mentioned(e))
+        if (vars.count(v)) return v;
+    return nullptr;
+}
+
+/** The GPU-bound loops of a kernel, and its binding rules (see the file comment). */
+class KernelChecker : public IRVisitor {
+public:
+    KernelChecker(const std::string &what, const std::set<const VarNode *> &local, bool has_threads)
+        : what_(what), local_(local), has_threads_(has_threads) {}
+    std::vector<const For *> bound; ///< every GPU-bound loop, outermost first
+
+protected:
+    using IRVisitor::visit_node;
+    void visit_node(const For *op) override {
+        const ForKind k = op->for_kind;
+        CORA_CHECK(k != ForKind::Parallel, "split_host_device: parallel loop ", op->var->name, " in a kernel");
+        if (is_gpu_bound(k)) {
+            for (const For *outer : enclosing_) {
+                if (is_gpu_block(k) && !is_gpu_block(outer->for_kind))
+                    throw_compile_error(what_, ": the block loop '", op->var->name, "' (", for_kind_name(k),
+                                        ") is inside loop '", outer->var->name, "' (", for_kind_name(outer->for_kind),
+                                        "); a kernel's block loops must be outside all its other loops");
+                if (outer->for_kind == k)
+                    throw_compile_error(what_, ": loop '", op->var->name, "' is bound to ", for_kind_name(k),
+                                        " inside loop '", outer->var->name,
+                                        "', which is bound to the same axis; bind it to another axis or leave it "
+                                        "serial");
+            }
+            bound.push_back(op);
+        }
+        enclosing_.push_back(op);
+        threads_ += is_gpu_thread(k);
+        IRVisitor::visit_node(op);
+        threads_ -= is_gpu_thread(k);
+        enclosing_.pop_back();
+    }
+    void visit_node(const Store *op) override {
+        if (has_threads_ && threads_ == 0 && !local_.count(op->buffer.get()))
+            throw_compile_error(what_, ": the store to '", op->buffer->name,
+                                "' is outside the kernel's thread loops, so every thread of a block would run it; "
+                                "bind the loops around it with gpu_threads (or compute it in another kernel)");
+        IRVisitor::visit_node(op);
+    }
+    void visit_node(const Allocate *op) override {
+        if (op->memory == MemoryType::Heap)
+            throw_compile_error(what_, ": '", op->buffer->name,
+                                "' needs heap memory inside a kernel; a kernel allocates only per-thread tiles "
+                                "of constant size");
+        IRVisitor::visit_node(op);
+    }
+    void visit_node(const Assert *) override { internal_failure(what_, ": an argument check inside a kernel"); }
+
+private:
+    std::string what_;
+    const std::set<const VarNode *> &local_;
+    bool has_threads_;
+    std::vector<const For *> enclosing_;
+    int threads_ = 0;
+};
+
+/** Host statements setting `acc` to the largest extent of the `kind` loops of a kernel: a loop
+ * over each block loop on the way (same variable, same extent), its lets and guards, and at each
+ * bound loop `acc = max(acc, extent)`. A variable of the kernel that is not mirrored (a serial or
+ * thread loop, a let that depends on one) in an extent is a CompileError. */
+class ThreadExtentMax {
+public:
+    ThreadExtentMax(const std::string &what, const std::set<const VarNode *> &kernel_vars, ForKind kind,
+                    const VarPtr &acc)
+        : what_(what), kernel_vars_(kernel_vars), kind_(kind), acc_(acc) {}
+
+    Stmt build(const Stmt &s) {
+        if (const For *op = s.as<For>()) {
+            if (op->for_kind == kind_) {
+                if (const VarNode *v = unavailable(op->extent))
+                    throw_compile_error(what_, ": the thread loop '", op->var->name, "' (", for_kind_name(kind_),
+                                        ") has extent ", print(op->extent), ", which depends on '", v->name,
+                                        "', not a block index; the threads of a launch must be known before it "
+                                        "(split the loop by a constant and bind the inner one)");
+                return Assign::make(acc_, Max::make(var_expr(acc_), op->extent));
+            }
+            if (is_gpu_block(op->for_kind) && !unavailable(op->min) && !unavailable(op->extent)) {
+                available_.insert(op->var.get());
+                Stmt b = build(op->body);
+                return b.defined() ? For::make(op->var, op->min, op->extent, ForKind::Serial, b) : Stmt();
+            }
+            return build(op->body);
+        }
+        if (const LetStmt *op = s.as<LetStmt>()) {
+            if (unavailable(op->value)) return build(op->body);
+            available_.insert(op->var.get());
+            Stmt b = build(op->body);
+            return b.defined() ? LetStmt::make(op->var, op->value, b) : Stmt();
+        }
+        if (const IfThenElse *op = s.as<IfThenElse>()) {
+            Stmt t = build(op->then_case), e = op->else_case.defined() ? build(op->else_case) : Stmt();
+            if (!t.defined() && !e.defined()) return Stmt();
+            // A guard the host cannot evaluate is dropped: the maximum is then over more
+            // iterations, an upper bound (extra threads do nothing).
+            if (unavailable(op->cond)) return Block::make({t, e});
+            return IfThenElse::make(op->cond, t.defined() ? t : Block::make({}), e);
+        }
+        if (const Block *op = s.as<Block>()) {
+            std::vector<Stmt> v;
+            for (const Stmt &x : op->stmts)
+                v.push_back(build(x));
+            return Block::make(v);
+        }
+        if (const Allocate *op = s.as<Allocate>()) return build(op->body);
+        if (const LocalVar *op = s.as<LocalVar>()) return build(op->body);
+        return Stmt();
+    }
+
+private:
+    std::string what_;
+    const std::set<const VarNode *> &kernel_vars_;
+    ForKind kind_;
+    VarPtr acc_;
+    std::set<const VarNode *> available_; ///< kernel variables the host mirrors
+
+    const VarNode *unavailable(const Expr &e) const {
+        for (const VarNode *v : mentioned(e))
+            if (kernel_vars_.count(v) && !available_.count(v)) return v;
+        return nullptr;
+    }
+};
+
+class SplitHostDevice : public IRMutator {
+public:
+    SplitHostDevice(const std::string &prefix, std::vector<LoweredFunc> &kernels)
+        : prefix_(prefix), kernels_(kernels) {}
+
+protected:
+    using IRMutator::mutate_node;
+    Stmt mutate_node(const For *op, const Stmt &self) override {
+        CORA_CHECK(!is_gpu_thread(op->for_kind), "split_host_device: thread loop ", op->var->name,
+                   " outside any block loop");
+        if (!is_gpu_block(op->for_kind)) return IRMutator::mutate_node(op, self);
+        return make_kernel(self);
+    }
+
+private:
+    std::string prefix_;
+    std::vector<LoweredFunc> &kernels_;
+
+    Stmt make_kernel(const Stmt &nest) {
+        const std::string name = prefix_ + "_k" + std::to_string(kernels_.size());
+        KernelScope scope;
+        scope.visit(nest);
+        std::string writes;
+        visit_stmts(nest, [&](const Stmt &s) {
+            if (const Store *st = s.as<Store>())
+                if (!scope.defined.count(st->buffer.get()) &&
+                    writes.find("'" + st->buffer->name + "'") == std::string::npos)
+                    writes += std::string(writes.empty() ? "" : ", ") + "'" + st->buffer->name + "'";
+        });
+        const std::string what = "kernel " + name + " (writing " + (writes.empty() ? "nothing" : writes) + ")";
+        bool has_threads = false;
+        visit_stmts(nest, [&](const Stmt &s) {
+            if (const For *f = s.as<For>()) has_threads = has_threads || is_gpu_thread(f->for_kind);
+        });
+        KernelChecker check(what, scope.defined, has_threads);
+        check.visit(nest);
+
+        std::vector<Expr> grid(3), threads(3);
+        std::vector<ForKind> exact;
+        std::vector<Stmt> host;     // computing the thread extents, then the checks
+        std::vector<VarPtr> locals; // the thread-extent accumulators
+        for (int axis = 0; axis < 3; axis++) {
+            std::vector<const For *> blocks, thread_loops;
+            for (const For *f : check.bound)
+                if (gpu_axis(f->for_kind) == axis) (is_gpu_block(f->for_kind) ? blocks : thread_loops).push_back(f);
+            for (const For *f : blocks) {
+                if (const VarNode *v = first_of(f->extent, scope.defined))
+                    throw_compile_error(what, ": the block loop '", f->var->name, "' (", for_kind_name(f->for_kind),
+                                        ") has extent ", print(f->extent), ", which depends on '", v->name,
+                                        "' inside the kernel; the grid must be known at launch (fuse the loops: "
+                                        "a fused ragged loop is one grid axis over all its iterations)");
+                grid[axis] = grid[axis].defined() ? Max::make(grid[axis], f->extent) : f->extent;
+            }
+            grid[axis] = grid[axis].defined() ? simplify(grid[axis]) : IntImm::make(1);
+            if (blocks.size() == 1) exact.push_back(blocks[0]->for_kind);
+            bool host_known = true;
+            for (const For *f : thread_loops) {
+                host_known = host_known && !first_of(f->extent, scope.defined);
+                if (host_known)
+                    threads[axis] = threads[axis].defined() ? Max::make(threads[axis], f->extent) : f->extent;
+            }
+            if (thread_loops.empty()) {
+                threads[axis] = IntImm::make(1);
+            } else if (host_known) {
+                threads[axis] = simplify(threads[axis]);
+                if (thread_loops.size() == 1) exact.push_back(thread_loops[0]->for_kind);
+            } else {
+                VarPtr acc = make_var(name + "_threads_" + "xyz"[axis], VarRole::Local);
+                ForKind kind = ForKind(int(ForKind::GpuThreadX) + axis);
+                host.push_back(simplify(ThreadExtentMax(what, scope.defined, kind, acc).build(nest)));
+                locals.push_back(acc);
+                threads[axis] = var_expr(acc);
+            }
+        }
+        check_limits(what, grid, threads, host);
+
+        LoweredFunc kernel{FunctionKind::Device, {}, {}, nest, name, scope.free, exact};
+        kernels_.push_back(kernel);
+        host.push_back(LaunchKernel::make(name, grid, threads, scope.free));
+        Stmt s = Block::make(host);
+        for (size_t i = locals.size(); i-- > 0;)
+            s = LocalVar::make(locals[i], IntImm::make(1), s);
+        return s;
+    }
+
+    /** CUDA's launch limits: CompileErrors for constants, Asserts before the launch otherwise. */
+    static void check_limits(const std::string &what, const std::vector<Expr> &grid, const std::vector<Expr> &threads,
+                             std::vector<Stmt> &host) {
+        Expr per_block = simplify(Mul::make(Mul::make(threads[0], threads[1]), threads[2]));
+        auto limit = [&](const Expr &value, int64_t max, const std::string &text) {
+            if (const int64_t *c = as_const_int(value)) {
+                if (*c > max)
+                    throw_compile_error(what, ": ", *c, " ", text, ", more than the ", max,
+                                        " CUDA allows; split the loop and bind the outer part elsewhere");
+                return;
+            }
+            host.push_back(Assert::make(
+                LE::make(value, IntImm::make(max)),
+                {what + ": ", " " + text + ", more than the " + std::to_string(max) + " CUDA allows"}, {value}));
+        };
+        limit(per_block, kMaxThreadsPerBlock, "threads per block");
+        limit(grid[0], kMaxGridX, "blocks in x");
+        limit(grid[1], kMaxGridYZ, "blocks in y");
+        limit(grid[2], kMaxGridYZ, "blocks in z");
+    }
+};
+
+} // namespace
+
+Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target,
+                       std::vector<LoweredFunc> &kernels) {
+    if (!is_gpu(target)) return s;
+    return SplitHostDevice(kernel_prefix, kernels).mutate(s);
+}
+
+} // namespace cora::ir

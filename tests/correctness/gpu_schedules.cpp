@@ -1,0 +1,376 @@
+// GPU schedules (gpu_blocks / gpu_threads) on ragged ops. Without a GPU, each schedule is checked
+// three ways: the lowered host/device split (launch sizes, kernel parameters, bound checks), the
+// device kernels run on the CPU (Target::CudaEmulated: every block and thread in turn) against
+// the reference on the edge-case batches, and the CUDA source compiled by NVRTC for sm_80 and
+// sm_90 (when a CUDA toolkit is installed). A differential test runs random GPU schedules.
+#include "common/ragged_testing.h"
+
+#include <iostream>
+#include <optional>
+
+using namespace cora;
+using Catch::Matchers::Contains;
+using testing::check_against_reference;
+using testing::count_occurrences;
+
+namespace {
+
+CompileOptions emulated() {
+    CompileOptions o;
+    o.target = Target::CudaEmulated;
+    return o;
+}
+
+/** NVRTC compiles the pipeline's kernels for sm_80 and sm_90, each a visible entry of the PTX;
+ * returns the program (source only, with the reason printed, when no toolkit is installed). */
+CudaProgram require_cuda_compiles(const Pipeline &p) {
+    std::string why;
+    if (!cuda_compiler_available(&why)) {
+        WARN("SKIPPED: NVRTC compilation of '" << p.name() << "': " << why);
+        return compile_cuda(p, {});
+    }
+    CudaProgram cp = compile_cuda(p, {80, 90});
+    INFO(cp.source);
+    REQUIRE(cp.binaries.size() == 2);
+    REQUIRE(!cp.kernels.empty());
+    for (const CudaBinary &b : cp.binaries) {
+        INFO("sm_" << b.arch << " log: " << b.log);
+        REQUIRE(b.log.find("warning") == std::string::npos);
+        REQUIRE(b.cubin.size() > 0);
+        REQUIRE_THAT(b.ptx, Contains(".target sm_" + std::to_string(b.arch)));
+        for (const std::string &k : cp.kernels)
+            REQUIRE_THAT(b.ptx, Contains(".entry " + k + "("));
+    }
+    return cp;
+}
+
+struct Ragged {
+    Dim batch{"batch"}, seq{"seq"}, tok{"tok"}, to{"to"}, ti{"ti"};
+    Param B{"B", 1, 64};
+    LengthArray len{"len", B, 0, 40};
+    std::function<void(RaggedShape &, const std::vector<int32_t> &)> bind =
+        [this](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+};
+
+} // namespace
+
+TEST_CASE("a ragged elementwise op on GPU blocks and threads matches the reference", "[gpu]") {
+    // 0: a block per sentence, a thread per token (the launch takes the longest sentence)
+    // 1: all tokens fused, 32 per block, the last block guarded
+    // 2: as 1 with bulk padding (Out's storage padded too): every block full
+    // 3: as 1 with a y axis: the fused tokens in blocks.x x blocks.y of 4 x 8 threads
+    for (int variant = 0; variant < 4; variant++) {
+        DYNAMIC_SECTION("variant " << variant) {
+            Ragged r;
+            Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+            Func Out("Out", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+            Out.compute([&](Expr b, Expr s) { return 2.0f * A(b, s) + exp(A(b, s)); });
+            if (variant == 0) {
+                Out.gpu_blocks(r.batch).gpu_threads(r.seq);
+            } else {
+                Out.fuse(r.batch, r.seq, r.tok);
+                if (variant == 2) Out.pad_loop(r.tok, 32).fuse_storage(r.batch, r.seq, r.tok, 32);
+                if (variant == 3) {
+                    Dim tyo("tyo"), tyi("tyi"), txo("txo"), txi("txi");
+                    Out.split(r.tok, r.to, r.ti, 32).split(r.to, tyo, tyi, 8).split(r.ti, txo, txi, 4);
+                    Out.reorder({tyo, txo, tyi, txi}).gpu_blocks(txo, tyo).gpu_threads(txi, tyi);
+                } else {
+                    Out.split(r.tok, r.to, r.ti, 32).gpu_blocks(r.to).gpu_threads(r.ti);
+                }
+            }
+            Pipeline p({Out}, "gpu_scale_" + std::to_string(variant));
+            Kernel k = p.compile(emulated());
+            const std::string ir = k.lowered();
+            INFO(ir);
+            REQUIRE(count_occurrences(ir, "launch cora_gpu_scale_" + std::to_string(variant) + "_k0<<<") == 1);
+            if (variant == 0) {
+                // The threads of the launch: the longest sentence, found by a host loop over the blocks.
+                REQUIRE_THAT(ir, Contains("_threads_x = max("));
+                REQUIRE_THAT(ir, Contains("<<<(B, 1, 1), (cora_gpu_scale_0_k0_threads_x, 1, 1)>>>"));
+            }
+            if (variant == 1 || variant == 2) REQUIRE_THAT(ir, Contains(", (32, 1, 1)>>>"));
+            if (variant == 3) REQUIRE_THAT(ir, Contains(", (4, 8, 1)>>>"));
+            check_against_reference(p, k, {A}, r.bind, 40, 32, 7 + variant);
+            CudaProgram cp = require_cuda_compiles(p);
+            INFO(cp.source);
+            REQUIRE_THAT(cp.source, Contains("__global__ void cora_gpu_scale_" + std::to_string(variant) + "_k0("));
+            REQUIRE_THAT(cp.source, Contains("blockIdx.x"));
+            REQUIRE_THAT(cp.source, Contains("expf("));
+            if (variant == 0) {
+                // Blocks cover the batch exactly; threads past a sentence's end skip it.
+                REQUIRE(count_occurrences(cp.source, "if ((int64_t)blockIdx.x <") == 0);
+                REQUIRE(count_occurrences(cp.source, "if ((int64_t)threadIdx.x <") == 1);
+            }
+            if (variant >= 1) {
+                // Each axis has one loop whose extent is the launch's: no bound checks (the
+                // guard of the padded iterations' reads of A, which is not padded, stays).
+                REQUIRE(count_occurrences(cp.source, "if ((int64_t)") == 0);
+                if (variant <= 2) REQUIRE(count_occurrences(cp.source, "if (") == 1);
+            }
+        }
+    }
+}
+
+TEST_CASE("a projection over packed tokens with per-thread register tiles matches the reference", "[gpu]") {
+    // Y[b, s, o] = sum_k X[b, s, k] W[o, k] + bias[o]: 8 tokens per block, a thread per
+    // (token, 4 outputs), each thread's 4 accumulators a cache_write tile; the bias epilogue is
+    // applied at the tile's write-back.
+    Ragged r;
+    Dim o("o"), k("k"), oo("oo"), oi("oi");
+    const int K = 20, O = 24;
+    Tensor X("X", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {k, K}}), W("W", {{o, O}, {k, K}}), bias("bias", {{o, O}});
+    for (int variant = 0; variant < 2; variant++) {
+        DYNAMIC_SECTION("variant " << variant) {
+            Func Y("Y", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {o, O}});
+            Y.compute([&](Expr b, Expr s, Expr j) { return sum(k, K, X(b, s, k) * W(j, k)) + bias(j); });
+            Y.fuse(r.batch, r.seq, r.tok).split(r.tok, r.to, r.ti, 8).split(o, oo, oi, 4);
+            Y.reorder({r.to, r.ti, oo, k, oi}).gpu_blocks(r.to).gpu_threads(oo, r.ti).unroll(oi);
+            if (variant == 1) Y.cache_write(oo);
+            Pipeline p({Y}, "gpu_proj_" + std::to_string(variant));
+            Kernel kern = p.compile(emulated());
+            INFO(kern.lowered());
+            REQUIRE_THAT(kern.lowered(), Contains(", (6, 8, 1)>>>"));
+            check_against_reference(p, kern, {X, W, bias}, r.bind, 40, 8, 21 + variant);
+            CudaProgram cp = require_cuda_compiles(p);
+            INFO(cp.source);
+            if (variant == 1) REQUIRE_THAT(cp.source, Contains("float Y_tile_[int64_t(4)];"));
+            REQUIRE_THAT(cp.source, Contains("#pragma unroll"));
+        }
+    }
+}
+
+TEST_CASE("vgemm with a block per matrix and ragged thread extents matches the reference", "[gpu]") {
+    // A block per matrix of the batch; threads over its 4 x 8 tiles in x and y (the launch takes
+    // the largest matrix, found on the host); a 4 x 8 register tile per thread.
+    Dim batch("batch"), m("m"), n("n"), rr("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
+    Param B("B", 1, 16);
+    LengthArray Ms("Ms", B, 0, 23), Ns("Ns", B, 0, 23), Ks("Ks", B, 0, 23);
+    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {rr, Ks(batch)}}), Y("Y", {{batch, B}, {rr, Ks(batch)}, {n, Ns(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); };
+    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+    C.compute([&](Expr b, Expr i, Expr j) { return sum(rr, Ks(b), X(b, i, rr) * Y(b, rr, j)); });
+    C.split(m, mo, mi, 4).split(n, no, ni, 8).reorder({batch, mo, no, rr, mi, ni});
+    C.gpu_blocks(batch).gpu_threads(no, mo).unroll(mi).vectorize(ni).cache_write(no);
+    Pipeline p({C}, "gpu_vgemm");
+    Kernel k = p.compile(emulated());
+    const std::string ir = k.lowered();
+    INFO(ir);
+    REQUIRE_THAT(ir, Contains("_threads_x = max("));
+    REQUIRE_THAT(ir, Contains("_threads_y = max("));
+    check_against_reference(p, k, {X, Y}, bind, 23, 8, 5);
+    CudaProgram cp = require_cuda_compiles(p);
+    REQUIRE(cp.kernel_ir.size() == 1);
+    REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_blocks.x for batch"));
+    REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_threads.x for no"));
+    REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_threads.y for mo"));
+}
+
+TEST_CASE("horizontally fused ops share one launch; producers and consumers launch in order", "[gpu]") {
+    Ragged r;
+    Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+    Func P("P", {{r.batch, r.B}, {r.seq, r.len(r.batch)}}), Q("Q", {{r.batch, r.B}, {r.seq, r.len(r.batch)}}),
+        S("S", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+    P.compute([&](Expr b, Expr s) { return A(b, s) + 1.0f; });
+    Q.compute([&](Expr b, Expr s) { return A(b, s) * 3.0f; });
+    S.compute([&](Expr b, Expr s) { return P(b, s) * Q(b, s); });
+    P.gpu_blocks(r.batch).gpu_threads(r.seq);
+    Q.gpu_blocks(r.batch).gpu_threads(r.seq);
+    P.hfuse({Q});
+    S.fuse(r.batch, r.seq, r.tok).split(r.tok, r.to, r.ti, 16).gpu_blocks(r.to).gpu_threads(r.ti);
+    Pipeline p({S}, "gpu_hfuse");
+    Kernel k = p.compile(emulated());
+    const std::string ir = k.lowered();
+    INFO(ir);
+    // One launch for P and Q (2 x B blocks), then one for S.
+    REQUIRE(count_occurrences(ir, "launch ") == 2);
+    REQUIRE(ir.find("launch cora_gpu_hfuse_k0") < ir.find("launch cora_gpu_hfuse_k1"));
+    check_against_reference(p, k, {A}, r.bind, 40, 16, 3);
+    require_cuda_compiles(p);
+}
+
+TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[gpu][errors]") {
+    Ragged r;
+    Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+    auto fresh = [&](const std::string &name) {
+        Func F(name, {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+        F.compute([&](Expr b, Expr s) { return A(b, s) + 1.0f; });
+        return F;
+    };
+    SECTION("GPU bindings compiled for the host") {
+        Func F = fresh("F");
+        F.gpu_blocks(r.batch).gpu_threads(r.seq);
+        REQUIRE_THROWS_MATCHES(
+            Pipeline({F}).compile(), CompileError,
+            Catch::Matchers::Message("Func 'F': loop 'batch' is bound to gpu_blocks.x, but the target is the host CPU; "
+                                     "compile with CompileOptions::target = Target::Cuda (or Target::CudaEmulated, "
+                                     "which runs the device code on the CPU)"));
+    }
+    SECTION("an op left on the host of a GPU pipeline") {
+        Func F = fresh("F");
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(emulated()),
+                            Contains("Func 'F' has no loop bound to gpu_blocks: on a cuda-emulated target every op "
+                                     "runs on the device"));
+    }
+    SECTION("a parallel loop in a kernel") {
+        Func F = fresh("F");
+        F.gpu_blocks(r.batch).parallel(r.seq);
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(emulated()),
+                            Contains("loop 'seq' is marked parallel, but on a cuda-emulated target"));
+    }
+    SECTION("a block loop inside a thread loop") {
+        Func F = fresh("F");
+        F.gpu_threads(r.batch).gpu_blocks(r.seq);
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(emulated()),
+                            Contains("the block loop 'seq' (gpu_blocks.x) is inside loop 'batch' (gpu_threads.x); "
+                                     "block loops must be the outermost loops"));
+    }
+    SECTION("one axis bound twice") {
+        Func F = fresh("F");
+        F.gpu_blocks(r.batch);
+        REQUIRE_THROWS_WITH(F.gpu_blocks(r.seq), Contains("loop 'batch' is already bound to gpu_blocks.x"));
+    }
+    SECTION("a reduction loop bound to threads") {
+        Dim k("k");
+        Func G("G", {{r.batch, r.B}});
+        G.compute([&](Expr b) { return sum(k, r.len(b), A(b, k)); });
+        REQUIRE_THROWS_WITH(G.gpu_threads(k), Contains("its iterations update the same elements"));
+    }
+    SECTION("a grid axis whose extent differs per block") {
+        Func F = fresh("F");
+        F.gpu_blocks(r.seq, r.batch);
+        REQUIRE_THROWS_WITH(Pipeline({F}, "grid").compile(emulated()),
+                            Contains("the block loop 'seq' (gpu_blocks.x) has extent int64(len[batch]), which "
+                                     "depends on 'batch' inside the kernel; the grid must be known at launch"));
+    }
+    SECTION("more threads than a block has") {
+        Dim i("i"), io("io"), ii("ii");
+        Func F("F", {{i, 1 << 20}});
+        F.compute([&](Expr x) { return cast(Float32, x); });
+        F.split(i, io, ii, 2048).gpu_blocks(io).gpu_threads(ii);
+        REQUIRE_THROWS_WITH(Pipeline({F}, "big").compile(emulated()),
+                            Contains("2048 threads per block, more than the 1024 CUDA allows"));
+    }
+    SECTION("a thread extent that depends on a serial loop") {
+        Dim x("x"), i("i"), j("j");
+        Func T("T", {{x, 4}, {i, 8}, {j, i + 1}});
+        T.compute([&](Expr a, Expr b, Expr c) { return cast(Float32, a + b + c); });
+        T.gpu_blocks(x).gpu_threads(j);
+        REQUIRE_THROWS_WITH(Pipeline({T}, "tri").compile(emulated()),
+                            Contains("the thread loop 'j' (gpu_threads.x) has extent (i + 1), which depends on 'i', "
+                                     "not a block index"));
+    }
+    SECTION("a store every thread would run") {
+        Func P = fresh("P"), Q = fresh("Q");
+        P.gpu_blocks(r.batch).gpu_threads(r.seq);
+        Q.gpu_blocks(r.batch);
+        P.hfuse({Q});
+        REQUIRE_THROWS_WITH(Pipeline({P, Q}, "store").compile(emulated()),
+                            Contains("the store to 'Q' is outside the kernel's thread loops, so every thread of a "
+                                     "block would run it"));
+    }
+    SECTION("running on a device without the device runtime") {
+        Func F = fresh("F");
+        F.gpu_blocks(r.batch).gpu_threads(r.seq);
+        CompileOptions o;
+        o.target = Target::Cuda;
+        REQUIRE_THROWS_WITH(Pipeline({F}, "dev").compile(o), Contains("needs cora's device runtime"));
+    }
+    SECTION("an architecture NVRTC does not know") {
+        Func F = fresh("F");
+        F.gpu_blocks(r.batch).gpu_threads(r.seq);
+        std::string why;
+        if (cuda_compiler_available(&why))
+            REQUIRE_THROWS_WITH(compile_cuda(Pipeline({F}, "arch"), {7}),
+                                Contains("CUDA architecture sm_7 is not one NVRTC knows"));
+    }
+}
+
+TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
+    // Random bindings of ragged elementwise and projection ops: a block per sentence or fused
+    // tokens (bulk-padded or guarded) in blocks of 1..64, threads over tokens and/or outputs,
+    // serial or unrolled inner loops, register tiles. Each legal schedule runs emulated against the
+    // reference; every tenth is compiled by NVRTC too.
+    std::mt19937 rng(20261124);
+    const int K = 12, O = 16;
+    int compiled = 0, nvrtc = 0;
+    std::string why;
+    const bool have_nvrtc = cuda_compiler_available(&why);
+    for (int trial = 0; trial < 40; trial++) {
+        Ragged r;
+        Dim o("o"), k("k"), oo("oo"), oi("oi");
+        const bool proj = rng() % 2;
+        Tensor X("X", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {k, K}}), W("W", {{o, O}, {k, K}});
+        Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+        Func F("F", proj ? Shape{{r.batch, r.B}, {r.seq, r.len(r.batch)}, {o, O}}
+                         : Shape{{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+        if (proj)
+            F.compute([&](Expr b, Expr s, Expr j) { return max(sum(k, K, X(b, s, k) * W(j, k)), 0.0f); });
+        else
+            F.compute([&](Expr b, Expr s) { return A(b, s) * A(b, s) - 1.0f; });
+        std::string desc = proj ? "proj:" : "scale:";
+        static const int64_t factors[] = {1, 3, 8, 32, 64};
+        std::vector<Dim> blocks, threads, inner;
+        if (rng() % 3 == 0) {
+            blocks.push_back(r.batch);
+            threads.push_back(r.seq);
+            desc += " blocks(batch) threads(seq)";
+        } else {
+            int64_t f = factors[rng() % 5];
+            F.fuse(r.batch, r.seq, r.tok);
+            if (rng() % 2) {
+                F.pad_loop(r.tok, f).fuse_storage(r.batch, r.seq, r.tok, f);
+                desc += " bulk-pad " + std::to_string(f);
+            }
+            F.split(r.tok, r.to, r.ti, f);
+            blocks.push_back(r.to);
+            (rng() % 4 ? threads : inner).push_back(r.ti);
+            desc += " fuse, split " + std::to_string(f);
+        }
+        if (proj) {
+            int64_t f = std::vector<int64_t>{1, 2, 4, 8}[rng() % 4];
+            F.split(o, oo, oi, f);
+            desc += " split(o, " + std::to_string(f) + ")";
+            if (rng() % 2 && threads.size() < 2)
+                threads.push_back(oo);
+            else
+                inner.insert(inner.begin(), oo);
+            std::vector<Dim> order = blocks;
+            order.insert(order.end(), threads.begin(), threads.end());
+            order.insert(order.end(), inner.begin(), inner.end());
+            order.push_back(k);
+            order.push_back(oi);
+            F.reorder(order);
+            if (rng() % 2) F.unroll(oi);
+            if (!threads.empty() && rng() % 2 && f > 1) {
+                F.cache_write(order[blocks.size() + threads.size() - 1]);
+                desc += " cache_write";
+            }
+        }
+        F.gpu_blocks(blocks[0]);
+        if (threads.size() == 1) F.gpu_threads(threads[0]);
+        if (threads.size() == 2) F.gpu_threads(threads[0], threads[1]);
+        desc += " threads " + std::to_string(threads.size());
+        INFO("trial " << trial << ": " << desc);
+        Pipeline p({F}, "gpu_random_" + std::to_string(trial));
+        std::optional<Kernel> kern;
+        try {
+            kern.emplace(p.compile(emulated()));
+        } catch (const CompileError &e) {
+            // A fused loop split by more than 1024 threads cannot happen (factors <= 64); the
+            // only expected rejection is none at all.
+            FAIL(e.what());
+        }
+        if (proj)
+            check_against_reference(p, *kern, {X, W}, r.bind, 40, 8, 100 + trial);
+        else
+            check_against_reference(p, *kern, {A}, r.bind, 40, 8, 100 + trial);
+        compiled++;
+        if (have_nvrtc && trial % 10 == 0) {
+            require_cuda_compiles(p);
+            nvrtc++;
+        }
+    }
+    std::cerr << "random GPU schedules: " << compiled << " run emulated, " << nvrtc << " compiled by NVRTC"
+              << (have_nvrtc ? "" : " (SKIPPED: " + why + ")") << "\n";
+    REQUIRE(compiled == 40);
+}
