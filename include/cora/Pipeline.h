@@ -66,7 +66,8 @@ public:
     const std::vector<KernelArgInfo> &arguments() const;
     /** The generated C++ source. */
     const std::string &source() const;
-    /** The lowered IR after all passes. */
+    /** The lowered IR after all passes (GPU targets: the entry with its launches, then each
+     * device kernel). */
     const std::string &lowered() const;
     /** Seconds spent compiling (0 when loaded from the cache) and whether the cache was hit. */
     double compile_seconds() const;
@@ -90,7 +91,7 @@ public:
     /** A pipeline computing `outputs` and every Func they read, in dependency order. */
     Pipeline(std::vector<Func> outputs, std::string name = "pipeline");
 
-    /** Lower and print the final IR (no compilation). */
+    /** Lower and print the final IR (no compilation), as Kernel::lowered() shows it. */
     std::string lower_to_string(const CompileOptions &opts = {}) const;
     /** Lower, generate C++ and compile (or load from the cache). */
     Kernel compile(const CompileOptions &opts = {}) const;

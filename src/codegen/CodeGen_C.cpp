@@ -188,6 +188,7 @@ void CodeGen_C::visit_node(const For *op) {
         line("}");
         return;
     }
+    CORA_CHECK(op->for_kind != ForKind::GpuLanes, "codegen: a gpu_lanes loop outside a device kernel");
     if (op->for_kind == ForKind::Vectorized && emit_vector_loop(op)) return;
     std::string v = name_of(op->var.get());
     std::string ext = expr(op->extent), mn = expr(op->min);
@@ -265,7 +266,7 @@ void CodeGen_C::visit_node(const Allocate *op) {
     std::string b = name_of(op->buffer.get()), t = op->buffer->type.c_name();
     line("{");
     indent++;
-    if (op->memory == MemoryType::Stack) {
+    if (op->memory == MemoryType::Stack || op->memory == MemoryType::GpuShared) {
         // A per-tile cache: small and constant-sized, so the C compiler can keep it in
         // registers once the loops over it are unrolled or vectorized.
         line("alignas(64) " + t + " " + b + "[" + expr(op->size) + "];");
@@ -394,17 +395,14 @@ void CodeGen_C::visit_node(const LaunchKernel *op) {
         args += name_of(a.get()) + ", ";
     line("{");
     indent++;
+    // The thread counts were checked against CUDA's limits; the emulated kernel runs each
+    // block's thread loops as loops over their extents.
     line("const int64_t cora_grid[3] = {" + list(op->grid) + "};");
-    line("const int64_t cora_block_dim[3] = {" + list(op->threads) + "};");
     line("for (int64_t cora_bz = 0; cora_bz < cora_grid[2]; ++cora_bz)");
     line("for (int64_t cora_by = 0; cora_by < cora_grid[1]; ++cora_by)");
-    line("for (int64_t cora_bx = 0; cora_bx < cora_grid[0]; ++cora_bx)");
-    line("for (int64_t cora_tz = 0; cora_tz < cora_block_dim[2]; ++cora_tz)");
-    line("for (int64_t cora_ty = 0; cora_ty < cora_block_dim[1]; ++cora_ty)");
-    line("for (int64_t cora_tx = 0; cora_tx < cora_block_dim[0]; ++cora_tx) {");
-    line(
-        "    const int64_t cora_block[3] = {cora_bx, cora_by, cora_bz}, cora_thread[3] = {cora_tx, cora_ty, cora_tz};");
-    line("    " + op->kernel + "(" + args + "cora_block, cora_thread);");
+    line("for (int64_t cora_bx = 0; cora_bx < cora_grid[0]; ++cora_bx) {");
+    line("    const int64_t cora_block[3] = {cora_bx, cora_by, cora_bz};");
+    line("    " + op->kernel + "(" + args + "cora_block);");
     line("}");
     indent--;
     line("}");
@@ -412,12 +410,24 @@ void CodeGen_C::visit_node(const LaunchKernel *op) {
 
 namespace {
 
-/** Prints an emulated kernel's body: block and thread indices come from the arrays the emulated
- * launch passes. */
+/** Prints an emulated kernel's body, run once per block: the block index comes from the array the
+ * emulated launch passes; the thread loops and lanes loops run as loops, one phase after another,
+ * which is what the barriers between them guarantee on a GPU. Shared tiles are the block's arrays. */
 class CodeGen_EmulatedKernel : public CodeGen_C {
 protected:
+    using CodeGen_C::visit_node;
     std::string gpu_index(ForKind kind) override {
-        return std::string(is_gpu_block(kind) ? "cora_block[" : "cora_thread[") + std::to_string(gpu_axis(kind)) + "]";
+        CORA_CHECK(is_gpu_block(kind), "codegen: emulated thread index");
+        return "cora_block[" + std::to_string(gpu_axis(kind)) + "]";
+    }
+    void visit_node(const For *op) override {
+        if (!is_gpu_thread(op->for_kind) && op->for_kind != ForKind::GpuLanes) return CodeGen_C::visit_node(op);
+        std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
+        line("for (int64_t " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
+        indent++;
+        visit(op->body);
+        indent--;
+        line("}");
     }
 };
 
@@ -464,8 +474,7 @@ std::string emulated_kernel_function(const LoweredFunc &kernel) {
     std::string params;
     for (const std::string &p : kernel_parameters(g, kernel))
         params += p + ", ";
-    g.os << "static void " << kernel.name << "(" << params
-         << "const int64_t *cora_block, const int64_t *cora_thread) {\n";
+    g.os << "static void " << kernel.name << "(" << params << "const int64_t *cora_block) {\n";
     g.visit(kernel.body);
     g.os << "}\n";
     return g.os.str();

@@ -87,8 +87,8 @@ protected:
     void visit_node(const Assign *op) override;
     void visit_node(const Allocate *op) override;
     void visit_node(const Assert *op) override;
-    /** On the CPU: the launch emulated, every block and, in each, every thread one after another
-     * calling the kernel's C function (emulated_kernel_function). A GPU host printer overrides it. */
+    /** On the CPU: the launch emulated, every block in turn calling the kernel's C function
+     * (emulated_kernel_function). A GPU host printer overrides it. */
     void visit_node(const LaunchKernel *op) override;
 
     /** In a device kernel's body: this block's or thread's index along the axis a GPU-bound loop
@@ -119,7 +119,8 @@ std::string entry_symbol(const Module &m);
 std::vector<std::string> kernel_parameters(CodeGen_C &g, const LoweredFunc &kernel);
 
 /** A device kernel as a C++ function of the CPU (Target::CudaEmulated): `static void name(params...,
- * const int64_t *cora_block, const int64_t *cora_thread)`, the body run for one block and thread. */
+ * const int64_t *cora_block)`, the body run for one block, its thread loops as loops (the phases
+ * between barriers one after another). */
 std::string emulated_kernel_function(const LoweredFunc &kernel);
 
 /** The JIT source of a module: the prologue, its device kernels emulated (if any), then its entry

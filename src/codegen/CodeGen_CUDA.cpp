@@ -61,8 +61,30 @@ protected:
         os << math(fn, op->type) << "(" << expr(op->args[0]) << ")";
     }
     bool emit_vector_loop(const For *) override { return false; }
+    void visit_node(const LetStmt *op) override {
+        // Lowering leaves the value of every dim bound; NVRTC warns about those a body no longer
+        // reads (e.g. once it reads a tile instead).
+        bool used = false;
+        visit_exprs(op->body, [&](const Expr &e) { used = used || e.get() == op->var.get(); });
+        if (used) return CodeGen_C::visit_node(op);
+        visit(op->body);
+    }
     void visit_node(const For *op) override {
         if (is_gpu_bound(op->for_kind)) return CodeGen_C::visit_node(op);
+        if (op->for_kind == ForKind::GpuLanes) {
+            // Shared by the block's threads (lower/SplitHostDevice.cpp puts it outside the thread
+            // loops, where the whole block runs alike, so every thread reaches both barriers).
+            std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
+            line("__syncthreads();");
+            line("for (int64_t " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " + ext + "; " + v +
+                 " += cora_lanes) {");
+            indent++;
+            visit(op->body);
+            indent--;
+            line("}");
+            line("__syncthreads();");
+            return;
+        }
         CORA_CHECK(op->for_kind != ForKind::Parallel, "codegen_cuda: a parallel loop in a kernel");
         std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
         if (op->for_kind != ForKind::Serial && as_const_int(op->extent)) line("#pragma unroll");
@@ -73,10 +95,11 @@ protected:
         line("}");
     }
     void visit_node(const Allocate *op) override {
-        CORA_CHECK(op->memory == MemoryType::Stack, "codegen_cuda: a heap allocation in a kernel");
+        CORA_CHECK(op->memory != MemoryType::Heap, "codegen_cuda: a heap allocation in a kernel");
         line("{");
         indent++;
-        line(op->buffer->type.c_name() + " " + name_of(op->buffer.get()) + "[" + expr(op->size) + "];");
+        line(std::string(op->memory == MemoryType::GpuShared ? "__shared__ " : "") + op->buffer->type.c_name() + " " +
+             name_of(op->buffer.get()) + "[" + expr(op->size) + "];");
         visit(op->body);
         indent--;
         line("}");
@@ -93,6 +116,15 @@ public:
         for (const std::string &p : kernel_parameters(*this, k))
             params += (params.empty() ? "" : ", ") + p;
         os << "extern \"C\" __global__ void " << k.name << "(" << params << ") {\n";
+        bool lanes = false;
+        visit_stmts(k.body, [&](const Stmt &s) {
+            if (const For *f = s.as<For>()) lanes = lanes || f->for_kind == ForKind::GpuLanes;
+        });
+        if (lanes) {
+            line("const int64_t cora_lane = threadIdx.x + (int64_t)blockDim.x * (threadIdx.y + (int64_t)blockDim.y * "
+                 "threadIdx.z);");
+            line("const int64_t cora_lanes = (int64_t)blockDim.x * blockDim.y * blockDim.z;");
+        }
         visit(k.body);
         os << "}\n";
         return os.str();

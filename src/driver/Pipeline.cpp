@@ -82,6 +82,13 @@ KernelArgInfo::Kind info_kind(ModuleArg::Kind k) {
 
 namespace driver {
 
+std::string print_module(const ir::Module &m) {
+    std::string s = print(m.entry().body);
+    for (const ir::LoweredFunc *k : m.device_kernels())
+        s += "device kernel " + k->name + ":\n" + print(k->body);
+    return s;
+}
+
 LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts) {
     return lower(output_nodes(p.outputs()), name, lower_options(opts));
 }
@@ -101,7 +108,7 @@ Pipeline::Pipeline(std::vector<Func> outputs, std::string name) : outputs_(std::
 }
 
 std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
-    return print(lower(output_nodes(outputs_), name_, lower_options(opts)).entry().body);
+    return driver::print_module(lower(output_nodes(outputs_), name_, lower_options(opts)));
 }
 
 Kernel Pipeline::compile(const CompileOptions &opts) const {
@@ -113,7 +120,7 @@ Kernel Pipeline::compile(const CompileOptions &opts) const {
     int debug = debug_level(opts);
     auto impl = std::make_shared<Kernel::Impl>();
     impl->module = driver::lower_pipeline(*this, name_, opts);
-    impl->lowered = print(impl->module.entry().body);
+    impl->lowered = driver::print_module(impl->module);
     impl->source = codegen_c(impl->module);
     if (debug >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
     impl->arg_info = driver::argument_info(impl->module);

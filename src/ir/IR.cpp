@@ -177,6 +177,7 @@ const char *for_kind_name(ForKind k) {
     case ForKind::GpuThreadX: return "gpu_threads.x";
     case ForKind::GpuThreadY: return "gpu_threads.y";
     case ForKind::GpuThreadZ: return "gpu_threads.z";
+    case ForKind::GpuLanes: return "gpu_lanes";
     }
     return "?";
 }

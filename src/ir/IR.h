@@ -28,7 +28,8 @@ namespace cora::ir {
     X(Sub)                                                                                                             \
     X(Mul)                                                                                                             \
     X(Div)                                                                                                             \
-    X(Mod) X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall)   \
+    X(Mod)                                                                                                             \
+    X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall)          \
         X(Access) X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
@@ -252,10 +253,15 @@ enum class ForKind : uint8_t {
     GpuBlockZ,
     GpuThreadX,
     GpuThreadY,
-    GpuThreadZ
+    GpuThreadZ,
+    /** In a kernel, outside its thread loops: the iterations are shared among all the threads of
+     * the block (thread t runs t, t + T, ...), between two barriers. A copy into a shared-memory
+     * tile becomes one (lower/SplitHostDevice.cpp). */
+    GpuLanes
 };
 inline bool is_gpu_block(ForKind k) { return k >= ForKind::GpuBlockX && k <= ForKind::GpuBlockZ; }
 inline bool is_gpu_thread(ForKind k) { return k >= ForKind::GpuThreadX && k <= ForKind::GpuThreadZ; }
+/** Bound to a block or thread axis (not GpuLanes, which spreads over all the block's threads). */
 inline bool is_gpu_bound(ForKind k) { return is_gpu_block(k) || is_gpu_thread(k); }
 /** The axis of a GPU-bound loop: 0 (x), 1 (y) or 2 (z). */
 inline int gpu_axis(ForKind k) {
@@ -356,9 +362,11 @@ struct Assign : StmtNode {
     static Stmt make(VarPtr v, Expr value);
 };
 
-/** Where an Allocate's memory lives: the heap (any size, may fail) or the stack of the
- * enclosing loop body (a constant size; a per-tile cache the C compiler may keep in registers). */
-enum class MemoryType : uint8_t { Heap, Stack };
+/** Where an Allocate's memory lives: the heap (any size, may fail), the stack of the enclosing
+ * loop body (a constant size; a per-tile cache the C compiler may keep in registers; in a GPU
+ * kernel, per thread), or a GPU block's shared memory (a constant size, one per block, filled by
+ * GpuLanes loops). */
+enum class MemoryType : uint8_t { Heap, Stack, GpuShared };
 
 /** Memory of `size` elements of buffer->type, live over `body`. */
 struct Allocate : StmtNode {

@@ -176,8 +176,10 @@ protected:
     }
     void visit_node(const Allocate *op) override {
         pad();
-        os << (op->memory == MemoryType::Stack ? "allocate on stack " : "allocate ") << op->buffer->name << "["
-           << op->buffer->type.str() << " * ";
+        os << (op->memory == MemoryType::Stack       ? "allocate on stack "
+               : op->memory == MemoryType::GpuShared ? "allocate in shared memory "
+                                                     : "allocate ")
+           << op->buffer->name << "[" << op->buffer->type.str() << " * ";
         visit(op->size);
         os << "]\n";
         visit(op->body);

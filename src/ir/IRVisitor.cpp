@@ -44,10 +44,10 @@ CORA_VISIT_BIN(Mod)
 CORA_VISIT_BIN(Min)
 CORA_VISIT_BIN(Max)
 CORA_VISIT_BIN(EQ)
-CORA_VISIT_BIN(NE) CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And)
-    CORA_VISIT_BIN(Or)
+CORA_VISIT_BIN(NE)
+CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
 #undef CORA_VISIT_BIN
-        void IRVisitor::visit_node(const Not *op) {
+    void IRVisitor::visit_node(const Not *op) {
     visit(op->a);
 }
 void IRVisitor::visit_node(const Select *op) {
@@ -171,10 +171,10 @@ CORA_MUTATE_BIN(Mod)
 CORA_MUTATE_BIN(Min)
 CORA_MUTATE_BIN(Max)
 CORA_MUTATE_BIN(EQ)
-CORA_MUTATE_BIN(NE) CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And)
-    CORA_MUTATE_BIN(Or)
+CORA_MUTATE_BIN(NE)
+CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
 #undef CORA_MUTATE_BIN
-        Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
+    Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
     Expr a = mutate(op->a);
     return a.same_as(op->a) ? self : Not::make(a);
 }
@@ -285,6 +285,28 @@ Stmt IRMutator::mutate_node(const LaunchKernel *op, const Stmt &self) {
 }
 
 // --- helpers -----------------------------------------------------------------------------------
+
+namespace {
+class StmtWalker : public IRVisitor {
+public:
+    explicit StmtWalker(const std::function<void(const Stmt &)> &f) : f_(f) {}
+    using IRVisitor::visit;
+    void visit(const Stmt &s) override {
+        if (!s.defined()) return;
+        f_(s);
+        IRVisitor::visit(s);
+    }
+    void visit(const Expr &) override {}
+
+private:
+    const std::function<void(const Stmt &)> &f_;
+};
+} // namespace
+
+void visit_stmts(const Stmt &s, const std::function<void(const Stmt &)> &f) {
+    StmtWalker w(f);
+    w.visit(s);
+}
 
 namespace {
 class ExprWalker : public IRVisitor {

@@ -42,6 +42,8 @@ protected:
 /** Calls `f` on every expression node, pre-order (statements are descended into). */
 void visit_exprs(const Expr &e, const std::function<void(const Expr &)> &f);
 void visit_exprs(const Stmt &s, const std::function<void(const Expr &)> &f);
+/** Calls `f` on every statement of `s`, pre-order (expressions are not descended into). */
+void visit_stmts(const Stmt &s, const std::function<void(const Stmt &)> &f);
 /** Calls `f` on each direct child expression of `e` (not on `e`, not deeper). */
 void for_each_child(const Expr &e, const std::function<void(const Expr &)> &f);
 

@@ -15,6 +15,10 @@
  * Each block and thread runs the bound loop's body for its own index when that index is below the
  * loop's extent (the printers write the bound check), so extents smaller than the launch are safe;
  * an axis with one loop whose extent is the launch size needs no check (LoweredFunc::exact_bindings).
+ * Shared memory: in a kernel with thread loops, a tile written outside them (cache_read at a block
+ * or serial loop around the thread loops) is the block's: it moves to shared memory (at most 48 KiB
+ * in all, else a CompileError) and its copy becomes a GpuLanes loop, shared by the block's threads
+ * between two barriers (PlaceSharedTiles).
  * Checks (CompileError): in a kernel, a block loop inside a thread or serial loop, two loops bound
  * to the same axis one inside the other, and — in a kernel with thread loops — a store to memory
  * outside the kernel (a parameter) that is not inside a thread loop: every thread would run it.
@@ -23,6 +27,7 @@
  * per-op bindings checked (GpuBindings.cpp). Ensures: no GPU-bound loop in the entry; heap
  * allocations and argument checks stay on the host. On the host target it changes nothing.
  * Tests: tests/correctness/gpu_schedules.cpp. */
+#include <map>
 #include <set>
 
 #include "analysis/Simplify.h"
@@ -36,6 +41,7 @@ namespace cora::ir {
 namespace {
 
 constexpr int64_t kMaxThreadsPerBlock = 1024;
+constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
 constexpr int64_t kMaxGridX = 2147483647;
 constexpr int64_t kMaxGridYZ = 65535;
 
@@ -98,25 +104,6 @@ private:
     }
 };
 
-/** Calls `f` on every statement of `s`, pre-order. */
-void visit_stmts(const Stmt &s, const std::function<void(const Stmt &)> &f) {
-    class Walker : public IRVisitor {
-    public:
-        explicit Walker(const std::function<void(const Stmt &)> &f) : f_(f) {}
-        using IRVisitor::visit;
-        void visit(const Stmt &s) override {
-            if (!s.defined()) return;
-            f_(s);
-            IRVisitor::visit(s);
-        }
-        void visit(const Expr &) override {}
-
-    private:
-        const std::function<void(const Stmt &)> &f_;
-    } w(f);
-    w.visit(s);
-}
-
 /** The variables (and buffers read) an expression mentions. */
 std::set<const VarNode *> mentioned(const Expr &e) {
     std::set<const VarNode *> s;
@@ -133,6 +120,103 @@ const VarNode *first_of(const Expr &e, const std::set<const VarNode *> &vars) {
         if (vars.count(v)) return v;
     return nullptr;
 }
+
+/** Whether `s` stores to `buffer` outside any thread loop (`s` itself being outside them). */
+bool stored_outside_threads(const Stmt &s, const VarNode *buffer) {
+    class Finder : public IRVisitor {
+    public:
+        explicit Finder(const VarNode *b) : b_(b) {}
+        bool found = false;
+
+    protected:
+        using IRVisitor::visit_node;
+        void visit_node(const For *op) override {
+            if (!is_gpu_thread(op->for_kind)) IRVisitor::visit_node(op);
+        }
+        void visit_node(const Store *op) override { found = found || (op->buffer.get() == b_); }
+
+    private:
+        const VarNode *b_;
+    } f(buffer);
+    f.visit(s);
+    return f.found;
+}
+
+bool has_thread_loop(const Stmt &s) {
+    bool found = false;
+    visit_stmts(s, [&](const Stmt &x) {
+        if (const For *f = x.as<For>()) found = found || is_gpu_thread(f->for_kind);
+    });
+    return found;
+}
+
+/** In a kernel with thread loops: a per-thread tile written outside the thread loops — a
+ * cache_read copy at a block-level loop — moves to the block's shared memory, and each statement
+ * writing it there becomes a GpuLanes loop (its perfect nest of constant-extent loops flattened,
+ * so that consecutive threads copy consecutive elements). The CUDA printer puts a barrier before
+ * such a loop (nobody still reads the old contents) and after it (everybody sees the new ones). */
+class PlaceSharedTiles : public IRMutator {
+public:
+    int64_t shared_bytes = 0;
+    std::string shared_names;
+
+protected:
+    using IRMutator::mutate_node;
+    Stmt mutate_node(const For *op, const Stmt &self) override {
+        if (threads_ == 0 && !is_gpu_thread(op->for_kind) && !has_thread_loop(self) && writes_shared(self))
+            return lanes(self);
+        threads_ += is_gpu_thread(op->for_kind);
+        Stmt r = IRMutator::mutate_node(op, self);
+        threads_ -= is_gpu_thread(op->for_kind);
+        return r;
+    }
+    Stmt mutate_node(const Store *op, const Stmt &self) override {
+        return threads_ == 0 && shared_.count(op->buffer.get()) ? lanes(self) : self;
+    }
+    Stmt mutate_node(const Allocate *op, const Stmt &self) override {
+        if (threads_ > 0 || op->memory != MemoryType::Stack || !stored_outside_threads(op->body, op->buffer.get()))
+            return IRMutator::mutate_node(op, self);
+        shared_.insert(op->buffer.get());
+        const int64_t *n = as_const_int(op->size);
+        CORA_CHECK(n != nullptr, "split_host_device: a stack tile of non-constant size");
+        shared_bytes += *n * op->buffer->type.bytes();
+        shared_names += std::string(shared_names.empty() ? "" : ", ") + "'" + op->buffer->name + "'";
+        return Allocate::make(op->buffer, op->size, mutate(op->body), MemoryType::GpuShared);
+    }
+
+private:
+    int threads_ = 0;
+    std::set<const VarNode *> shared_;
+
+    bool writes_shared(const Stmt &s) const {
+        bool w = false;
+        visit_stmts(s, [&](const Stmt &x) {
+            if (const Store *st = x.as<Store>()) w = w || shared_.count(st->buffer.get());
+        });
+        return w;
+    }
+    static Stmt lanes(const Stmt &s) {
+        std::vector<const For *> loops;
+        Stmt body = s;
+        while (const For *f = body.as<For>()) {
+            if (!as_const_int(f->extent) || is_gpu_bound(f->for_kind)) break;
+            loops.push_back(f);
+            body = f->body;
+        }
+        VarPtr lane = make_var("lane", VarRole::Index);
+        if (loops.empty()) return For::make(lane, IntImm::make(0), IntImm::make(1), ForKind::GpuLanes, s);
+        std::map<const VarNode *, Expr> at;
+        int64_t stride = 1;
+        for (size_t k = loops.size(); k-- > 0;) {
+            int64_t extent = *as_const_int(loops[k]->extent);
+            Expr i = Div::make(var_expr(lane), IntImm::make(stride));
+            if (k > 0) i = Mod::make(i, IntImm::make(extent));
+            at[loops[k]->var.get()] = simplify(Add::make(loops[k]->min, i));
+            stride *= extent;
+        }
+        return For::make(lane, IntImm::make(0), IntImm::make(stride), ForKind::GpuLanes, substitute(body, at));
+    }
+};
 
 /** The GPU-bound loops of a kernel, and its binding rules (see the file comment). */
 class KernelChecker : public IRVisitor {
@@ -160,10 +244,14 @@ protected:
             }
             bound.push_back(op);
         }
+        if (k == ForKind::GpuLanes)
+            for (const For *outer : enclosing_)
+                CORA_CHECK(!is_gpu_thread(outer->for_kind), "split_host_device: lanes inside a thread loop");
+        const bool per_thread = is_gpu_thread(k) || k == ForKind::GpuLanes;
         enclosing_.push_back(op);
-        threads_ += is_gpu_thread(k);
+        threads_ += per_thread;
         IRVisitor::visit_node(op);
-        threads_ -= is_gpu_thread(k);
+        threads_ -= per_thread;
         enclosing_.pop_back();
     }
     void visit_node(const Store *op) override {
@@ -274,8 +362,10 @@ private:
     std::string prefix_;
     std::vector<LoweredFunc> &kernels_;
 
-    Stmt make_kernel(const Stmt &nest) {
+    Stmt make_kernel(const Stmt &bound_nest) {
         const std::string name = prefix_ + "_k" + std::to_string(kernels_.size());
+        PlaceSharedTiles shared;
+        const Stmt nest = has_thread_loop(bound_nest) ? shared.mutate(bound_nest) : bound_nest;
         KernelScope scope;
         scope.visit(nest);
         std::string writes;
@@ -292,6 +382,10 @@ private:
         });
         KernelChecker check(what, scope.defined, has_threads);
         check.visit(nest);
+        if (shared.shared_bytes > kMaxStaticSharedBytes)
+            throw_compile_error(what, ": its shared-memory tiles (", shared.shared_names, ") take ",
+                                shared.shared_bytes, " bytes, more than the ", kMaxStaticSharedBytes,
+                                " a block may use; cache smaller tiles (split the loops they are cached at)");
 
         std::vector<Expr> grid(3), threads(3);
         std::vector<ForKind> exact;

@@ -288,11 +288,12 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
 TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
     // Random bindings of ragged elementwise and projection ops: a block per sentence or fused
     // tokens (bulk-padded or guarded) in blocks of 1..64, threads over tokens and/or outputs,
-    // serial or unrolled inner loops, register tiles. Each legal schedule runs emulated against the
+    // serial or unrolled inner loops, register tiles, the weight in shared memory. Each legal
+    // schedule runs emulated against the
     // reference; every tenth is compiled by NVRTC too.
     std::mt19937 rng(20261124);
     const int K = 12, O = 16;
-    int compiled = 0, nvrtc = 0;
+    int compiled = 0, nvrtc = 0, shared = 0, tiles = 0;
     std::string why;
     const bool have_nvrtc = cuda_compiler_available(&why);
     for (int trial = 0; trial < 40; trial++) {
@@ -345,6 +346,12 @@ TEST_CASE("random GPU schedules of ragged ops match the reference when emulated"
                 F.cache_write(order[blocks.size() + threads.size() - 1]);
                 desc += " cache_write";
             }
+            if (rng() % 2) {
+                // All of W, copied per block: into shared memory by the block's threads when
+                // the kernel has thread loops, else a per-thread tile.
+                F.cache_read(W, blocks[0]);
+                desc += " cache_read(W)";
+            }
         }
         F.gpu_blocks(blocks[0]);
         if (threads.size() == 1) F.gpu_threads(threads[0]);
@@ -365,12 +372,67 @@ TEST_CASE("random GPU schedules of ragged ops match the reference when emulated"
         else
             check_against_reference(p, *kern, {A}, r.bind, 40, 8, 100 + trial);
         compiled++;
+        shared += kern->lowered().find("allocate in shared memory") != std::string::npos;
+        tiles += kern->lowered().find("allocate on stack") != std::string::npos;
         if (have_nvrtc && trial % 10 == 0) {
             require_cuda_compiles(p);
             nvrtc++;
         }
     }
-    std::cerr << "random GPU schedules: " << compiled << " run emulated, " << nvrtc << " compiled by NVRTC"
+    std::cerr << "random GPU schedules: " << compiled << " run emulated (" << shared << " with shared memory, " << tiles
+              << " with per-thread tiles), " << nvrtc << " compiled by NVRTC"
               << (have_nvrtc ? "" : " (SKIPPED: " + why + ")") << "\n";
     REQUIRE(compiled == 40);
+}
+
+TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches the reference", "[gpu]") {
+    // C = A B in 16 x 16 blocks of 16 x 16 threads; per k-panel of 8, the block copies A's 16 x 8
+    // and B's 8 x 16 panel into shared memory (the copies spread over its threads between two
+    // barriers) and each thread reads them. Sizes that are not multiples of the tiles leave
+    // partial tiles (zero-filled panels, guarded stores).
+    Dim i("i"), j("j"), k("k"), io("io"), ii("ii"), jo("jo"), ji("ji"), ko("ko"), ki("ki");
+    Param M("M", 0, 100), N("N", 0, 100), K("K", 0, 100);
+    Tensor A("A", {{i, M}, {k, K}}), Bm("Bm", {{k, K}, {j, N}});
+    for (int variant = 0; variant < 2; variant++) {
+        DYNAMIC_SECTION("variant " << variant << (variant ? " (accumulators in registers)" : "")) {
+            Func C("C", {{i, M}, {j, N}});
+            C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
+            C.split(i, io, ii, 16).split(j, jo, ji, 16).split(k, ko, ki, 8);
+            C.reorder({io, jo, ko, ii, ji, ki}).gpu_blocks(jo, io).gpu_threads(ji, ii);
+            C.cache_read(A, ko).cache_read(Bm, ko);
+            if (variant == 1) C.cache_write(ji);
+            Pipeline p({C}, "gpu_gemm_" + std::to_string(variant));
+            Kernel kern = p.compile(emulated());
+            CudaProgram cp = require_cuda_compiles(p);
+            INFO(cp.kernel_ir[0]);
+            REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory A_cache[float32 * 128]"));
+            REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Bm_cache[float32 * 128]"));
+            REQUIRE(count_occurrences(cp.kernel_ir[0], "gpu_lanes for lane") == 2);
+            INFO(cp.source);
+            REQUIRE(count_occurrences(cp.source, "__shared__ float") == 2);
+            REQUIRE(count_occurrences(cp.source, "__syncthreads();") == 4);
+            REQUIRE_THAT(kern.lowered(), Contains(", (16, 16, 1)>>>"));
+            for (auto [m, n, kk] : std::vector<std::tuple<int, int, int>>{
+                     {0, 5, 3}, {1, 1, 1}, {16, 16, 8}, {17, 33, 9}, {15, 16, 0}, {100, 37, 100}, {32, 1, 24}}) {
+                INFO("M " << m << " N " << n << " K " << kk);
+                RaggedShape shape;
+                shape.set(M, m).set(N, n).set(K, kk);
+                Buffer a = Buffer::alloc(A, shape), b = Buffer::alloc(Bm, shape), c = Buffer::alloc(C, shape);
+                testing::fill_random(a, 1 + m);
+                testing::fill_random(b, 2 + n);
+                kern.run(shape, {{A, a}, {Bm, b}, {C, c}});
+                testing::require_close(c, reference_evaluate(p, shape, {{A, &a}, {Bm, &b}})[0]);
+            }
+        }
+    }
+    SECTION("panels larger than a block's shared memory") {
+        Func C("C", {{i, M}, {j, N}});
+        C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
+        C.split(i, io, ii, 128).split(j, jo, ji, 16).split(k, ko, ki, 128);
+        C.reorder({io, jo, ko, ii, ji, ki}).gpu_blocks(jo, io).gpu_threads(ji);
+        C.cache_read(A, ko);
+        REQUIRE_THROWS_WITH(Pipeline({C}, "big_tiles").compile(emulated()),
+                            Contains("its shared-memory tiles ('A_cache') take 65536 bytes, more than the 49152 a "
+                                     "block may use"));
+    }
 }
