@@ -44,7 +44,7 @@ void CodeGen_C::line(const std::string &s) { os << std::string(indent * 4, ' ') 
 std::string CodeGen_C::release_live_allocations() const {
     std::string release;
     for (const std::string &live : live_allocations_)
-        release += " std::free(" + live + ");";
+        release += " " + live;
     return release;
 }
 
@@ -287,7 +287,7 @@ void CodeGen_C::visit_node(const Allocate *op) {
     line("if (!" + b + ") { std::snprintf(error, error_size, \"cannot allocate %lld elements for '" +
          c_escape(op->buffer->name, true) + "'%s\", (long long)" + b +
          "size, cora_ov ? \" (size overflows)\" : \"\");" + release + " return 2; }");
-    live_allocations_.push_back(b);
+    live_allocations_.push_back("std::free(" + b + ");");
     visit(op->body);
     live_allocations_.pop_back();
     line("std::free(" + b + ");");

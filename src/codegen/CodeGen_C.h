@@ -47,8 +47,11 @@ protected:
     void bin(const Expr &a, const char *op, const Expr &b);
     /** + - * of integers: overflow-checked inside argument checks and allocation sizes. */
     void arith(Type t, const Expr &a, const char *op, const char *checked_fn, const Expr &b);
-    /** The `std::free` calls that release the enclosing heap allocations, for early returns. */
+    /** The calls that release the enclosing heap allocations, for early returns. */
     std::string release_live_allocations() const;
+    int checked_ = 0; ///< > 0: integer + - * are emitted overflow-checked into `cora_ov`
+    /** The statement releasing each enclosing heap allocation, innermost last. */
+    std::vector<std::string> live_allocations_;
     /** `{ declaration body }`: a variable visible in `body` only. */
     void scoped(const std::string &declaration, const Stmt &body);
 
@@ -105,8 +108,6 @@ protected:
     virtual bool emit_vector_loop(const For *op);
 
 private:
-    std::vector<std::string> live_allocations_;
-    int checked_ = 0; ///< > 0: integer + - * are emitted overflow-checked into `cora_ov`
     std::map<const VarNode *, std::string> names_;
     std::set<std::string> used_;
 };

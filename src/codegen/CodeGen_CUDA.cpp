@@ -1,6 +1,11 @@
 /** \file The CUDA printer (CodeGen_CUDA.h). */
 #include "codegen/CodeGen_CUDA.h"
 
+#include <map>
+#include <set>
+
+#include "codegen/CRuntime.h"
+#include "codegen/EntryFunction.h"
 #include "util/Error.h"
 
 namespace cora::ir {
@@ -131,7 +136,97 @@ public:
     }
 };
 
+/** Prints the host entry of a CUDA module: launches go through the device runtime
+ * (cora_device_t); an intermediate a kernel uses is device memory; the length and aux arrays
+ * the kernels read are the runtime's device copies of the host arrays the entry checked. */
+class CodeGen_CUDA_Host : public CodeGen_C {
+public:
+    explicit CodeGen_CUDA_Host(const Module &m) {
+        for (const LoweredFunc *k : m.device_kernels()) {
+            kernel_index_[k->name] = (int)kernel_index_.size();
+            kernel_params_[k->name] = k->params;
+            for (const VarPtr &p : k->params)
+                device_buffers_.insert(p.get());
+        }
+        for (const ModuleArg &a : m.entry().args)
+            if (a.kind == ModuleArg::Kind::LengthArray || a.kind == ModuleArg::Kind::AuxArray)
+                host_arrays_.insert(a.var.get());
+    }
+
+protected:
+    using CodeGen_C::visit_node;
+    void visit_node(const LaunchKernel *op) override {
+        auto list = [&](const std::vector<Expr> &v) { return expr(v[0]) + ", " + expr(v[1]) + ", " + expr(v[2]); };
+        line("{");
+        indent++;
+        line("const int64_t cora_grid[3] = {" + list(op->grid) + "};");
+        line("const int64_t cora_threads[3] = {" + list(op->threads) + "};");
+        line("if (cora_grid[0] > 0 && cora_grid[1] > 0 && cora_grid[2] > 0) {");
+        indent++;
+        std::string params;
+        for (size_t i = 0; i < op->args.size(); i++) {
+            const VarPtr &a = op->args[i];
+            std::string p = "cora_p" + std::to_string(i), n = name_of(a.get());
+            if (a->role != VarRole::Buffer) {
+                line(a->type.c_name() + " " + p + " = " + n + ";");
+            } else if (host_arrays_.count(a.get())) {
+                line("const void *" + p + " = cora_device->device_copy(cora_device->context, " + n + ");");
+                line("if (!" + p + ") { std::snprintf(error, error_size, \"no device copy of '" +
+                     c_escape(a->name, true) + "'\");" + release_live_allocations() + " return 3; }");
+            } else {
+                line("const void *" + p + " = " + n + ";");
+            }
+            params += (params.empty() ? "" : ", ") + ("(void *)&" + p);
+        }
+        line("void *cora_params[] = {" + (params.empty() ? std::string("nullptr") : params) + "};");
+        line("if (cora_device->launch(cora_device->context, " + std::to_string(kernel_index_.at(op->kernel)) +
+             ", cora_grid, cora_threads, cora_params, error, error_size) != 0) {" + release_live_allocations() +
+             " return 3; }");
+        indent--;
+        line("}");
+        indent--;
+        line("}");
+    }
+    void visit_node(const Allocate *op) override {
+        if (op->memory != MemoryType::Heap || !device_buffers_.count(op->buffer.get()))
+            return CodeGen_C::visit_node(op);
+        // An intermediate the kernels read and write: device memory of the size the library
+        // computed (overflow-checked as on the host).
+        std::string b = name_of(op->buffer.get()), t = op->buffer->type.c_name();
+        line("{");
+        indent++;
+        line("bool cora_ov = false;");
+        checked_++;
+        std::string size = expr(op->size);
+        checked_--;
+        line("const int64_t " + b + "size = std::max<int64_t>(" + size + ", 1);");
+        line("cora_ov |= " + b + "size > (int64_t)(INT64_MAX / sizeof(" + t + "));");
+        line("if (cora_ov) { std::snprintf(error, error_size, \"the size of '" + c_escape(op->buffer->name, true) +
+             "' overflows\");" + release_live_allocations() + " return 2; }");
+        line(t + " *" + b + " = static_cast<" + t + " *>(cora_device->alloc(cora_device->context, sizeof(" + t +
+             ") * " + b + "size, error, error_size));");
+        line("if (!" + b + ") {" + release_live_allocations() + " return 2; }");
+        live_allocations_.push_back("cora_device->release(cora_device->context, " + b + ");");
+        visit(op->body);
+        live_allocations_.pop_back();
+        line("cora_device->release(cora_device->context, " + b + ");");
+        indent--;
+        line("}");
+    }
+
+private:
+    std::map<std::string, int> kernel_index_;
+    std::map<std::string, std::vector<VarPtr>> kernel_params_;
+    std::set<const VarNode *> device_buffers_, host_arrays_;
+};
+
 } // namespace
+
+std::string codegen_cuda_host(const Module &m) {
+    CodeGen_CUDA_Host g(m);
+    return c_prologue() + "\n" +
+           emit_function(g, "extern \"C\" ", entry_symbol(m), m.entry(), "const cora_device_t *cora_device, ");
+}
 
 std::string codegen_cuda(const Module &m) {
     std::string src = kCudaPrologue;

@@ -7,7 +7,7 @@
  * vectorized ones of constant extent); a per-thread tile is a local array. Math is CUDA's device
  * library (expf, fminf, ...), integer / and % are floor division and Euclidean modulo as on the
  * CPU, so the two targets compute the same values. The source needs no header: NVRTC compiles it
- * as it is (driver/Nvrtc.h). The host side (launches from the entry) comes with the device runtime. */
+ * as it is (driver/Nvrtc.h). The host entry is C++ for the host compiler (codegen_cuda_host). */
 #pragma once
 
 #include <string>
@@ -18,5 +18,11 @@ namespace cora::ir {
 
 /** The CUDA C++ source of the module's device kernels (empty module: the prologue only). */
 std::string codegen_cuda(const Module &m);
+
+/** The C++ source of the module's host entry for the CUDA runtime: the CPU entry's argument checks,
+ * then each LaunchKernel as a call of cora_device_t::launch (prelude/cora_runtime.h) with the
+ * kernel's parameters (length and aux arrays replaced by their device copies), intermediates
+ * the kernels use allocated on the device. Compiled by the host C++ compiler like a CPU kernel. */
+std::string codegen_cuda_host(const Module &m);
 
 } // namespace cora::ir

@@ -24,10 +24,9 @@ namespace {
 
 /** Checks the count, the kinds and the element types of `args` (ABI order), binds them to the
  * body's variables, then runs `body`. */
-std::string emit_argv_function(const std::string &qualifiers, const std::string &symbol,
+std::string emit_argv_function(CodeGen_C &g, const std::string &qualifiers, const std::string &symbol,
                                const std::vector<const ModuleArg *> &args, const std::string &extra_params,
                                const Stmt &body, const std::vector<std::pair<VarPtr, std::string>> &bind) {
-    CodeGen_C g;
     g.os << qualifiers << "int32_t " << symbol << "(const cora_arg_t *args, int32_t nargs, " << extra_params
          << "char *error, int32_t error_size) {\n";
     // Foreign callers may pass no message buffer; a NULL argument array or output is an error.
@@ -129,14 +128,20 @@ std::string emit_argv_function(const std::string &qualifiers, const std::string 
 } // namespace
 
 std::string emit_function(const std::string &qualifiers, const std::string &symbol, const LoweredFunc &f) {
-    std::string extra;
+    CodeGen_C g;
+    return emit_function(g, qualifiers, symbol, f);
+}
+
+std::string emit_function(CodeGen_C &g, const std::string &qualifiers, const std::string &symbol, const LoweredFunc &f,
+                          const std::string &leading_params) {
+    std::string extra = leading_params;
     std::vector<std::pair<VarPtr, std::string>> bind;
     for (const VarPtr &out : f.output_arrays) {
         std::string name = c_identifier(out->name);
         extra += out->type.c_name() + " *" + name + ", ";
         bind.emplace_back(out, name);
     }
-    return emit_argv_function(qualifiers, symbol, arg_list(f), extra, f.body, bind);
+    return emit_argv_function(g, qualifiers, symbol, arg_list(f), extra, f.body, bind);
 }
 
 } // namespace cora::ir

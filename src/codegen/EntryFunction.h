@@ -12,6 +12,8 @@
 
 namespace cora::ir {
 
+class CodeGen_C;
+
 /** The function's arguments, in ABI order. */
 std::vector<const ModuleArg *> arg_list(const LoweredFunc &f);
 /** The input and output tensors among them, in argument order. */
@@ -21,5 +23,9 @@ std::vector<const ModuleArg *> tensor_args(const LoweredFunc &f);
  * int32_t error_size)` running `f`'s body over its arguments (ABI order); each of f.output_arrays
  * is a pointer parameter of its own name, checked for NULL. */
 std::string emit_function(const std::string &qualifiers, const std::string &symbol, const LoweredFunc &f);
+/** As above, printed by `g` (a target's printer of host code), with `leading_params` (e.g.
+ * "const cora_device_t *cora_device, ") before the output arrays. */
+std::string emit_function(CodeGen_C &g, const std::string &qualifiers, const std::string &symbol, const LoweredFunc &f,
+                          const std::string &leading_params = "");
 
 } // namespace cora::ir

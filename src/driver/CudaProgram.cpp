@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "codegen/CRuntime.h"
+#include "codegen/CodeGen_C.h"
 #include "codegen/CodeGen_CUDA.h"
 #include "cora/Cuda.h"
 #include "driver/Lowering.h"
@@ -20,6 +21,8 @@ CudaProgram compile_cuda(const Pipeline &p, const std::vector<int> &archs, Compi
     CudaProgram out;
     out.source = ir::codegen_cuda(m);
     out.lowered = ir::print(m.entry().body);
+    out.host_source = ir::codegen_cuda_host(m);
+    out.entry_symbol = ir::entry_symbol(m);
     for (const ir::LoweredFunc *k : m.device_kernels()) {
         out.kernels.push_back(k->name);
         out.kernel_ir.push_back(ir::print(k->body));

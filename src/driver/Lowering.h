@@ -10,6 +10,10 @@
 namespace cora::driver {
 
 ir::LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts);
+/** The raw arguments of `m`'s entry for a run on `shape` with `bindings` (ABI order; aux arrays built
+ * in `shape`; pointers into the shape and the buffers). RuntimeError for unknown, missing or
+ * read-only bindings and params or length arrays the shape lacks. */
+std::vector<cora_arg_t> make_args(const ir::Module &m, const RaggedShape &shape, const std::vector<Binding> &bindings);
 /** The entry's IR, then each device kernel's (GPU targets) after a line `device kernel <name>:`. */
 std::string print_module(const ir::Module &m);
 /** The arguments a caller passes, in ABI order (aux arrays built in the kernel left out). */

@@ -114,9 +114,8 @@ std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
 Kernel Pipeline::compile(const CompileOptions &opts) const {
     if (opts.target == Target::Cuda)
         throw_compile_error("pipeline '", name_,
-                            "': running on a CUDA device needs cora's device runtime, which this build does not have "
-                            "yet; cuda_source() / compile_cuda() give the device code, and Target::CudaEmulated runs "
-                            "it on the CPU");
+                            "': Pipeline::compile builds CPU kernels; for a CUDA device use compile_cuda_kernel() "
+                            "(cora/Cuda.h), or Target::CudaEmulated to run the device code on the CPU");
     int debug = debug_level(opts);
     auto impl = std::make_shared<Kernel::Impl>();
     impl->module = driver::lower_pipeline(*this, name_, opts);
@@ -139,20 +138,19 @@ void Kernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings)
     if (run_raw(args, &error) != CORA_OK) throw RuntimeError("kernel '" + impl_->module.name + "': " + error);
 }
 
-std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
+std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape &shape,
+                                          const std::vector<Binding> &bindings) {
     const RaggedShape::Impl &s = *shape.impl();
     s.validate_counts();
     for (const Binding &b : bindings) {
         bool known = false;
-        for (const ModuleArg &a : impl_->module.entry().args)
+        for (const ModuleArg &a : m.entry().args)
             known = known || (a.tensor && a.tensor == b.tensor.node());
-        if (!known)
-            throw_runtime_error("tensor '", b.tensor.name(), "' is not an argument of kernel '", impl_->module.name,
-                                "'");
+        if (!known) throw_runtime_error("tensor '", b.tensor.name(), "' is not an argument of kernel '", m.name, "'");
         if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
     }
     std::vector<cora_arg_t> args;
-    for (const ModuleArg &a : impl_->module.entry().args) {
+    for (const ModuleArg &a : m.entry().args) {
         cora_arg_t c{};
         c.name = a.name.c_str();
         switch (a.kind) {
@@ -186,10 +184,9 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
             Buffer *buf = nullptr;
             for (const Binding &b : bindings)
                 if (b.tensor.node() == a.tensor) buf = b.buffer;
-            if (!buf)
-                throw_runtime_error("no buffer bound for tensor '", a.name, "' of kernel '", impl_->module.name, "'");
+            if (!buf) throw_runtime_error("no buffer bound for tensor '", a.name, "' of kernel '", m.name, "'");
             if (a.kind == ModuleArg::Kind::Output && buf->read_only())
-                throw_runtime_error("output '", a.name, "' of kernel '", impl_->module.name,
+                throw_runtime_error("output '", a.name, "' of kernel '", m.name,
                                     "' is bound to a read-only buffer (a Buffer::view of const memory)");
             c.type_code = type_code_of(buf->type());
             c.data = buf->raw();
@@ -200,6 +197,10 @@ std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::v
         args.push_back(c);
     }
     return args;
+}
+
+std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
+    return driver::make_args(impl_->module, shape, bindings);
 }
 
 int Kernel::run_raw(const std::vector<cora_arg_t> &args, std::string *error) const {

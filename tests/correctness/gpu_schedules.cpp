@@ -5,8 +5,12 @@
 // sm_90 (when a CUDA toolkit is installed). A differential test runs random GPU schedules.
 #include "common/ragged_testing.h"
 
+#include <array>
 #include <iostream>
 #include <optional>
+#include <set>
+
+#include "driver/JIT.h"
 
 using namespace cora;
 using Catch::Matchers::Contains;
@@ -268,12 +272,12 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
                             Contains("the store to 'Q' is outside the kernel's thread loops, so every thread of a "
                                      "block would run it"));
     }
-    SECTION("running on a device without the device runtime") {
+    SECTION("a CUDA target given to the CPU compiler") {
         Func F = fresh("F");
         F.gpu_blocks(r.batch).gpu_threads(r.seq);
         CompileOptions o;
         o.target = Target::Cuda;
-        REQUIRE_THROWS_WITH(Pipeline({F}, "dev").compile(o), Contains("needs cora's device runtime"));
+        REQUIRE_THROWS_WITH(Pipeline({F}, "dev").compile(o), Contains("for a CUDA device use compile_cuda_kernel()"));
     }
     SECTION("an architecture NVRTC does not know") {
         Func F = fresh("F");
@@ -434,5 +438,118 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
         REQUIRE_THROWS_WITH(Pipeline({C}, "big_tiles").compile(emulated()),
                             Contains("its shared-memory tiles ('A_cache') take 65536 bytes, more than the 49152 a "
                                      "block may use"));
+    }
+}
+
+namespace {
+
+/** A cora_device_t that records what the host entry asks of it (no GPU needed). */
+struct RecordingDevice {
+    struct Launch {
+        int32_t kernel;
+        std::array<int64_t, 3> grid, threads;
+    };
+    std::vector<Launch> launches;
+    std::set<const void *> copied;
+    int allocs = 0, releases = 0;
+    bool fail_launch = false;
+    cora_device_t device{this, &launch, &alloc, &release, &device_copy};
+
+    static int32_t launch(void *c, int32_t kernel, const int64_t *grid, const int64_t *threads, void **, char *error,
+                          int32_t error_size) {
+        auto *r = static_cast<RecordingDevice *>(c);
+        if (r->fail_launch) {
+            std::snprintf(error, (size_t)error_size, "launch refused");
+            return 3;
+        }
+        r->launches.push_back({kernel, {grid[0], grid[1], grid[2]}, {threads[0], threads[1], threads[2]}});
+        return 0;
+    }
+    static void *alloc(void *c, int64_t bytes, char *, int32_t) {
+        static_cast<RecordingDevice *>(c)->allocs++;
+        return std::malloc((size_t)bytes);
+    }
+    static void release(void *c, void *p) {
+        static_cast<RecordingDevice *>(c)->releases++;
+        std::free(p);
+    }
+    static const void *device_copy(void *c, const void *host) {
+        static_cast<RecordingDevice *>(c)->copied.insert(host);
+        return host;
+    }
+};
+
+} // namespace
+
+TEST_CASE("the CUDA host entry checks its arguments, sizes its launches and calls the device runtime", "[gpu]") {
+    // The host side of Target::Cuda, JIT-compiled and called with a recording device: the launch
+    // sizes for a given shape, device memory for intermediates (released on every path), device
+    // copies asked for the length and aux arrays, bad arguments stopping before any launch.
+    Ragged r;
+    Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+    Func P("P", {{r.batch, r.B}, {r.seq, r.len(r.batch)}}), S("S", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+    P.compute([&](Expr b, Expr s) { return A(b, s) + 1.0f; });
+    S.compute([&](Expr b, Expr s) { return P(b, s) * 2.0f; });
+    P.gpu_blocks(r.batch).gpu_threads(r.seq);
+    S.fuse(r.batch, r.seq, r.tok).split(r.tok, r.to, r.ti, 16).gpu_blocks(r.to).gpu_threads(r.ti);
+    Pipeline p({S}, "gpu_host");
+    CudaProgram cp = compile_cuda(p, {});
+    INFO(cp.host_source);
+    REQUIRE_THAT(cp.host_source, Contains("cora_device->launch(cora_device->context, 0,"));
+    REQUIRE_THAT(cp.host_source, Contains("cora_device->launch(cora_device->context, 1,"));
+    REQUIRE_THAT(cp.host_source, Contains("cora_device->alloc("));
+    driver::JitResult jit = driver::jit_compile(cp.host_source, cp.entry_symbol, driver::JitOptions{});
+    auto entry = reinterpret_cast<cora_device_entry_fn>(jit.entry);
+    // The arguments, as the emulated kernel of the same pipeline takes them (the same ABI).
+    Kernel emu = p.compile(emulated());
+    RaggedShape shape;
+    shape.set(r.B, 3).set(r.len, std::vector<int32_t>{5, 0, 40});
+    Buffer a = Buffer::alloc(A, shape), s = Buffer::alloc(S, shape);
+    std::vector<cora_arg_t> args = emu.make_args(shape, {{A, a}, {S, s}});
+    char error[256] = {0};
+    SECTION("a good call") {
+        RecordingDevice dev;
+        REQUIRE(entry(args.data(), (int32_t)args.size(), &dev.device, error, sizeof error) == CORA_OK);
+        REQUIRE(dev.launches.size() == 2);
+        REQUIRE(dev.launches[0].kernel == 0);
+        REQUIRE(dev.launches[0].grid == std::array<int64_t, 3>{3, 1, 1});
+        REQUIRE(dev.launches[0].threads == std::array<int64_t, 3>{40, 1, 1}); // the longest sentence
+        REQUIRE(dev.launches[1].grid == std::array<int64_t, 3>{3, 1, 1});     // 45 tokens in blocks of 16
+        REQUIRE(dev.launches[1].threads == std::array<int64_t, 3>{16, 1, 1});
+        REQUIRE(dev.allocs == 1); // P lives on the device
+        REQUIRE(dev.releases == 1);
+        REQUIRE(!dev.copied.empty());
+        for (const void *c : dev.copied) {
+            bool is_array = false;
+            for (const KernelArgInfo &info : emu.arguments()) {
+                size_t i = &info - emu.arguments().data();
+                is_array =
+                    is_array ||
+                    ((info.kind == KernelArgInfo::Kind::LengthArray || info.kind == KernelArgInfo::Kind::AuxArray) &&
+                     args[i].data == c);
+            }
+            REQUIRE(is_array);
+        }
+    }
+    SECTION("a failing launch releases the device memory and reports the error") {
+        RecordingDevice dev;
+        dev.fail_launch = true;
+        REQUIRE(entry(args.data(), (int32_t)args.size(), &dev.device, error, sizeof error) == CORA_ERROR_DEVICE);
+        REQUIRE(std::string(error) == "launch refused");
+        REQUIRE(dev.allocs == dev.releases);
+    }
+    SECTION("bad arguments stop before any launch") {
+        RecordingDevice dev;
+        args[1].count = 2; // the length array of a batch of 3
+        REQUIRE(entry(args.data(), (int32_t)args.size(), &dev.device, error, sizeof error) == CORA_ERROR_ARGUMENT);
+        REQUIRE_THAT(std::string(error), Contains("length array 'len' has 2 elements, expected 3"));
+        REQUIRE(dev.launches.empty());
+        REQUIRE(dev.allocs == 0);
+    }
+    SECTION("without a GPU, compile_cuda_kernel says why") {
+        std::string why;
+        if (!cuda_device_available(&why))
+            REQUIRE_THROWS_WITH(compile_cuda_kernel(p),
+                                Contains("pipeline 'gpu_host': no CUDA device to run on: " + why));
     }
 }
