@@ -91,10 +91,11 @@ inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape 
     }
 }
 
-/** Runs `k` and the reference (inputs filled at random) for every length case; returns the
- * outputs of the last case. */
-inline std::vector<std::vector<float>>
-check_against_reference(const Pipeline &p, const Kernel &k, const std::vector<Tensor> &inputs,
+/** Runs `k` (a Kernel, or a CudaKernel: anything with run(shape, bindings)) and the reference
+ * (inputs filled at random) for every length case; returns the outputs of the last case. */
+template <class CompiledKernel>
+std::vector<std::vector<float>>
+check_against_reference(const Pipeline &p, const CompiledKernel &k, const std::vector<Tensor> &inputs,
                         const std::function<void(RaggedShape &, const std::vector<int32_t> &)> &bind, int32_t max_len,
                         int32_t pad, uint32_t seed) {
     std::vector<std::vector<float>> last;

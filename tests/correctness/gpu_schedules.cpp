@@ -4,6 +4,7 @@
 // the reference on the edge-case batches, and the CUDA source compiled by NVRTC for sm_80 and
 // sm_90 (when a CUDA toolkit is installed). A differential test runs random GPU schedules.
 #include "common/ragged_testing.h"
+#include "common/random_gpu_schedule.h"
 
 #include <array>
 #include <iostream>
@@ -290,96 +291,27 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
 }
 
 TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
-    // Random bindings of ragged elementwise and projection ops: a block per sentence or fused
-    // tokens (bulk-padded or guarded) in blocks of 1..64, threads over tokens and/or outputs,
-    // serial or unrolled inner loops, register tiles, the weight in shared memory. Each legal
-    // schedule runs emulated against the
-    // reference; every tenth is compiled by NVRTC too.
+    // Each schedule (common/random_gpu_schedule.h) runs emulated against the reference on the
+    // edge-case batches; every tenth is compiled by NVRTC too.
     std::mt19937 rng(20261124);
-    const int K = 12, O = 16;
     int compiled = 0, nvrtc = 0, shared = 0, tiles = 0;
     std::string why;
     const bool have_nvrtc = cuda_compiler_available(&why);
     for (int trial = 0; trial < 40; trial++) {
-        Ragged r;
-        Dim o("o"), k("k"), oo("oo"), oi("oi");
-        const bool proj = rng() % 2;
-        Tensor X("X", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {k, K}}), W("W", {{o, O}, {k, K}});
-        Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
-        Func F("F", proj ? Shape{{r.batch, r.B}, {r.seq, r.len(r.batch)}, {o, O}}
-                         : Shape{{r.batch, r.B}, {r.seq, r.len(r.batch)}});
-        if (proj)
-            F.compute([&](Expr b, Expr s, Expr j) { return max(sum(k, K, X(b, s, k) * W(j, k)), 0.0f); });
-        else
-            F.compute([&](Expr b, Expr s) { return A(b, s) * A(b, s) - 1.0f; });
-        std::string desc = proj ? "proj:" : "scale:";
-        static const int64_t factors[] = {1, 3, 8, 32, 64};
-        std::vector<Dim> blocks, threads, inner;
-        if (rng() % 3 == 0) {
-            blocks.push_back(r.batch);
-            threads.push_back(r.seq);
-            desc += " blocks(batch) threads(seq)";
-        } else {
-            int64_t f = factors[rng() % 5];
-            F.fuse(r.batch, r.seq, r.tok);
-            if (rng() % 2) {
-                F.pad_loop(r.tok, f).fuse_storage(r.batch, r.seq, r.tok, f);
-                desc += " bulk-pad " + std::to_string(f);
-            }
-            F.split(r.tok, r.to, r.ti, f);
-            blocks.push_back(r.to);
-            (rng() % 4 ? threads : inner).push_back(r.ti);
-            desc += " fuse, split " + std::to_string(f);
-        }
-        if (proj) {
-            int64_t f = std::vector<int64_t>{1, 2, 4, 8}[rng() % 4];
-            F.split(o, oo, oi, f);
-            desc += " split(o, " + std::to_string(f) + ")";
-            if (rng() % 2 && threads.size() < 2)
-                threads.push_back(oo);
-            else
-                inner.insert(inner.begin(), oo);
-            std::vector<Dim> order = blocks;
-            order.insert(order.end(), threads.begin(), threads.end());
-            order.insert(order.end(), inner.begin(), inner.end());
-            order.push_back(k);
-            order.push_back(oi);
-            F.reorder(order);
-            if (rng() % 2) F.unroll(oi);
-            if (!threads.empty() && rng() % 2 && f > 1) {
-                F.cache_write(order[blocks.size() + threads.size() - 1]);
-                desc += " cache_write";
-            }
-            if (rng() % 2) {
-                // All of W, copied per block: into shared memory by the block's threads when
-                // the kernel has thread loops, else a per-thread tile.
-                F.cache_read(W, blocks[0]);
-                desc += " cache_read(W)";
-            }
-        }
-        F.gpu_blocks(blocks[0]);
-        if (threads.size() == 1) F.gpu_threads(threads[0]);
-        if (threads.size() == 2) F.gpu_threads(threads[0], threads[1]);
-        desc += " threads " + std::to_string(threads.size());
-        INFO("trial " << trial << ": " << desc);
-        Pipeline p({F}, "gpu_random_" + std::to_string(trial));
+        testing::RandomGpuCase c = testing::random_gpu_case(rng, "gpu_random_" + std::to_string(trial));
+        INFO("trial " << trial << ": " << c.description);
         std::optional<Kernel> kern;
         try {
-            kern.emplace(p.compile(emulated()));
+            kern.emplace(c.pipeline.compile(emulated()));
         } catch (const CompileError &e) {
-            // A fused loop split by more than 1024 threads cannot happen (factors <= 64); the
-            // only expected rejection is none at all.
-            FAIL(e.what());
+            FAIL(e.what()); // every generated schedule is legal
         }
-        if (proj)
-            check_against_reference(p, *kern, {X, W}, r.bind, 40, 8, 100 + trial);
-        else
-            check_against_reference(p, *kern, {A}, r.bind, 40, 8, 100 + trial);
+        check_against_reference(c.pipeline, *kern, c.inputs, c.bind, 40, 8, 100 + trial);
         compiled++;
         shared += kern->lowered().find("allocate in shared memory") != std::string::npos;
         tiles += kern->lowered().find("allocate on stack") != std::string::npos;
         if (have_nvrtc && trial % 10 == 0) {
-            require_cuda_compiles(p);
+            require_cuda_compiles(c.pipeline);
             nvrtc++;
         }
     }
