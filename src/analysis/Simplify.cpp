@@ -129,8 +129,34 @@ public:
     using IRMutator::mutate;
 
 protected:
+    /** k*c*(x / c) + k*(x % c) is k*x (floor division and Euclidean modulo, c > 0), e.g. a flat
+     * index split into a row and a column and joined again (a GPU lanes loop over a tile). */
+    static void join_div_mod(Linear &l) {
+        for (size_t i = 0; i < l.terms.size(); i++) {
+            const Div *d = l.terms[i].first.as<Div>();
+            const int64_t *c = d ? as_const_int(d->b) : nullptr;
+            if (!c || *c <= 0 || l.terms[i].second == 0) continue;
+            for (size_t j = 0; j < l.terms.size(); j++) {
+                const Mod *m = l.terms[j].first.as<Mod>();
+                const int64_t *cm = m ? as_const_int(m->b) : nullptr;
+                int64_t kc;
+                if (!cm || *cm != *c || !equal(m->a, d->a) || l.terms[j].second == 0 ||
+                    __builtin_mul_overflow(l.terms[j].second, *c, &kc) || kc != l.terms[i].second)
+                    continue;
+                int64_t k = l.terms[j].second;
+                Expr x = d->a;
+                l.terms[i].second = 0;
+                l.terms[j].second = 0;
+                l.add(linearize(x), k);
+                break;
+            }
+        }
+        l.prune();
+    }
+
     Expr linear_result(const Expr &e) {
         Linear l = linearize(e);
+        join_div_mod(l);
         cancel_fusion_maps(l);
         if (l.overflow) return e;
         return rebuild(l, e.type());

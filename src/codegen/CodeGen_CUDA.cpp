@@ -144,7 +144,6 @@ public:
     explicit CodeGen_CUDA_Host(const Module &m) {
         for (const LoweredFunc *k : m.device_kernels()) {
             kernel_index_[k->name] = (int)kernel_index_.size();
-            kernel_params_[k->name] = k->params;
             for (const VarPtr &p : k->params)
                 device_buffers_.insert(p.get());
         }
@@ -216,7 +215,6 @@ protected:
 
 private:
     std::map<std::string, int> kernel_index_;
-    std::map<std::string, std::vector<VarPtr>> kernel_params_;
     std::set<const VarNode *> device_buffers_, host_arrays_;
 };
 

@@ -32,6 +32,7 @@ using CUdeviceptr = unsigned long long;
 /** The driver API entry points cora calls (CUresult is an int enum; handles are pointers). */
 struct CudaDriver {
     void *handle = nullptr;
+    void *context = nullptr; ///< device 0's primary context
     int (*init)(unsigned) = nullptr;
     int (*device_count)(int *) = nullptr;
     int (*device_get)(int *, int) = nullptr;
@@ -104,6 +105,7 @@ std::shared_ptr<CudaDriver> load_driver(std::string *why, int *device = nullptr)
     rc = d->device_get(&dev, 0);
     if (rc == 0) rc = d->primary_retain(&ctx, dev);
     if (rc == 0) rc = d->ctx_set_current(ctx);
+    d->context = ctx;
     if (rc != 0) {
         if (why) *why = "cannot open a context on device 0: " + d->error(rc);
         return nullptr;
@@ -290,6 +292,8 @@ void call(const CudaKernel::Impl &k, DeviceArgs &a) {
 
 void CudaKernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
     const Impl &k = *impl_;
+    // The context is current per thread: a kernel may run on another thread than it was built on.
+    k.driver->check(k.driver->ctx_set_current(k.driver->context), "cuCtxSetCurrent");
     k.driver->check(k.driver->ctx_synchronize(), "cuCtxSynchronize");
     std::vector<cora_arg_t> host = driver::make_args(k.module, shape, bindings);
     DeviceArgs dev;
@@ -305,6 +309,7 @@ void CudaKernel::run(const RaggedShape &shape, const std::vector<Binding> &bindi
 double CudaKernel::time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const {
     const Impl &k = *impl_;
     if (reps < 1) throw_runtime_error("CudaKernel::time_ms: reps must be positive, got ", reps);
+    k.driver->check(k.driver->ctx_set_current(k.driver->context), "cuCtxSetCurrent");
     std::vector<cora_arg_t> host = driver::make_args(k.module, shape, bindings);
     DeviceArgs dev;
     prepare(k, host, dev);

@@ -51,6 +51,10 @@ std::vector<std::string> candidates() {
 } // namespace
 
 std::shared_ptr<Nvrtc> Nvrtc::load(std::string *why) {
+    if (const char *p = std::getenv("CORA_NVRTC"); p && std::string(p) == "off") {
+        if (why) *why = "NVRTC is switched off (CORA_NVRTC=off)";
+        return nullptr;
+    }
     std::string tried;
     for (const std::string &path : candidates()) {
         void *h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

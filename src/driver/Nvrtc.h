@@ -1,10 +1,10 @@
 /** \file NVRTC, the CUDA runtime compiler, loaded when first used (dlopen), so that cora builds,
  * links and runs without a CUDA toolkit; only compile_cuda() needs one.
  *
- * Where it looks: $CORA_NVRTC (a library path), the toolkit CMake found when cora was built
- * (CORA_NVRTC_PATH), $CUDA_HOME/lib64 and $CUDA_PATH/lib64, /usr/local/cuda/lib64, then the
- * loader's search path (libnvrtc.so, .so.13, .so.12). The loaded library lives as long as the
- * returned handle; nothing is process-wide. */
+ * Where it looks: $CORA_NVRTC (a library path; "off": nowhere, NVRTC is unavailable), the toolkit CMake found when cora
+ * was built (CORA_NVRTC_PATH), $CUDA_HOME/lib64 and $CUDA_PATH/lib64, /usr/local/cuda/lib64, then the loader's search
+ * path (libnvrtc.so, .so.13, .so.12). The loaded library lives as long as the returned handle; nothing is process-wide.
+ */
 #pragma once
 
 #include <memory>

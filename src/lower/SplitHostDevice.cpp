@@ -214,7 +214,8 @@ private:
             at[loops[k]->var.get()] = simplify(Add::make(loops[k]->min, i));
             stride *= extent;
         }
-        return For::make(lane, IntImm::make(0), IntImm::make(stride), ForKind::GpuLanes, substitute(body, at));
+        return For::make(lane, IntImm::make(0), IntImm::make(stride), ForKind::GpuLanes,
+                         simplify(substitute(body, at)));
     }
 };
 

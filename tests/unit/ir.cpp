@@ -41,6 +41,11 @@ TEST_CASE("simplifier: linear forms cancel and floor division pulls out multiple
     REQUIRE(print(simplify(Expr(-7) % 2)) == "1");
     REQUIRE(print(simplify(select(Expr(3) < 4, s, b))) == "s");
     REQUIRE(print(simplify(Expr(2.0f) * 1.0f + 0.0f)) == "2f");
+    // A flat index split and joined again (GPU lanes over a tile), also scaled; not when the
+    // coefficients do not match.
+    REQUIRE(print(simplify((s / 16) * 16 + s % 16)) == "s");
+    REQUIRE(print(simplify(((s + 3) / 4) * 8 + ((s + 3) % 4) * 2 + 1)) == "((s * 2) + 7)");
+    REQUIRE(print(simplify((s / 16) * 8 + s % 16)) == "(((s / 16) * 8) + (s % 16))");
 }
 
 TEST_CASE("simplifier preserves values on random integer expressions", "[ir][simplify][fuzz]") {
@@ -56,7 +61,11 @@ TEST_CASE("simplifier preserves values on random integer expressions", "[ir][sim
     std::function<Expr(int)> gen = [&](int depth) -> Expr {
         if (depth == 0) return leaf((int)rng());
         Expr x = gen(depth - 1), y = gen(depth - 1);
-        switch (rng() % 7) {
+        switch (rng() % 8) {
+        case 7: {
+            Expr k((int64_t)(rng() % 5) + 1);
+            return (x / k) * k + x % k;
+        }
         case 0: return x + y;
         case 1: return x - y;
         case 2: return x * Expr((int64_t)(rng() % 7) - 3);

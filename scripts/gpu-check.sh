@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs inside a folder made by scripts/gpu-bundle.sh, on a GPU machine (or, with --cpu-only, on any):
+#   - the GPU schedule tests: lowering, the device code run emulated on the CPU, NVRTC for sm_80/sm_90
+#     (correctness_tests "[gpu]"), which need no GPU;
+#   - the device tests (gpu_tests): random GPU schedules and a shared-memory GEMM run on the GPU
+#     against the reference (exit 77 = no device: skipped).
+# Writes results/gpu-check.md with what ran and how it ended. Exit status: non-zero if a test failed.
+set -uo pipefail
+cd "$(dirname "$0")"
+export LD_LIBRARY_PATH="$PWD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CORA_CACHE_DIR="$PWD/kernel-cache"
+# The JIT compiles host code with the C++ compiler found here (g++ on the GPU machine).
+export CORA_CXX="${CORA_CXX:-$(command -v clang++ || command -v g++ || echo c++)}"
+mkdir -p results
+report=results/gpu-check.md
+{
+  echo "# gpu-check ($(date -u +%Y-%m-%dT%H:%MZ), commit $(cat COMMIT 2>/dev/null || echo unknown))"
+  echo
+  echo "- host: $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), CORA_CXX=$CORA_CXX"
+  if command -v nvidia-smi >/dev/null; then
+    echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | head -1)"
+  else
+    echo "- GPU: none (nvidia-smi not found)"
+  fi
+  echo
+  echo "| step | result | seconds |"
+  echo "|---|---|---|"
+} >"$report"
+status=0
+run() {
+  local name="$1"
+  shift
+  local t0=$SECONDS rc
+  "$@" >"results/$name.log" 2>&1
+  rc=$?
+  local result="passed"
+  if ((rc == 77)); then
+    result="skipped: $(grep -m1 SKIPPED "results/$name.log")"
+  elif ((rc != 0)); then
+    result="FAILED (exit $rc; see results/$name.log)"
+    status=1
+  fi
+  echo "| $name | $result | $((SECONDS - t0)) |" >>"$report"
+  echo "gpu-check: $name: $result"
+}
+run gpu_schedules ./correctness_tests "[gpu]"
+if [[ "${1:-}" != "--cpu-only" ]]; then
+  run device_tests ./gpu_tests
+else
+  run device_tests_without_gpu ./gpu_tests
+fi
+cat "$report"
+exit $status
