@@ -203,13 +203,13 @@ CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts) {
     int major = 0, minor = 0;
     d.check(d.device_attribute(&major, 75, device), "cuDeviceGetAttribute"); // compute capability
     d.check(d.device_attribute(&minor, 76, device), "cuDeviceGetAttribute");
-    impl->module = driver::lower_pipeline(p, p.name(), opts);
+    impl->module = driver::lower_for_cuda(p, opts);
     for (const ir::ModuleArg &a : impl->module.entry().args)
         if (a.tensor && a.tensor->has_value_range)
             throw_compile_error("pipeline '", p.name(), "': index tensor '", a.name,
                                 "' is checked on the host, and the CUDA runtime passes tensors in device memory; "
                                 "index tensors are not supported on CUDA yet");
-    impl->program = compile_cuda(p, {major * 10 + minor}, opts);
+    impl->program = driver::cuda_program(impl->module, {major * 10 + minor}, opts);
     d.check(d.module_load_data(&impl->cu_module, impl->program.binaries.at(0).cubin.data()), "cuModuleLoadData");
     for (const std::string &k : impl->program.kernels) {
         void *fn = nullptr;

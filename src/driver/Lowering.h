@@ -4,12 +4,17 @@
 #include <string>
 #include <vector>
 
+#include "cora/Cuda.h"
 #include "cora/Pipeline.h"
 #include "lower/Lower.h"
 
 namespace cora::driver {
 
 ir::LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts);
+/** `p` lowered for Target::Cuda (CompileError for options the CUDA runtime does not support). */
+ir::LoweredModule lower_for_cuda(const Pipeline &p, CompileOptions opts);
+/** The device code of a module lowered for CUDA, compiled by NVRTC for each of `archs`. */
+CudaProgram cuda_program(const ir::LoweredModule &m, const std::vector<int> &archs, const CompileOptions &opts);
 /** The raw arguments of `m`'s entry for a run on `shape` with `bindings` (ABI order; aux arrays built
  * in `shape`; pointers into the shape and the buffers). RuntimeError for unknown, missing or
  * read-only bindings and params or length arrays the shape lacks. */

@@ -280,6 +280,14 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
         o.target = Target::Cuda;
         REQUIRE_THROWS_WITH(Pipeline({F}, "dev").compile(o), Contains("for a CUDA device use compile_cuda_kernel()"));
     }
+    SECTION("aux arrays built in the kernel (the CUDA runtime copies the shape's)") {
+        Func F = fresh("F");
+        F.gpu_blocks(r.batch).gpu_threads(r.seq);
+        CompileOptions o;
+        o.build_aux_in_kernel = true;
+        REQUIRE_THROWS_WITH(compile_cuda(Pipeline({F}, "aux"), {}, o),
+                            Contains("build_aux_in_kernel is not supported on CUDA"));
+    }
     SECTION("an architecture NVRTC does not know") {
         Func F = fresh("F");
         F.gpu_blocks(r.batch).gpu_threads(r.seq);
