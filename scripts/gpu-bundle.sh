@@ -9,15 +9,26 @@ cd "$(dirname "$0")/.."
 out="${1:-gpu-bundle}"
 build=build-gpu-bundle
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_TESTS=ON -DCMAKE_BUILD_RPATH='$ORIGIN' >/dev/null
-cmake --build "$build" -j "$(nproc)" --target gpu_tests correctness_tests
+targets=(gpu_tests correctness_tests)
+# The GPU benchmark needs cuBLAS (a CUDA toolkit here; the GPU machine has CUDA's libraries).
+if cmake --build "$build" --target help | grep -q cora_gpu_bench; then targets+=(cora_gpu_bench); fi
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 rm -rf "$out"
 mkdir -p "$out"
 cp "$build/tests/gpu_tests" "$build/tests/correctness_tests" scripts/gpu-check.sh "$out/"
-# Libraries the GPU machine lacks: everything ldd resolves outside the C/C++ runtime and OpenMP.
-for bin in "$out/gpu_tests" "$out/correctness_tests"; do
+if [[ -x "$build/bench/gpu/cora_gpu_bench" ]]; then
+  cp "$build/bench/gpu/cora_gpu_bench" "$out/"
+  # The benchmark's GEMM shapes (a build artifact's copy; the data stay in ../shared).
+  [[ -f ../shared/datasets/vbatch_gemm_data.txt ]] && cp ../shared/datasets/vbatch_gemm_data.txt "$out/"
+fi
+# Libraries the GPU machine lacks: everything ldd resolves outside the C/C++ runtime, OpenMP and
+# CUDA's own libraries (the GPU machine has CUDA 13).
+for bin in "$out/gpu_tests" "$out/correctness_tests" "$out/cora_gpu_bench"; do
+  [[ -x "$bin" ]] || continue
   ldd "$bin" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in
-      libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | libgomp.so* | libpthread.so* | libdl.so* | ld-linux*) ;;
+      libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | libgomp.so* | libpthread.so* | libdl.so* | ld-linux* | \
+        libcuda.so* | libcudart.so* | libcublas*.so* | libnvrtc*.so* | librt.so*) ;;
       *) [[ -e "$out/$(basename "$lib")" ]] || cp -L "$lib" "$out/" ;;
     esac
   done

@@ -3,7 +3,9 @@
 #   - the GPU schedule tests: lowering, the device code run emulated on the CPU, NVRTC for sm_80/sm_90
 #     (correctness_tests "[gpu]"), which need no GPU;
 #   - the device tests (gpu_tests): random GPU schedules and a shared-memory GEMM run on the GPU
-#     against the reference (exit 77 = no device: skipped).
+#     against the reference (exit 77 = no device: skipped);
+#   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS), its schedules emulated
+#     first; its table is appended to the report.
 # Writes results/gpu-check.md with what ran and how it ended. Exit status: non-zero if a test failed.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -43,9 +45,17 @@ run() {
   echo "| $name | $result | $((SECONDS - t0)) |" >>"$report"
   echo "gpu-check: $name: $result"
 }
+export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64" # cuBLAS for the benchmark
 run gpu_schedules ./correctness_tests "[gpu]"
+[[ -x ./cora_gpu_bench ]] && run bench_schedules_emulated ./cora_gpu_bench --emulate
 if [[ "${1:-}" != "--cpu-only" ]]; then
   run device_tests ./gpu_tests
+  if [[ -x ./cora_gpu_bench ]]; then
+    shapes=()
+    [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
+    run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
+    [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
+  fi
 else
   run device_tests_without_gpu ./gpu_tests
 fi

@@ -202,20 +202,22 @@ public:
     /** Unroll the loop (its extent must be a constant). */
     Func &unroll(const Dim &d);
     /** GPU (CompileOptions::target Cuda or CudaEmulated): bind loops to the axes of the grid's
-     * blocks, `x` to blockIdx.x and `y` to blockIdx.y; each block runs the loops' body for one
-     * index. A nest's block loops are its outermost loops and make one kernel launch (ops
-     * hfused with it share the launch). A ragged or fused loop is bound as it is: the grid
-     * covers its extent (an extent that differs per outer iteration is an error; fuse the
-     * loops instead, as a fused ragged loop is one grid axis over all its iterations).
-     * Reduction loops cannot be bound. */
+     * blocks, `x` to blockIdx.x, `y` to blockIdx.y, `z` to blockIdx.z; each block runs the loops'
+     * body for one index. A nest's block loops are its outermost loops and make one kernel launch
+     * (ops hfused with it share the launch). A ragged or fused loop is bound as it is; an axis
+     * whose extent differs per block of an outer axis (a matrix's tiles inside a loop over the
+     * matrices) is launched at its largest extent, and the blocks past their own extent do
+     * nothing. Reduction loops cannot be bound. */
     Func &gpu_blocks(const Dim &x);
     Func &gpu_blocks(const Dim &x, const Dim &y);
-    /** GPU: bind loops inside the block loops to the axes of a block's threads (threadIdx.x,
-     * .y). The launch uses the largest extent over all blocks (at most 1024 threads in all); a
-     * thread whose index is past its block's extent does nothing. Nothing may be stored outside
-     * the thread loops of a kernel that has them (each thread would redo it). */
+    Func &gpu_blocks(const Dim &x, const Dim &y, const Dim &z);
+    /** GPU: bind loops inside the block loops to the axes of a block's threads (threadIdx.x, .y,
+     * .z). The launch uses the largest extent over all blocks (at most 1024 threads in all); a
+     * thread whose index is past its block's extent does nothing. Nothing may be stored to memory
+     * outside the thread loops of a kernel that has them (each thread would redo it). */
     Func &gpu_threads(const Dim &x);
     Func &gpu_threads(const Dim &x, const Dim &y);
+    Func &gpu_threads(const Dim &x, const Dim &y, const Dim &z);
 
 private:
     explicit Func(std::shared_ptr<ir::TensorNode> node) { node_ = std::move(node); }

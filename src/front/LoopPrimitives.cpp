@@ -141,10 +141,19 @@ Func &Func::gpu_blocks(const Dim &x, const Dim &y) {
     gpu_blocks(x);
     return annotate(*this, node_, y, LoopAnnotation::GpuBlockY, "gpu_blocks.y");
 }
+Func &Func::gpu_blocks(const Dim &x, const Dim &y, const Dim &z) {
+    gpu_blocks(x, y);
+    return annotate(*this, node_, z, LoopAnnotation::GpuBlockZ, "gpu_blocks.z");
+}
 Func &Func::gpu_threads(const Dim &x) { return annotate(*this, node_, x, LoopAnnotation::GpuThreadX, "gpu_threads.x"); }
 Func &Func::gpu_threads(const Dim &x, const Dim &y) {
     gpu_threads(x);
     return annotate(*this, node_, y, LoopAnnotation::GpuThreadY, "gpu_threads.y");
+}
+
+Func &Func::gpu_threads(const Dim &x, const Dim &y, const Dim &z) {
+    gpu_threads(x, y);
+    return annotate(*this, node_, z, LoopAnnotation::GpuThreadZ, "gpu_threads.z");
 }
 
 } // namespace cora

@@ -4,12 +4,12 @@
  * kernel — a function of the module (FunctionKind::Device) named `<module>_k<n>` whose parameters
  * are the kernel's free variables (buffers and scalars of the host scope, in order of first use) —
  * and in its place the entry gets a LaunchKernel:
- *  - grid: per block axis, the largest extent of the loops bound to it; an extent must be known
- *    at launch (no variable of the kernel in it), else a CompileError suggests fusing the loops;
- *  - threads: per thread axis, the largest extent over all blocks. An extent that depends on
- *    block indices (a block per sentence, threads over its tokens) is maximised by a host loop
- *    over those blocks, mirroring the lets and guards on the way to the thread loop (so it reads
- *    what the kernel would read, where the kernel would read it);
+ *  - grid and threads: per axis, the largest extent of the loops bound to it over all blocks. An
+ *    extent that depends on block indices (a block per sentence and threads over its tokens; a
+ *    block axis over a matrix's tiles inside one over the matrices) is maximised by a host loop
+ *    over those blocks, mirroring the lets and guards on the way to the loop (so it reads what the
+ *    kernel would read, where the kernel would read it); an extent that depends on another kind of
+ *    kernel variable is a CompileError;
  *  - CUDA's limits (1024 threads per block, 65535 blocks in y and z, 2^31-1 in x): a CompileError
  *    when the sizes are constants, else an Assert before the launch.
  * Each block and thread runs the bound loop's body for its own index when that index is below the
@@ -279,13 +279,13 @@ private:
     int threads_ = 0;
 };
 
-/** Host statements setting `acc` to the largest extent of the `kind` loops of a kernel: a loop
- * over each block loop on the way (same variable, same extent), its lets and guards, and at each
- * bound loop `acc = max(acc, extent)`. A variable of the kernel that is not mirrored (a serial or
+/** Host statements setting `acc` to the largest extent of the `kind` loops of a kernel (a block or
+ * thread axis): a loop over each block loop on the way (same variable, same extent), its lets and
+ * guards, and at each bound loop `acc = max(acc, extent)`. A variable of the kernel that is not mirrored (a serial or
  * thread loop, a let that depends on one) in an extent is a CompileError. */
-class ThreadExtentMax {
+class LaunchExtentMax {
 public:
-    ThreadExtentMax(const std::string &what, const std::set<const VarNode *> &kernel_vars, ForKind kind,
+    LaunchExtentMax(const std::string &what, const std::set<const VarNode *> &kernel_vars, ForKind kind,
                     const VarPtr &acc)
         : what_(what), kernel_vars_(kernel_vars), kind_(kind), acc_(acc) {}
 
@@ -293,13 +293,14 @@ public:
         if (const For *op = s.as<For>()) {
             if (op->for_kind == kind_) {
                 if (const VarNode *v = unavailable(op->extent))
-                    throw_compile_error(what_, ": the thread loop '", op->var->name, "' (", for_kind_name(kind_),
+                    throw_compile_error(what_, ": the loop '", op->var->name, "' (", for_kind_name(kind_),
                                         ") has extent ", print(op->extent), ", which depends on '", v->name,
-                                        "', not a block index; the threads of a launch must be known before it "
+                                        "', not a block index; a launch's size must be known before it "
                                         "(split the loop by a constant and bind the inner one)");
                 return Assign::make(acc_, Max::make(var_expr(acc_), op->extent));
             }
             if (is_gpu_block(op->for_kind) && !unavailable(op->min) && !unavailable(op->extent)) {
+                // (A block loop inside it is bound to another axis: each block runs for the max.)
                 available_.insert(op->var.get());
                 Stmt b = build(op->body);
                 return b.defined() ? For::make(op->var, op->min, op->extent, ForKind::Serial, b) : Stmt();
@@ -396,34 +397,28 @@ private:
             std::vector<const For *> blocks, thread_loops;
             for (const For *f : check.bound)
                 if (gpu_axis(f->for_kind) == axis) (is_gpu_block(f->for_kind) ? blocks : thread_loops).push_back(f);
-            for (const For *f : blocks) {
-                if (const VarNode *v = first_of(f->extent, scope.defined))
-                    throw_compile_error(what, ": the block loop '", f->var->name, "' (", for_kind_name(f->for_kind),
-                                        ") has extent ", print(f->extent), ", which depends on '", v->name,
-                                        "' inside the kernel; the grid must be known at launch (fuse the loops: "
-                                        "a fused ragged loop is one grid axis over all its iterations)");
-                grid[axis] = grid[axis].defined() ? Max::make(grid[axis], f->extent) : f->extent;
-            }
-            grid[axis] = grid[axis].defined() ? simplify(grid[axis]) : IntImm::make(1);
-            if (blocks.size() == 1) exact.push_back(blocks[0]->for_kind);
-            bool host_known = true;
-            for (const For *f : thread_loops) {
-                host_known = host_known && !first_of(f->extent, scope.defined);
-                if (host_known)
-                    threads[axis] = threads[axis].defined() ? Max::make(threads[axis], f->extent) : f->extent;
-            }
-            if (thread_loops.empty()) {
-                threads[axis] = IntImm::make(1);
-            } else if (host_known) {
-                threads[axis] = simplify(threads[axis]);
-                if (thread_loops.size() == 1) exact.push_back(thread_loops[0]->for_kind);
-            } else {
-                VarPtr acc = make_var(name + "_threads_" + "xyz"[axis], VarRole::Local);
-                ForKind kind = ForKind(int(ForKind::GpuThreadX) + axis);
-                host.push_back(simplify(ThreadExtentMax(what, scope.defined, kind, acc).build(nest)));
+            // The launch size of each axis: the largest extent of the loops bound to it; an extent
+            // that depends on block indices (a ragged inner block axis, a thread count per
+            // sentence) is maximised by a host loop over those blocks.
+            auto launch_size = [&](const std::vector<const For *> &loops, ForKind kind, const char *what_axis) {
+                if (loops.empty()) return Expr(IntImm::make(1));
+                Expr size;
+                bool host_known = true;
+                for (const For *f : loops) {
+                    host_known = host_known && !first_of(f->extent, scope.defined);
+                    size = size.defined() ? Max::make(size, f->extent) : f->extent;
+                }
+                if (host_known) {
+                    if (loops.size() == 1) exact.push_back(kind);
+                    return simplify(size);
+                }
+                VarPtr acc = make_var(name + "_" + what_axis + "_" + "xyz"[gpu_axis(kind)], VarRole::Local);
+                host.push_back(simplify(LaunchExtentMax(what, scope.defined, kind, acc).build(nest)));
                 locals.push_back(acc);
-                threads[axis] = var_expr(acc);
-            }
+                return var_expr(acc);
+            };
+            grid[axis] = launch_size(blocks, ForKind(int(ForKind::GpuBlockX) + axis), "blocks");
+            threads[axis] = launch_size(thread_loops, ForKind(int(ForKind::GpuThreadX) + axis), "threads");
         }
         check_limits(what, grid, threads, host);
 

@@ -1,0 +1,317 @@
+// GPU benchmark: cora's GPU schedules against cuBLAS on the same device, in one process (ratios
+// in one run). trmm M = N (cublasStrmm, padded cublasSgemm) and vgemm over the dataset's GEMM
+// shapes in batches of 64 (a cublasSgemm per matrix, cublasSgemmStridedBatched padded to the
+// batch's largest sizes). Each cora result is checked against cuBLAS's. Writes a table to --out.
+// Without a GPU it says so and exits 77; `--emulate` runs the same schedules at small sizes on the
+// CPU (Target::CudaEmulated) against the reference instead, which needs no GPU.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <sstream>
+
+#include "common/cli.h"
+#include "common/data_files.h"
+#include "cora/cora.h"
+
+using namespace cora;
+
+namespace {
+
+void check_cuda(cudaError_t e, const char *what) {
+    if (e != cudaSuccess) throw RuntimeError(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void check_cublas(cublasStatus_t s, const char *what) {
+    if (s != CUBLAS_STATUS_SUCCESS) throw RuntimeError(std::string(what) + ": cuBLAS status " + std::to_string(s));
+}
+
+/** Median milliseconds of `reps` calls of `f` (each synchronised), after one warm-up. */
+double time_ms(int reps, const std::function<void()> &f) {
+    f();
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    std::vector<double> ms;
+    for (int r = 0; r < reps; r++) {
+        auto t0 = std::chrono::steady_clock::now();
+        f();
+        check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+struct DeviceArray {
+    float *p = nullptr;
+    explicit DeviceArray(size_t n) { check_cuda(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(float)), "cudaMalloc"); }
+    ~DeviceArray() { cudaFree(p); }
+    DeviceArray(const DeviceArray &) = delete;
+    DeviceArray &operator=(const DeviceArray &) = delete;
+    void upload(const float *h, size_t n) { check_cuda(cudaMemcpy(p, h, n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy"); }
+    void download(float *h, size_t n) const {
+        check_cuda(cudaMemcpy(h, p, n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    }
+};
+
+double max_rel_error(const float *got, const float *want, size_t n) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = std::max(worst, std::fabs((double)got[i] - want[i]) / std::max(1.0, std::fabs((double)want[i])));
+    return worst;
+}
+
+/** trmm C = L X (L lower-triangular M x M, X M x N, row-major): 64 x 64 tiles per block, 16 x 16
+ * threads of 4 x 4 accumulators each, the reduction (r < i + 1) in panels of 16. */
+struct Trmm {
+    Dim i{"i"}, j{"j"}, r{"r"}, io{"io"}, ii{"ii"}, it{"it"}, ir{"ir"}, jo{"jo"}, ji{"ji"}, jt{"jt"}, jr{"jr"},
+        ro{"ro"}, ri{"ri"};
+    Param M{"M", 1, 16384}, N{"N", 1, 16384};
+    Tensor L{"L", {{i, M}, {r, M}}}, X{"X", {{r, M}, {j, N}}};
+    Func C{"C", {{i, M}, {j, N}}};
+    Trmm() {
+        C.compute([&](Expr x, Expr y) { return sum(r, x + 1, L(x, r) * X(r, y)); });
+        C.split(i, io, ii, 64).split(ii, it, ir, 4).split(j, jo, ji, 64).split(ji, jt, jr, 4).split(r, ro, ri, 16);
+        C.reorder({io, jo, it, jt, ro, ri, ir, jr}).gpu_blocks(jo, io).gpu_threads(jt, it);
+        C.unroll(ir).unroll(jr).cache_write(jt);
+    }
+    Pipeline pipeline() const { return Pipeline({C}, "gpu_bench_trmm"); }
+};
+
+/** vgemm C_b = X_b Y_b over ragged sizes: blocks over (column tiles, row tiles, matrix), the tile
+ * counts launched at the batch's largest; 16 x 16 threads of 4 x 4 accumulators. */
+struct Vgemm {
+    Dim batch{"batch"}, m{"m"}, n{"n"}, r{"r"}, mo{"mo"}, mi{"mi"}, mt{"mt"}, mr{"mr"}, no{"no"}, ni{"ni"},
+        nt{"nt"}, nr{"nr"}, ro{"ro"}, ri{"ri"};
+    Param B{"B", 1, 4096};
+    LengthArray Ms{"Ms", B, 0, 4096}, Ns{"Ns", B, 0, 4096}, Ks{"Ks", B, 0, 4096};
+    Tensor X{"X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}}, Y{"Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}}};
+    Func C{"C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}}};
+    Vgemm() {
+        C.compute([&](Expr b, Expr x, Expr y) { return sum(r, Ks(b), X(b, x, r) * Y(b, r, y)); });
+        C.split(m, mo, mi, 64).split(mi, mt, mr, 4).split(n, no, ni, 64).split(ni, nt, nr, 4).split(r, ro, ri, 16);
+        C.reorder({batch, mo, no, mt, nt, ro, ri, mr, nr}).gpu_blocks(no, mo, batch).gpu_threads(nt, mt);
+        C.unroll(mr).unroll(nr).cache_write(nt);
+    }
+    Pipeline pipeline() const { return Pipeline({C}, "gpu_bench_vgemm"); }
+    void bind(RaggedShape &s, const std::vector<apps::GemmShape> &shapes) const {
+        std::vector<int32_t> ms, ns, ks;
+        for (const apps::GemmShape &g : shapes) {
+            ms.push_back(g[0]);
+            ns.push_back(g[1]);
+            ks.push_back(g[2]);
+        }
+        s.set(B, (int64_t)shapes.size()).set(Ms, ms).set(Ns, ns).set(Ks, ks);
+    }
+};
+
+void fill(Buffer &b, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(-1, 1);
+    for (int64_t i = 0; i < b.size(); i++)
+        b.data<float>()[i] = d(rng);
+}
+
+/** --emulate: the schedules above, run on the CPU at small sizes against the reference. */
+int emulate() {
+    CompileOptions emu;
+    emu.target = Target::CudaEmulated;
+    double worst = 0;
+    {
+        Trmm t;
+        Kernel k = t.pipeline().compile(emu);
+        for (int64_t size : {1, 63, 64, 130}) {
+            RaggedShape s;
+            s.set(t.M, size).set(t.N, size + 3);
+            Buffer l = Buffer::alloc(t.L, s), x = Buffer::alloc(t.X, s), c = Buffer::alloc(t.C, s);
+            fill(l, 1);
+            fill(x, 2);
+            k.run(s, {{t.L, l}, {t.X, x}, {t.C, c}});
+            auto ref = reference_evaluate(t.pipeline(), s, {{t.L, &l}, {t.X, &x}});
+            for (int64_t e = 0; e < c.size(); e++)
+                worst = std::max(worst, std::fabs(c.data<float>()[e] - ref[0][(size_t)e]) /
+                                            std::max(1.0, std::fabs(ref[0][(size_t)e])));
+        }
+    }
+    {
+        Vgemm v;
+        Kernel k = v.pipeline().compile(emu);
+        RaggedShape s;
+        v.bind(s, {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}});
+        Buffer x = Buffer::alloc(v.X, s), y = Buffer::alloc(v.Y, s), c = Buffer::alloc(v.C, s);
+        fill(x, 3);
+        fill(y, 4);
+        k.run(s, {{v.X, x}, {v.Y, y}, {v.C, c}});
+        auto ref = reference_evaluate(v.pipeline(), s, {{v.X, &x}, {v.Y, &y}});
+        for (int64_t e = 0; e < c.size(); e++)
+            worst = std::max(worst, std::fabs(c.data<float>()[e] - ref[0][(size_t)e]) /
+                                        std::max(1.0, std::fabs(ref[0][(size_t)e])));
+    }
+    std::printf("emulated GPU schedules (trmm, vgemm) vs the reference: max relative error %.2e: %s\n", worst,
+                worst < 1e-4 ? "PASS" : "FAIL");
+    return worst < 1e-4 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    int64_t trmm_size = 4096, batch = 64, batches = 2, reps = 10;
+    std::string shapes_file = std::string(CORA_SHARED_DIR) + "/datasets/vbatch_gemm_data.txt", out;
+    bool emulate_only = false;
+    apps::CommandLine cl("cora_gpu_bench", "cora's GPU schedules against cuBLAS (trmm, vgemm) on this machine's GPU");
+    cl.integer("--trmm", &trmm_size, 64, 16384, "trmm size M = N")
+        .integer("--batch", &batch, 1, 4096, "vgemm matrices per batch")
+        .integer("--batches", &batches, 1, 100, "vgemm batches")
+        .integer("--reps", &reps, 1, 1000, "timed repetitions (median)")
+        .text("--shapes", &shapes_file, "FILE", "GEMM shapes, one 'M N K' per line")
+        .text("--out", &out, "FILE", "also write the table (markdown) here")
+        .toggle("--emulate", &emulate_only, "run the schedules emulated at small sizes against the reference");
+    try {
+        if (!cl.parse(argc, argv)) return 0;
+    } catch (const apps::UsageError &e) {
+        std::fprintf(stderr, "cora_gpu_bench: %s\n", e.what());
+        return 2;
+    }
+    try {
+        if (emulate_only) return emulate();
+        std::string why;
+        if (!cuda_device_available(&why)) {
+            std::printf("SKIPPED: no CUDA device: %s\n", why.c_str());
+            return 77;
+        }
+        std::vector<apps::GemmShape> shapes;
+        try {
+            shapes = apps::read_gemm_shape_file(shapes_file, batch * batches, 0, 4096);
+        } catch (const apps::UsageError &e) {
+            std::fprintf(stderr, "cora_gpu_bench: %s\n", e.what());
+            return 2;
+        }
+        cudaDeviceProp prop{};
+        check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+        cublasHandle_t h;
+        check_cublas(cublasCreate(&h), "cublasCreate");
+        check_cublas(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"); // fp32, no TF32
+        std::ostringstream table;
+        table << "# GPU benchmark: cora vs cuBLAS (" << prop.name << ", fp32 without TF32, median of " << reps
+              << ")\n\n| workload | cora ms | baseline | baseline ms | cora speed-up | max rel. error |\n|---|---|---|---|---|---|\n";
+        const float one = 1, zero = 0;
+
+        // trmm
+        {
+            Trmm t;
+            CudaKernel k = compile_cuda_kernel(t.pipeline());
+            RaggedShape s;
+            s.set(t.M, trmm_size).set(t.N, trmm_size);
+            Buffer l = Buffer::alloc(t.L, s), x = Buffer::alloc(t.X, s), c = Buffer::alloc(t.C, s);
+            fill(l, 1);
+            fill(x, 2);
+            for (int64_t a = 0; a < trmm_size; a++) // cuBLAS reads only the triangle; zero the rest for sgemm
+                for (int64_t b = a + 1; b < trmm_size; b++)
+                    l.data<float>()[a * trmm_size + b] = 0;
+            double cora_ms = k.time_ms(s, {{t.L, l}, {t.X, x}, {t.C, c}}, (int)reps);
+            k.run(s, {{t.L, l}, {t.X, x}, {t.C, c}});
+            size_t n = (size_t)(trmm_size * trmm_size);
+            DeviceArray dl(n), dx(n), dc(n);
+            dl.upload(l.data<float>(), n);
+            dx.upload(x.data<float>(), n);
+            int sz = (int)trmm_size;
+            // Row-major C = L X is column-major C^T = X^T L^T, L^T upper-triangular, on the right.
+            double strmm_ms = time_ms((int)reps, [&] {
+                check_cublas(cublasStrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
+                                         sz, sz, &one, dl.p, sz, dx.p, sz, dc.p, sz),
+                             "cublasStrmm");
+            });
+            std::vector<float> ref(n);
+            dc.download(ref.data(), n);
+            double err = max_rel_error(c.data<float>(), ref.data(), n);
+            double sgemm_ms = time_ms((int)reps, [&] {
+                check_cublas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, sz, sz, sz, &one, dx.p, sz, dl.p, sz, &zero, dc.p, sz),
+                             "cublasSgemm");
+            });
+            char row[512];
+            std::snprintf(row, sizeof row, "| trmm %d | %.3f | cublasStrmm | %.3f | %.2fx | %.1e |\n", sz, cora_ms,
+                          strmm_ms, strmm_ms / cora_ms, err);
+            table << row;
+            std::snprintf(row, sizeof row, "| trmm %d | %.3f | padded cublasSgemm | %.3f | %.2fx | |\n", sz, cora_ms,
+                          sgemm_ms, sgemm_ms / cora_ms);
+            table << row;
+        }
+
+        // vgemm
+        {
+            Vgemm v;
+            CudaKernel k = compile_cuda_kernel(v.pipeline());
+            double cora_total = 0, loop_total = 0, padded_total = 0, worst = 0;
+            for (int64_t bi = 0; bi < batches; bi++) {
+                std::vector<apps::GemmShape> part(shapes.begin() + bi * batch, shapes.begin() + (bi + 1) * batch);
+                RaggedShape s;
+                v.bind(s, part);
+                Buffer x = Buffer::alloc(v.X, s), y = Buffer::alloc(v.Y, s), c = Buffer::alloc(v.C, s);
+                fill(x, 3);
+                fill(y, 4);
+                cora_total += k.time_ms(s, {{v.X, x}, {v.Y, y}, {v.C, c}}, (int)reps);
+                k.run(s, {{v.X, x}, {v.Y, y}, {v.C, c}});
+                DeviceArray dx((size_t)x.size()), dy((size_t)y.size()), dc((size_t)c.size());
+                dx.upload(x.data<float>(), (size_t)x.size());
+                dy.upload(y.data<float>(), (size_t)y.size());
+                loop_total += time_ms((int)reps, [&] {
+                    size_t ox = 0, oy = 0, oc = 0;
+                    for (const apps::GemmShape &g : part) {
+                        int gm = g[0], gn = g[1], gk = g[2];
+                        if (gm > 0 && gn > 0)
+                            check_cublas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, gn, gm, gk, &one, dy.p + oy, gn,
+                                                     dx.p + ox, std::max(gk, 1), &zero, dc.p + oc, gn),
+                                         "cublasSgemm");
+                        ox += (size_t)gm * gk;
+                        oy += (size_t)gk * gn;
+                        oc += (size_t)gm * gn;
+                    }
+                });
+                std::vector<float> ref((size_t)c.size());
+                dc.download(ref.data(), ref.size());
+                worst = std::max(worst, max_rel_error(c.data<float>(), ref.data(), ref.size()));
+                int pm = 0, pn = 0, pk = 0;
+                for (const apps::GemmShape &g : part) {
+                    pm = std::max(pm, g[0]);
+                    pn = std::max(pn, g[1]);
+                    pk = std::max(pk, g[2]);
+                }
+                size_t cnt = part.size();
+                DeviceArray px(cnt * pm * pk), py(cnt * pk * pn), pc(cnt * pm * pn);
+                padded_total += time_ms((int)reps, [&] {
+                    check_cublas(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, pn, pm, pk, &one, py.p, pn,
+                                                           (long long)pk * pn, px.p, pk, (long long)pm * pk, &zero,
+                                                           pc.p, pn, (long long)pm * pn, (int)cnt),
+                                 "cublasSgemmStridedBatched");
+                });
+            }
+            char row[512];
+            std::snprintf(row, sizeof row, "| vgemm %lld x %lld | %.3f | cublasSgemm per matrix | %.3f | %.2fx | %.1e |\n",
+                          (long long)batches, (long long)batch, cora_total / batches, loop_total / batches,
+                          loop_total / cora_total, worst);
+            table << row;
+            std::snprintf(row, sizeof row, "| vgemm %lld x %lld | %.3f | padded StridedBatched | %.3f | %.2fx | |\n",
+                          (long long)batches, (long long)batch, cora_total / batches, padded_total / batches,
+                          padded_total / cora_total);
+            table << row;
+        }
+        cublasDestroy(h);
+        std::fputs(table.str().c_str(), stdout);
+        if (!out.empty()) {
+            std::ofstream f(out);
+            if (!f) {
+                std::fprintf(stderr, "cora_gpu_bench: cannot write '%s'\n", out.c_str());
+                return 2;
+            }
+            f << table.str();
+        }
+        return 0;
+    } catch (const Error &e) {
+        std::fprintf(stderr, "cora_gpu_bench: %s\n", e.what());
+        return 1;
+    }
+}
