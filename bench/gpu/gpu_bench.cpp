@@ -52,7 +52,9 @@ struct DeviceArray {
     ~DeviceArray() { cudaFree(p); }
     DeviceArray(const DeviceArray &) = delete;
     DeviceArray &operator=(const DeviceArray &) = delete;
-    void upload(const float *h, size_t n) { check_cuda(cudaMemcpy(p, h, n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy"); }
+    void upload(const float *h, size_t n) {
+        check_cuda(cudaMemcpy(p, h, n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
     void download(float *h, size_t n) const {
         check_cuda(cudaMemcpy(h, p, n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
     }
@@ -85,8 +87,8 @@ struct Trmm {
 /** vgemm C_b = X_b Y_b over ragged sizes: blocks over (column tiles, row tiles, matrix), the tile
  * counts launched at the batch's largest; 16 x 16 threads of 4 x 4 accumulators. */
 struct Vgemm {
-    Dim batch{"batch"}, m{"m"}, n{"n"}, r{"r"}, mo{"mo"}, mi{"mi"}, mt{"mt"}, mr{"mr"}, no{"no"}, ni{"ni"},
-        nt{"nt"}, nr{"nr"}, ro{"ro"}, ri{"ri"};
+    Dim batch{"batch"}, m{"m"}, n{"n"}, r{"r"}, mo{"mo"}, mi{"mi"}, mt{"mt"}, mr{"mr"}, no{"no"}, ni{"ni"}, nt{"nt"},
+        nr{"nr"}, ro{"ro"}, ri{"ri"};
     Param B{"B", 1, 4096};
     LengthArray Ms{"Ms", B, 0, 4096}, Ns{"Ns", B, 0, 4096}, Ks{"Ks", B, 0, 4096};
     Tensor X{"X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}}, Y{"Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}}};
@@ -197,7 +199,8 @@ int main(int argc, char **argv) {
         check_cublas(cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode"); // fp32, no TF32
         std::ostringstream table;
         table << "# GPU benchmark: cora vs cuBLAS (" << prop.name << ", fp32 without TF32, median of " << reps
-              << ")\n\n| workload | cora ms | baseline | baseline ms | cora speed-up | max rel. error |\n|---|---|---|---|---|---|\n";
+              << ")\n\n| workload | cora ms | baseline | baseline ms | cora speed-up | max rel. error "
+                 "|\n|---|---|---|---|---|---|\n";
         const float one = 1, zero = 0;
 
         // trmm
@@ -221,16 +224,17 @@ int main(int argc, char **argv) {
             int sz = (int)trmm_size;
             // Row-major C = L X is column-major C^T = X^T L^T, L^T upper-triangular, on the right.
             double strmm_ms = time_ms((int)reps, [&] {
-                check_cublas(cublasStrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT,
-                                         sz, sz, &one, dl.p, sz, dx.p, sz, dc.p, sz),
+                check_cublas(cublasStrmm(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                                         CUBLAS_DIAG_NON_UNIT, sz, sz, &one, dl.p, sz, dx.p, sz, dc.p, sz),
                              "cublasStrmm");
             });
             std::vector<float> ref(n);
             dc.download(ref.data(), n);
             double err = max_rel_error(c.data<float>(), ref.data(), n);
             double sgemm_ms = time_ms((int)reps, [&] {
-                check_cublas(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, sz, sz, sz, &one, dx.p, sz, dl.p, sz, &zero, dc.p, sz),
-                             "cublasSgemm");
+                check_cublas(
+                    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, sz, sz, sz, &one, dx.p, sz, dl.p, sz, &zero, dc.p, sz),
+                    "cublasSgemm");
             });
             char row[512];
             std::snprintf(row, sizeof row, "| trmm %d | %.3f | cublasStrmm | %.3f | %.2fx | %.1e |\n", sz, cora_ms,
@@ -290,7 +294,8 @@ int main(int argc, char **argv) {
                 });
             }
             char row[512];
-            std::snprintf(row, sizeof row, "| vgemm %lld x %lld | %.3f | cublasSgemm per matrix | %.3f | %.2fx | %.1e |\n",
+            std::snprintf(row, sizeof row,
+                          "| vgemm %lld x %lld | %.3f | cublasSgemm per matrix | %.3f | %.2fx | %.1e |\n",
                           (long long)batches, (long long)batch, cora_total / batches, loop_total / batches,
                           loop_total / cora_total, worst);
             table << row;

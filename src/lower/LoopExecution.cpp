@@ -1,16 +1,18 @@
 /** \file Pass: how each loop runs, decided once for every target (the printers only spell it).
  *
  * Does: one level of parallelism: a Parallel loop inside another Parallel loop, inside a
- * Vectorized one or inside a GPU-bound loop (a block or thread of a kernel), becomes Serial (OpenMP allows no parallel
- * construct inside a simd region, a GPU grid has one level of blocks, and one level is enough to fill the cores). Each
- * remaining Parallel loop gets its WorkSplit: Dynamic when the work of its iterations may differ — a loop bound or a
- * condition inside its body depends on its index, directly or through lets (ragged rows, longest-first ranks, the
- * if-chain of horizontally fused ops) —, Static otherwise (one contiguous range per thread, no shared counter). Left to
- * the printer: how a Vectorized loop is spelled (the C target writes a loop of constant extent whose body is one
- * contiguous store as a single vector statement, other loops under `omp simd`, and no simd construct inside another); a
- * target without vectors runs it serially. Requires: the final loop structure (after hoist_loads). Ensures: no Parallel
- * loop nested in a Parallel or Vectorized loop. Tests: tests/correctness/vector_codegen.cpp (work splits),
- * tests/unit/loop_execution.cpp. */
+ * Vectorized one or inside a GPU-bound loop (a block or thread of a kernel), becomes Serial
+ * (OpenMP allows no parallel construct inside a simd region, a GPU grid has one level of blocks,
+ * and one level is enough to fill the cores). Each remaining Parallel loop gets its WorkSplit:
+ * Dynamic when the work of its iterations may differ — a loop bound or a condition inside its body
+ * depends on its index, directly or through lets (ragged rows, longest-first ranks, the if-chain of
+ * horizontally fused ops) —, Static otherwise (one contiguous range per thread, no shared counter).
+ * Left to the printer: how a Vectorized loop is spelled (the C target writes a loop of constant
+ * extent whose body is one contiguous store as a single vector statement, other loops under
+ * `omp simd`, and no simd construct inside another); a target without vectors runs it serially.
+ * Requires: the final loop structure (after hoist_loads). Ensures: no Parallel loop nested in a
+ * Parallel, Vectorized or GPU-bound loop. Tests: tests/correctness/vector_codegen.cpp (work
+ * splits), tests/unit/loop_execution.cpp, tests/correctness/gpu_schedules.cpp. */
 #include <algorithm>
 #include <set>
 

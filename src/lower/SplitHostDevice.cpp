@@ -281,8 +281,8 @@ private:
 
 /** Host statements setting `acc` to the largest extent of the `kind` loops of a kernel (a block or
  * thread axis): a loop over each block loop on the way (same variable, same extent), its lets and
- * guards, and at each bound loop `acc = max(acc, extent)`. A variable of the kernel that is not mirrored (a serial or
- * thread loop, a let that depends on one) in an extent is a CompileError. */
+ * guards, and at each bound loop `acc = max(acc, extent)`. A variable of the kernel that is not
+ * mirrored (a serial or thread loop, a let that depends on one) in an extent is a CompileError. */
 class LaunchExtentMax {
 public:
     LaunchExtentMax(const std::string &what, const std::set<const VarNode *> &kernel_vars, ForKind kind,
