@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "analysis/Bounds.h"
-#include "cora/Target.h"
 #include "analysis/ProverChain.h"
 #include "analysis/StorageLayout.h"
+#include "cora/Target.h"
 #include "front/Schedule.h"
 #include "ir/Module.h"
 #include "ir/Tensor.h"
