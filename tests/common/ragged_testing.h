@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cora/cora.h"
@@ -147,6 +148,44 @@ inline void bind_vgemm_shape(RaggedShape &s, const Param &B, const LengthArray &
     for (size_t i = 0; i < l.size(); i++)
         ks[i] = l[(i + 1) % l.size()];
     s.set(B, (int64_t)l.size()).set(Ms, l).set(Ns, ns).set(Ks, ks);
+}
+
+/** The inputs of a ragged vgemm C_b = X_b Y_b over [batch: B, m: Ms(b), r: Ks(b)] x [.., r, n: Ns(b)],
+ * sizes up to 23, bound by bind_vgemm_shape. */
+struct VgemmInputs {
+    Dim batch{"batch"}, m{"m"}, n{"n"}, r{"r"};
+    Param B{"B", 1, 16};
+    LengthArray Ms{"Ms", B, 0, 23}, Ns{"Ns", B, 0, 23}, Ks{"Ks", B, 0, 23};
+    Tensor X{"X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}}, Y{"Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}}};
+    /** C = X Y, defined (unscheduled). */
+    Func product(const std::string &name) const {
+        Func C(name, {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+        C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), X(b, i, r) * Y(b, r, j)); });
+        return C;
+    }
+    std::function<void(RaggedShape &, const std::vector<int32_t> &)> bind() const {
+        return [B = B, Ms = Ms, Ns = Ns, Ks = Ks](RaggedShape &s, const std::vector<int32_t> &l) {
+            bind_vgemm_shape(s, B, Ms, Ns, Ks, l);
+        };
+    }
+};
+
+/** Runs `k` (a Kernel or CudaKernel computing C = A Bm, dense, sizes from params M, N, K) on each
+ * (M, N, K) of `sizes` with random inputs, against the reference. */
+template <class CompiledKernel>
+void check_dense_gemm(const Pipeline &p, const CompiledKernel &k, const Param &M, const Param &N, const Param &K,
+                      const Tensor &A, const Tensor &Bm, const Func &C,
+                      const std::vector<std::tuple<int, int, int>> &sizes) {
+    for (auto [m, n, kk] : sizes) {
+        INFO("M " << m << " N " << n << " K " << kk);
+        RaggedShape shape;
+        shape.set(M, m).set(N, n).set(K, kk);
+        Buffer a = Buffer::alloc(A, shape), b = Buffer::alloc(Bm, shape), c = Buffer::alloc(C, shape);
+        fill_random(a, 1 + m);
+        fill_random(b, 2 + n);
+        k.run(shape, {{A, a}, {Bm, b}, {C, c}});
+        require_close(c, reference_evaluate(p, shape, {{A, &a}, {Bm, &b}})[0]);
+    }
 }
 
 /** Row softmax of scores S over [batch: B, q: len(b), kv: len(b)], as four Funcs: the row

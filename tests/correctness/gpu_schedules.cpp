@@ -147,13 +147,12 @@ TEST_CASE("a projection over packed tokens with per-thread register tiles matche
 TEST_CASE("vgemm with a block per matrix and ragged thread extents matches the reference", "[gpu]") {
     // A block per matrix of the batch; threads over its 4 x 8 tiles in x and y (the launch takes
     // the largest matrix, found on the host); a 4 x 8 register tile per thread.
-    Dim batch("batch"), m("m"), n("n"), rr("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
-    Param B("B", 1, 16);
-    LengthArray Ms("Ms", B, 0, 23), Ns("Ns", B, 0, 23), Ks("Ks", B, 0, 23);
-    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {rr, Ks(batch)}}), Y("Y", {{batch, B}, {rr, Ks(batch)}, {n, Ns(batch)}});
-    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); };
-    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-    C.compute([&](Expr b, Expr i, Expr j) { return sum(rr, Ks(b), X(b, i, rr) * Y(b, rr, j)); });
+    testing::VgemmInputs v;
+    const Dim &batch = v.batch, &m = v.m, &n = v.n, &rr = v.r;
+    Dim mo("mo"), mi("mi"), no("no"), ni("ni");
+    const Tensor &X = v.X, &Y = v.Y;
+    auto bind = v.bind();
+    Func C = v.product("C");
     C.split(m, mo, mi, 4).split(n, no, ni, 8).reorder({batch, mo, no, rr, mi, ni});
     C.gpu_blocks(batch).gpu_threads(no, mo).unroll(mi).vectorize(ni).cache_write(no);
     Pipeline p({C}, "gpu_vgemm");
@@ -174,13 +173,12 @@ TEST_CASE("vgemm with a block per 8 x 8 tile of each matrix: ragged grid axes", 
     // Blocks over (no, mo, batch) in x, y, z: the tile counts differ per matrix, so the grid takes
     // the largest (a host loop over the matrices) and the blocks past a matrix's tiles do nothing;
     // 8 x 8 threads per block, one element each.
-    Dim batch("batch"), m("m"), n("n"), rr("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
-    Param B("B", 1, 16);
-    LengthArray Ms("Ms", B, 0, 23), Ns("Ns", B, 0, 23), Ks("Ks", B, 0, 23);
-    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {rr, Ks(batch)}}), Y("Y", {{batch, B}, {rr, Ks(batch)}, {n, Ns(batch)}});
-    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); };
-    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-    C.compute([&](Expr b, Expr i, Expr j) { return sum(rr, Ks(b), X(b, i, rr) * Y(b, rr, j)); });
+    testing::VgemmInputs v;
+    const Dim &batch = v.batch, &m = v.m, &n = v.n, &rr = v.r;
+    Dim mo("mo"), mi("mi"), no("no"), ni("ni");
+    const Tensor &X = v.X, &Y = v.Y;
+    auto bind = v.bind();
+    Func C = v.product("C");
     C.split(m, mo, mi, 8).split(n, no, ni, 8).reorder({batch, mo, no, mi, ni, rr});
     C.gpu_blocks(no, mo, batch).gpu_threads(ni, mi);
     Pipeline p({C}, "gpu_vgemm_tiles");
@@ -376,17 +374,9 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
             REQUIRE(count_occurrences(cp.source, "__shared__ float") == 2);
             REQUIRE(count_occurrences(cp.source, "__syncthreads();") == 4);
             REQUIRE_THAT(kern.lowered(), Contains(", (16, 16, 1)>>>"));
-            for (auto [m, n, kk] : std::vector<std::tuple<int, int, int>>{
-                     {0, 5, 3}, {1, 1, 1}, {16, 16, 8}, {17, 33, 9}, {15, 16, 0}, {100, 37, 100}, {32, 1, 24}}) {
-                INFO("M " << m << " N " << n << " K " << kk);
-                RaggedShape shape;
-                shape.set(M, m).set(N, n).set(K, kk);
-                Buffer a = Buffer::alloc(A, shape), b = Buffer::alloc(Bm, shape), c = Buffer::alloc(C, shape);
-                testing::fill_random(a, 1 + m);
-                testing::fill_random(b, 2 + n);
-                kern.run(shape, {{A, a}, {Bm, b}, {C, c}});
-                testing::require_close(c, reference_evaluate(p, shape, {{A, &a}, {Bm, &b}})[0]);
-            }
+            testing::check_dense_gemm(
+                p, kern, M, N, K, A, Bm, C,
+                {{0, 5, 3}, {1, 1, 1}, {16, 16, 8}, {17, 33, 9}, {15, 16, 0}, {100, 37, 100}, {32, 1, 24}});
         }
     }
     SECTION("panels larger than a block's shared memory") {

@@ -30,17 +30,8 @@ TEST_CASE("a GEMM with shared-memory panels matches the reference on the device"
     C.cache_read(A, ko).cache_read(Bm, ko);
     Pipeline p({C}, "gpu_device_gemm");
     CudaKernel kern = compile_cuda_kernel(p);
-    for (auto [m, n, kk] : std::vector<std::tuple<int, int, int>>{
-             {0, 5, 3}, {1, 1, 1}, {32, 32, 16}, {33, 65, 17}, {300, 257, 300}, {64, 1, 48}}) {
-        INFO("M " << m << " N " << n << " K " << kk);
-        RaggedShape shape;
-        shape.set(M, m).set(N, n).set(K, kk);
-        Buffer a = Buffer::alloc(A, shape), b = Buffer::alloc(Bm, shape), c = Buffer::alloc(C, shape);
-        testing::fill_random(a, 1 + m);
-        testing::fill_random(b, 2 + n);
-        kern.run(shape, {{A, a}, {Bm, b}, {C, c}});
-        testing::require_close(c, reference_evaluate(p, shape, {{A, &a}, {Bm, &b}})[0]);
-    }
+    testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C,
+                              {{0, 5, 3}, {1, 1, 1}, {32, 32, 16}, {33, 65, 17}, {300, 257, 300}, {64, 1, 48}});
 }
 
 int main(int argc, char **argv) {
