@@ -11,10 +11,11 @@ namespace cora {
 
 /** One architecture's code of a CudaProgram. */
 struct CudaBinary {
-    int arch;          ///< sm_<arch>, e.g. 80 (A100) or 90 (H100)
-    std::string cubin; ///< SASS, loadable with cuModuleLoadData
-    std::string ptx;   ///< PTX for compute_<arch>
-    std::string log;   ///< NVRTC's warnings, if any
+    int arch;                ///< sm_<arch>, e.g. 80 (A100) or 90 (H100)
+    std::string cubin;       ///< SASS, loadable with cuModuleLoadData
+    std::string ptx;         ///< PTX for compute_<arch>
+    std::string log;         ///< NVRTC's warnings, if any
+    bool from_cache = false; ///< loaded from the kernel cache (CompileOptions::cache_dir), not compiled
 };
 
 /** The device side of a pipeline lowered for Target::Cuda. */
@@ -36,7 +37,8 @@ bool cuda_compiler_available(std::string *why = nullptr);
 /** Lowers `p` for Target::Cuda (opts.target is ignored) and compiles its device kernels with
  * NVRTC for each sm_<arch> in `archs`. CompileError for a schedule that is illegal on a GPU or
  * code NVRTC rejects (with its log); RuntimeError when NVRTC cannot be loaded. With no
- * architectures, only the source is produced. */
+ * architectures, only the source is produced. NVRTC's output is kept in the kernel cache
+ * (opts.cache_dir), keyed by the source, the architecture and NVRTC's version. */
 CudaProgram compile_cuda(const Pipeline &p, const std::vector<int> &archs, CompileOptions opts = {});
 
 /** Whether a CUDA GPU can run kernels here: the driver library (libcuda.so.1) loads, cuInit succeeds

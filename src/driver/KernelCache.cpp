@@ -123,13 +123,23 @@ fs::path KernelCache::temp_path(const std::string &key, const std::string &suffi
     return dir_ / ("k" + key + ".tmp" + unique_suffix() + suffix);
 }
 
-bool KernelCache::verified(const std::string &key) const {
-    std::string bytes, record;
-    if (!read_file(library_path(key), bytes) || !read_file(sum_path(key), record)) return false;
-    return record == checksum_record(key, bytes);
+fs::path KernelCache::data_path(const std::string &key) const { return dir_ / ("k" + key + ".bin"); }
+
+bool KernelCache::verified_file(const std::string &key, const fs::path &entry, std::string *bytes) const {
+    std::string content, record;
+    if (!read_file(entry, content) || !read_file(sum_path(key), record)) return false;
+    if (record != checksum_record(key, content)) return false;
+    if (bytes) *bytes = std::move(content);
+    return true;
 }
 
+bool KernelCache::verified(const std::string &key) const { return verified_file(key, library_path(key), nullptr); }
+
 void KernelCache::publish(const std::string &key, const fs::path &tmp) const {
+    publish_file(key, tmp, library_path(key));
+}
+
+void KernelCache::publish_file(const std::string &key, const fs::path &tmp, const fs::path &entry) const {
     std::string bytes;
     if (!read_file(tmp, bytes))
         throw EnvironmentError(concat("cora: cannot read the compiled kernel '", tmp.string(), "'"));
@@ -140,16 +150,42 @@ void KernelCache::publish(const std::string &key, const fs::path &tmp) const {
         f.close();
         if (!f) throw EnvironmentError(concat("cora: cannot write '", sum_tmp.string(), "' (is the disk full?)"));
     }
-    // The checksum first: a reader that sees the new library also sees its checksum. A concurrent
+    // The checksum first: a reader that sees the new entry also sees its checksum. A concurrent
     // writer of the same key can interleave; a mismatch then only costs a recompile.
     std::error_code ec;
     fs::rename(sum_tmp, sum_path(key), ec);
-    if (!ec) fs::rename(tmp, library_path(key), ec);
+    if (!ec) fs::rename(tmp, entry, ec);
     if (ec) {
         fs::remove(sum_tmp, ec);
         throw EnvironmentError(
             concat("cora: cannot move a kernel into the cache '", dir_.string(), "': ", ec.message()));
     }
+}
+
+std::optional<std::string> KernelCache::read_data(const std::string &key) const {
+    std::string bytes;
+    if (verified_file(key, data_path(key), &bytes)) return bytes;
+    std::error_code ec;
+    if (fs::exists(data_path(key), ec)) {
+        fs::remove(data_path(key), ec);
+        fs::remove(sum_path(key), ec);
+    }
+    return std::nullopt;
+}
+
+void KernelCache::write_data(const std::string &key, const std::string &bytes) const {
+    fs::path tmp = temp_path(key, ".bin");
+    {
+        std::ofstream f(tmp, std::ios::binary);
+        f << bytes;
+        f.close();
+        std::error_code ec;
+        if (!f) {
+            fs::remove(tmp, ec);
+            throw EnvironmentError(concat("cora: cannot write '", tmp.string(), "' (is the disk full?)"));
+        }
+    }
+    publish_file(key, tmp, data_path(key));
 }
 
 std::optional<std::string> KernelCache::read_note(const std::string &name) const {

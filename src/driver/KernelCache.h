@@ -7,7 +7,8 @@
  *     user or root and be writable by nobody else unless sticky (as /tmp is) — else
  *     EnvironmentError, saying how to fix it;
  *   - the default without HOME is a per-user directory, $TMPDIR/cora-cache-<uid>, never a shared one.
- * Integrity. Each entry k<key>.so has a sidecar k<key>.sum with its size and content hash (keyed
+ * Entries are compiled libraries (k<key>.so) or data (k<key>.bin: device code, see CudaProgram.cpp).
+ * Integrity. Each entry k<key>.so or k<key>.bin has a sidecar k<key>.sum with its size and content hash (keyed
  * by the entry's key). An entry is loaded only when the two match; a truncated, corrupted or
  * replaced file is removed and compiled again. The checksum detects accidents and tools that do
  * not know it; it is not a signature — against people, the directory's permissions protect.
@@ -39,6 +40,12 @@ public:
     /** Removes entry `key` (library and checksum); missing files are not an error. */
     void evict(const std::string &key) const;
 
+    /** The bytes of data entry `key` (compiled device code, e.g. a cubin) when it exists and matches
+     * its checksum; nullopt otherwise (a mismatching entry is removed). */
+    std::optional<std::string> read_data(const std::string &key) const;
+    /** Keeps `bytes` as data entry `key`, with its checksum, published atomically. */
+    void write_data(const std::string &key, const std::string &bytes) const;
+
     /** A small text the cache keeps under `name` (e.g. a compiler's version line), or nullopt. */
     std::optional<std::string> read_note(const std::string &name) const;
     /** Keeps `text` under `name`, published atomically; failures are ignored (a note is only a
@@ -47,6 +54,10 @@ public:
 
 private:
     std::filesystem::path sum_path(const std::string &key) const;
+    std::filesystem::path data_path(const std::string &key) const;
+    bool verified_file(const std::string &key, const std::filesystem::path &entry, std::string *bytes) const;
+    void publish_file(const std::string &key, const std::filesystem::path &tmp,
+                      const std::filesystem::path &entry) const;
     std::filesystem::path dir_;
 };
 

@@ -7,9 +7,13 @@
 #include "common/random_gpu_schedule.h"
 
 #include <array>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
+
+#include <unistd.h>
 
 #include "driver/JIT.h"
 
@@ -314,6 +318,61 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
             REQUIRE_THROWS_WITH(compile_cuda(Pipeline({F}, "arch"), {7}),
                                 Contains("CUDA architecture sm_7 is not one NVRTC knows"));
     }
+}
+
+TEST_CASE("NVRTC's output is cached by content: source, architecture and NVRTC version", "[gpu][cache]") {
+    std::string why;
+    if (!cuda_compiler_available(&why)) {
+        WARN("SKIPPED: NVRTC cache: " << why);
+        return;
+    }
+    namespace fs = std::filesystem;
+    fs::path dir = fs::temp_directory_path() / ("cora-nvrtc-cache-" + std::to_string(getpid()));
+    fs::remove_all(dir);
+    CompileOptions o;
+    o.cache_dir = dir.string();
+    Ragged r;
+    Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+    auto pipeline = [&](float factor) {
+        Func F("F", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
+        F.compute([&](Expr b, Expr s) { return A(b, s) * factor; });
+        F.gpu_blocks(r.batch).gpu_threads(r.seq);
+        return Pipeline({F}, "cached");
+    };
+    auto entries = [&] {
+        int n = 0;
+        for (const auto &e : fs::directory_iterator(dir))
+            n += e.path().extension() == ".bin";
+        return n;
+    };
+    CudaProgram first = compile_cuda(pipeline(2.f), {80, 90}, o);
+    REQUIRE(!first.binaries[0].from_cache);
+    REQUIRE(!first.binaries[1].from_cache);
+    REQUIRE(entries() == 2);
+    CudaProgram again = compile_cuda(pipeline(2.f), {90, 80}, o);
+    REQUIRE(again.binaries[0].from_cache);
+    REQUIRE(again.binaries[1].from_cache);
+    REQUIRE(again.binaries[0].cubin == first.binaries[1].cubin);
+    REQUIRE(again.binaries[1].ptx == first.binaries[0].ptx);
+
+    SECTION("other code is another entry") {
+        CudaProgram other = compile_cuda(pipeline(3.f), {90}, o);
+        REQUIRE(!other.binaries[0].from_cache);
+        REQUIRE(other.binaries[0].cubin != first.binaries[1].cubin);
+        REQUIRE(entries() == 3);
+    }
+    SECTION("a damaged entry is compiled again and replaced") {
+        for (const auto &e : fs::directory_iterator(dir))
+            if (e.path().extension() == ".bin") {
+                std::ofstream f(e.path(), std::ios::binary | std::ios::trunc);
+                f << "cora-nvrtc-record 1\n12\nshort";
+            }
+        CudaProgram rebuilt = compile_cuda(pipeline(2.f), {80}, o);
+        REQUIRE(!rebuilt.binaries[0].from_cache);
+        REQUIRE(rebuilt.binaries[0].cubin == first.binaries[0].cubin);
+        REQUIRE(compile_cuda(pipeline(2.f), {80}, o).binaries[0].from_cache);
+    }
+    fs::remove_all(dir);
 }
 
 TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
