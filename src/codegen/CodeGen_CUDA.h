@@ -19,6 +19,13 @@ namespace cora::ir {
 /** The CUDA C++ source of the module's device kernels (empty module: the prologue only). */
 std::string codegen_cuda(const Module &m);
 
+/** The CUDA source of the module's kernels wrapped to run on CPU threads (CudaOnCpu.cpp): a thread
+ * per CUDA thread, __shared__ per block, __syncthreads a barrier (divergent ones reported). It
+ * defines `extern "C" int cora_cuda_on_cpu_launch(int kernel, const long long *grid, const long long
+ * *threads, void **params, char *error, int error_size)`, cora_device_t::launch's contract. For
+ * tests of the CUDA path without a GPU. */
+std::string codegen_cuda_on_cpu(const Module &m);
+
 /** The C++ source of the module's host entry for the CUDA runtime: the CPU entry's argument checks,
  * then each LaunchKernel as a call of cora_device_t::launch (prelude/cora_runtime.h) with the
  * kernel's parameters (length and aux arrays replaced by their device copies), intermediates

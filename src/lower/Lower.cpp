@@ -22,6 +22,7 @@
  *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops
  *  10. decide_loop_execution: one level of parallel loops, each with its work split
  *  11. split_host_device (GPU targets): each nest of block loops becomes a device kernel and a launch
+ *  12. slice_thread_tiles (CUDA): block-level register tiles become per-thread slices
  * The result is a Module (ir/Module.h): the entry, for AOT the size query, for GPU targets the
  * device kernels; each pass returns
  * what later ones need (arguments, permutations, guard counts), and the LoweringContext holds only
@@ -142,6 +143,9 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     std::vector<LoweredFunc> device_kernels;
     s = pass.run("split_host_device", Stage::Materialized,
                  [&] { return split_host_device(s, kernel_prefix(name), ctx.target, device_kernels); });
+    if (ctx.target == Target::Cuda) // the emulation runs thread loops as loops: it needs whole tiles
+        for (LoweredFunc &k : device_kernels)
+            k.body = pass.run("slice_thread_tiles", Stage::Materialized, [&] { return slice_thread_tiles(k.body); });
 
     LoweredModule m;
     m.name = name;

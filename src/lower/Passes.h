@@ -38,5 +38,8 @@ Stmt decide_loop_execution(const Stmt &s);
  * named `<kernel_prefix>_k<n>`) and a LaunchKernel in its place. (SplitHostDevice.cpp) */
 Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target,
                        std::vector<LoweredFunc> &kernels);
+/** Target::Cuda: a block-level register tile whose threads touch disjoint parts becomes one
+ * slice per thread (SliceThreadTiles.cpp). */
+Stmt slice_thread_tiles(const Stmt &kernel_body);
 
 } // namespace cora::ir

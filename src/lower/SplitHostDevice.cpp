@@ -14,7 +14,7 @@
  *    when the sizes are constants, else an Assert before the launch.
  * Each block and thread runs the bound loop's body for its own index when that index is below the
  * loop's extent (the printers write the bound check), so extents smaller than the launch are safe;
- * an axis with one loop whose extent is the launch size needs no check (LoweredFunc::exact_bindings).
+ * an axis whose loops all have the launch size as their extent needs no check (LoweredFunc::exact_bindings).
  * Shared memory: in a kernel with thread loops, a tile written outside them (cache_read at a block
  * or serial loop around the thread loops) is the block's: it moves to shared memory (at most 48 KiB
  * in all, else a CompileError) and its copy becomes a GpuLanes loop, shared by the block's threads
@@ -409,7 +409,12 @@ private:
                     size = size.defined() ? Max::make(size, f->extent) : f->extent;
                 }
                 if (host_known) {
-                    if (loops.size() == 1) exact.push_back(kind);
+                    // Exact: every loop bound to the axis runs to the launch size (one loop, or the
+                    // init, update and write-back loops of one tile, all over the same extent).
+                    bool same = true;
+                    for (const For *f : loops)
+                        same = same && equal(simplify(f->extent), simplify(loops[0]->extent));
+                    if (same) exact.push_back(kind);
                     return simplify(size);
                 }
                 VarPtr acc = make_var(name + "_" + what_axis + "_" + "xyz"[gpu_axis(kind)], VarRole::Local);

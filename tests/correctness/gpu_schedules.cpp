@@ -5,6 +5,7 @@
 // sm_90 (when a CUDA toolkit is installed). A differential test runs random GPU schedules.
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
+#include "common/cuda_on_cpu.h"
 
 #include <array>
 #include <filesystem>
@@ -448,6 +449,37 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
                             Contains("its shared-memory tiles ('A_cache') take 65536 bytes, more than the 49152 a "
                                      "block may use"));
     }
+}
+
+TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced per thread", "[gpu]") {
+    // C's tile is cached at the block loop jo, outside the k-panel loop ko: the accumulators of the
+    // block's 64 x 64 outputs live across the panels. In CUDA each of the 16 x 16 threads keeps only
+    // its 4 x 4 slice (slice_thread_tiles); the emulation keeps the block's tile. Both run here, the
+    // CUDA source on CPU threads (common/cuda_on_cpu.h), against the reference.
+    Dim i("i"), j("j"), k("k"), io("io"), ii("ii"), it("it"), ir("ir"), jo("jo"), ji("ji"), jt("jt"), jr("jr"),
+        ko("ko"), ki("ki");
+    Param M("M", 0, 200), N("N", 0, 200), K("K", 0, 200);
+    Tensor A("A", {{i, M}, {k, K}}), Bm("Bm", {{k, K}, {j, N}});
+    Func C("C", {{i, M}, {j, N}});
+    C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
+    C.split(i, io, ii, 32).split(ii, it, ir, 4).split(j, jo, ji, 32).split(ji, jt, jr, 4).split(k, ko, ki, 8);
+    C.reorder({io, jo, ko, it, jt, ki, ir, jr}).gpu_blocks(jo, io).gpu_threads(jt, it);
+    C.cache_read(A, ko).cache_read(Bm, ko).unroll(ir).unroll(jr).cache_write(jo);
+    Pipeline p({C}, "gemm_sliced");
+    CudaProgram cp = require_cuda_compiles(p);
+    INFO(cp.kernel_ir[0]);
+    REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
+    REQUIRE_THAT(cp.kernel_ir[0], Contains("C_tile[((ir * 4) + jr)] = 0f"));
+    REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];"));
+    // Every thread loop runs to the launch size: no bound checks on the thread indices.
+    REQUIRE(count_occurrences(cp.source, "threadIdx.x < ") == 0);
+    const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3}, {1, 1, 1},    {32, 32, 8},
+                                                          {33, 65, 9}, {31, 32, 0}, {100, 37, 200}};
+    Kernel emulated_kernel = p.compile(emulated());
+    REQUIRE_THAT(emulated_kernel.lowered(), Contains("C_tile[float32 * 1024]"));
+    testing::check_dense_gemm(p, emulated_kernel, M, N, K, A, Bm, C, sizes);
+    testing::CudaOnCpu on_cpu(p);
+    testing::check_dense_gemm(p, on_cpu, M, N, K, A, Bm, C, sizes);
 }
 
 namespace {
