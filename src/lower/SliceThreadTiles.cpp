@@ -44,9 +44,9 @@ public:
     TileSlicer(const VarNode *tile, std::set<int> kernel_axes) : tile_(tile), kernel_axes_(std::move(kernel_axes)) {}
 
     bool ok = true;
-    int64_t slice = 0;                               ///< S
-    std::map<const void *, Expr> new_index;          ///< by Load/Store node
-    std::map<int, int64_t> strides;                  ///< c_a by axis
+    int64_t slice = 0;                      ///< S
+    std::map<const void *, Expr> new_index; ///< by Load/Store node
+    std::map<int, int64_t> strides;         ///< c_a by axis
 
     /** After the walk: the mixed-radix condition and the ranges of the rests. */
     bool finish() {

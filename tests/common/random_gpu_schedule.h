@@ -2,7 +2,8 @@
  * (tests/correctness/gpu_schedules.cpp) and the device test (tests/gpu/gpu_run.cpp): a ragged
  * elementwise op or a projection over packed tokens, bound as a block per sentence or as fused
  * tokens (bulk-padded or guarded) in blocks of 1..64, threads over tokens and/or outputs, serial
- * or unrolled inner loops, register tiles (cache_write), the weight in shared memory (cache_read
+ * or unrolled inner loops, register tiles (cache_write at the innermost thread loop, or at the
+ * block loop: the block's tile, sliced per thread in CUDA), the weight in shared memory (cache_read
  * at the block loop). */
 #pragma once
 
@@ -69,9 +70,15 @@ inline RandomGpuCase random_gpu_case(std::mt19937 &rng, const std::string &name)
         order.push_back(oi);
         F.reorder(order);
         if (rng() % 2) F.unroll(oi);
-        if (!threads.empty() && rng() % 2 && f > 1) {
+        const bool fused = blocks[0].name() == "to"; // the loops inside the block loop have constant extents
+        const unsigned tile = rng() % 3;
+        if (!threads.empty() && tile == 1 && f > 1) {
             F.cache_write(order[blocks.size() + threads.size() - 1]);
-            desc += " cache_write";
+            desc += " cache_write(thread)";
+        } else if (!threads.empty() && tile == 2 && fused) {
+            // The block's tile: in CUDA each thread keeps its slice (slice_thread_tiles).
+            F.cache_write(blocks[0]);
+            desc += " cache_write(block)";
         }
         if (rng() % 2) {
             // All of W, copied per block: into shared memory by the block's threads when the

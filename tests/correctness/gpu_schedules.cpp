@@ -3,9 +3,9 @@
 // device kernels run on the CPU (Target::CudaEmulated: every block and thread in turn) against
 // the reference on the edge-case batches, and the CUDA source compiled by NVRTC for sm_80 and
 // sm_90 (when a CUDA toolkit is installed). A differential test runs random GPU schedules.
+#include "common/cuda_on_cpu.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
-#include "common/cuda_on_cpu.h"
 
 #include <array>
 #include <filesystem>
@@ -101,6 +101,7 @@ TEST_CASE("a ragged elementwise op on GPU blocks and threads matches the referen
             if (variant == 1 || variant == 2) REQUIRE_THAT(ir, Contains(", (32, 1, 1)>>>"));
             if (variant == 3) REQUIRE_THAT(ir, Contains(", (4, 8, 1)>>>"));
             check_against_reference(p, k, {A}, r.bind, 40, 32, 7 + variant);
+            check_against_reference(p, testing::CudaOnCpu(p), {A}, r.bind, 40, 32, 7 + variant);
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.source);
             REQUIRE_THAT(cp.source, Contains("__global__ void cora_gpu_scale_" + std::to_string(variant) + "_k0("));
@@ -141,6 +142,7 @@ TEST_CASE("a projection over packed tokens with per-thread register tiles matche
             INFO(kern.lowered());
             REQUIRE_THAT(kern.lowered(), Contains(", (6, 8, 1)>>>"));
             check_against_reference(p, kern, {X, W, bias}, r.bind, 40, 8, 21 + variant);
+            check_against_reference(p, testing::CudaOnCpu(p), {X, W, bias}, r.bind, 40, 8, 21 + variant);
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.source);
             if (variant == 1) REQUIRE_THAT(cp.source, Contains("float Y_tile_[int64_t(4)];"));
@@ -167,6 +169,7 @@ TEST_CASE("vgemm with a block per matrix and ragged thread extents matches the r
     REQUIRE_THAT(ir, Contains("_threads_x = max("));
     REQUIRE_THAT(ir, Contains("_threads_y = max("));
     check_against_reference(p, k, {X, Y}, bind, 23, 8, 5);
+    check_against_reference(p, testing::CudaOnCpu(p), {X, Y}, bind, 23, 8, 5);
     CudaProgram cp = require_cuda_compiles(p);
     REQUIRE(cp.kernel_ir.size() == 1);
     REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_blocks.x for batch"));
@@ -195,6 +198,7 @@ TEST_CASE("vgemm with a block per 8 x 8 tile of each matrix: ragged grid axes", 
     REQUIRE_THAT(ir,
                  Contains("<<<(cora_gpu_vgemm_tiles_k0_blocks_x, cora_gpu_vgemm_tiles_k0_blocks_y, B), (8, 8, 1)>>>"));
     check_against_reference(p, k, {X, Y}, bind, 23, 8, 9);
+    check_against_reference(p, testing::CudaOnCpu(p), {X, Y}, bind, 23, 8, 9);
     CudaProgram cp = require_cuda_compiles(p);
     INFO(cp.source);
     REQUIRE_THAT(cp.source, Contains("blockIdx.z"));
@@ -220,6 +224,7 @@ TEST_CASE("horizontally fused ops share one launch; producers and consumers laun
     REQUIRE(count_occurrences(ir, "launch ") == 2);
     REQUIRE(ir.find("launch cora_gpu_hfuse_k0") < ir.find("launch cora_gpu_hfuse_k1"));
     check_against_reference(p, k, {A}, r.bind, 40, 16, 3);
+    check_against_reference(p, testing::CudaOnCpu(p), {A}, r.bind, 40, 16, 3);
     require_cuda_compiles(p);
 }
 
@@ -378,9 +383,10 @@ TEST_CASE("NVRTC's output is cached by content: source, architecture and NVRTC v
 
 TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
     // Each schedule (common/random_gpu_schedule.h) runs emulated against the reference on the
-    // edge-case batches; every tenth is compiled by NVRTC too.
+    // edge-case batches; every fourth, and each with a block-level tile, also as CUDA source on CPU
+    // threads; every tenth is compiled by NVRTC too.
     std::mt19937 rng(20261124);
-    int compiled = 0, nvrtc = 0, shared = 0, tiles = 0;
+    int compiled = 0, nvrtc = 0, shared = 0, tiles = 0, on_threads = 0, sliced = 0;
     std::string why;
     const bool have_nvrtc = cuda_compiler_available(&why);
     for (int trial = 0; trial < 40; trial++) {
@@ -400,11 +406,30 @@ TEST_CASE("random GPU schedules of ragged ops match the reference when emulated"
             require_cuda_compiles(c.pipeline);
             nvrtc++;
         }
+        // The CUDA source on CPU threads: every block-level tile, and every fourth schedule.
+        if (trial % 4 == 0 || c.description.find("cache_write(block)") != std::string::npos) {
+            testing::CudaOnCpu on_cpu(c.pipeline);
+            check_against_reference(c.pipeline, on_cpu, c.inputs, c.bind, 40, 8, 100 + trial);
+            on_threads++;
+            // A block-level tile: the block's in the emulation, one thread's in CUDA.
+            auto tile_size = [](const std::string &ir) {
+                size_t at = ir.find("F_tile[float32 * ");
+                return at == std::string::npos ? 0L : std::stol(ir.substr(at + 17));
+            };
+            const int64_t whole = tile_size(kern->lowered()), slice = tile_size(driver::print_module(on_cpu.module()));
+            if (c.description.find("cache_write(block)") != std::string::npos) {
+                REQUIRE(slice > 0);
+                REQUIRE(slice <= whole); // equal: one thread per block, or threads over no tile dim
+                sliced += slice < whole;
+            }
+        }
     }
     std::cerr << "random GPU schedules: " << compiled << " run emulated (" << shared << " with shared memory, " << tiles
-              << " with per-thread tiles), " << nvrtc << " compiled by NVRTC"
+              << " with per-thread tiles), " << on_threads << " run as CUDA on CPU threads (" << sliced
+              << " block tiles sliced per thread), " << nvrtc << " compiled by NVRTC"
               << (have_nvrtc ? "" : " (SKIPPED: " + why + ")") << "\n";
     REQUIRE(compiled == 40);
+    REQUIRE(sliced > 0);
 }
 
 TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches the reference", "[gpu]") {
@@ -434,9 +459,10 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
             REQUIRE(count_occurrences(cp.source, "__shared__ float") == 2);
             REQUIRE(count_occurrences(cp.source, "__syncthreads();") == 4);
             REQUIRE_THAT(kern.lowered(), Contains(", (16, 16, 1)>>>"));
-            testing::check_dense_gemm(
-                p, kern, M, N, K, A, Bm, C,
-                {{0, 5, 3}, {1, 1, 1}, {16, 16, 8}, {17, 33, 9}, {15, 16, 0}, {100, 37, 100}, {32, 1, 24}});
+            const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},      {16, 16, 8}, {17, 33, 9},
+                                                                  {15, 16, 0}, {100, 37, 100}, {32, 1, 24}};
+            testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C, sizes);
+            testing::check_dense_gemm(p, testing::CudaOnCpu(p), M, N, K, A, Bm, C, sizes);
         }
     }
     SECTION("panels larger than a block's shared memory") {
@@ -473,7 +499,7 @@ TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced
     REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];"));
     // Every thread loop runs to the launch size: no bound checks on the thread indices.
     REQUIRE(count_occurrences(cp.source, "threadIdx.x < ") == 0);
-    const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3}, {1, 1, 1},    {32, 32, 8},
+    const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},   {32, 32, 8},
                                                           {33, 65, 9}, {31, 32, 0}, {100, 37, 200}};
     Kernel emulated_kernel = p.compile(emulated());
     REQUIRE_THAT(emulated_kernel.lowered(), Contains("C_tile[float32 * 1024]"));
