@@ -19,6 +19,8 @@
 #include "common/cli.h"
 #include "common/data_files.h"
 #include "cora/cora.h"
+#include "trmm/trmm_gpu_def.h"
+#include "vgemm/vgemm_gpu_def.h"
 
 using namespace cora;
 
@@ -67,49 +69,9 @@ double max_rel_error(const float *got, const float *want, size_t n) {
     return worst;
 }
 
-/** trmm C = L X (L lower-triangular M x M, X M x N, row-major): 64 x 64 tiles per block, 16 x 16
- * threads of 4 x 4 accumulators each, the reduction (r < i + 1) in panels of 16. */
-struct Trmm {
-    Dim i{"i"}, j{"j"}, r{"r"}, io{"io"}, ii{"ii"}, it{"it"}, ir{"ir"}, jo{"jo"}, ji{"ji"}, jt{"jt"}, jr{"jr"},
-        ro{"ro"}, ri{"ri"};
-    Param M{"M", 1, 16384}, N{"N", 1, 16384};
-    Tensor L{"L", {{i, M}, {r, M}}}, X{"X", {{r, M}, {j, N}}};
-    Func C{"C", {{i, M}, {j, N}}};
-    Trmm() {
-        C.compute([&](Expr x, Expr y) { return sum(r, x + 1, L(x, r) * X(r, y)); });
-        C.split(i, io, ii, 64).split(ii, it, ir, 4).split(j, jo, ji, 64).split(ji, jt, jr, 4).split(r, ro, ri, 16);
-        C.reorder({io, jo, it, jt, ro, ri, ir, jr}).gpu_blocks(jo, io).gpu_threads(jt, it);
-        C.unroll(ir).unroll(jr).cache_write(jt);
-    }
-    Pipeline pipeline() const { return Pipeline({C}, "gpu_bench_trmm"); }
-};
-
-/** vgemm C_b = X_b Y_b over ragged sizes: blocks over (column tiles, row tiles, matrix), the tile
- * counts launched at the batch's largest; 16 x 16 threads of 4 x 4 accumulators. */
-struct Vgemm {
-    Dim batch{"batch"}, m{"m"}, n{"n"}, r{"r"}, mo{"mo"}, mi{"mi"}, mt{"mt"}, mr{"mr"}, no{"no"}, ni{"ni"}, nt{"nt"},
-        nr{"nr"}, ro{"ro"}, ri{"ri"};
-    Param B{"B", 1, 4096};
-    LengthArray Ms{"Ms", B, 0, 4096}, Ns{"Ns", B, 0, 4096}, Ks{"Ks", B, 0, 4096};
-    Tensor X{"X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}}, Y{"Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}}};
-    Func C{"C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}}};
-    Vgemm() {
-        C.compute([&](Expr b, Expr x, Expr y) { return sum(r, Ks(b), X(b, x, r) * Y(b, r, y)); });
-        C.split(m, mo, mi, 64).split(mi, mt, mr, 4).split(n, no, ni, 64).split(ni, nt, nr, 4).split(r, ro, ri, 16);
-        C.reorder({batch, mo, no, mt, nt, ro, ri, mr, nr}).gpu_blocks(no, mo, batch).gpu_threads(nt, mt);
-        C.unroll(mr).unroll(nr).cache_write(nt);
-    }
-    Pipeline pipeline() const { return Pipeline({C}, "gpu_bench_vgemm"); }
-    void bind(RaggedShape &s, const std::vector<apps::GemmShape> &shapes) const {
-        std::vector<int32_t> ms, ns, ks;
-        for (const apps::GemmShape &g : shapes) {
-            ms.push_back(g[0]);
-            ns.push_back(g[1]);
-            ks.push_back(g[2]);
-        }
-        s.set(B, (int64_t)shapes.size()).set(Ms, ms).set(Ns, ns).set(Ks, ks);
-    }
-};
+// The schedules the apps run with --device cuda (shared-memory k-panels, per-thread accumulators).
+using Trmm = apps::TrmmGpu;
+using Vgemm = apps::VgemmGpu;
 
 void fill(Buffer &b, uint32_t seed) {
     std::mt19937 rng(seed);

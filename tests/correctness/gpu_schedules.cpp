@@ -6,6 +6,8 @@
 #include "common/cuda_on_cpu.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
+#include "trmm/trmm_gpu_def.h"
+#include "vgemm/vgemm_gpu_def.h"
 
 #include <array>
 #include <filesystem>
@@ -506,6 +508,59 @@ TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced
     testing::check_dense_gemm(p, emulated_kernel, M, N, K, A, Bm, C, sizes);
     testing::CudaOnCpu on_cpu(p);
     testing::check_dense_gemm(p, on_cpu, M, N, K, A, Bm, C, sizes);
+}
+
+TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated and as CUDA on CPU threads", "[gpu]") {
+    // apps/trmm/trmm_gpu_def.h and apps/vgemm/vgemm_gpu_def.h: what `--device cuda` and the GPU
+    // benchmark run. Sizes with partial tiles and panels, a triangle of one row, an empty matrix.
+    auto check = [](const Pipeline &p, const auto &kernel, const RaggedShape &s, const std::vector<Tensor> &inputs) {
+        std::vector<Buffer> in;
+        std::vector<Binding> bindings;
+        std::vector<std::pair<Tensor, const Buffer *>> ref_in;
+        for (size_t i = 0; i < inputs.size(); i++) {
+            in.push_back(Buffer::alloc(inputs[i], s));
+            testing::fill_random(in.back(), 40 + (uint32_t)i);
+        }
+        for (size_t i = 0; i < inputs.size(); i++) {
+            bindings.emplace_back(inputs[i], in[i]);
+            ref_in.emplace_back(inputs[i], &in[i]);
+        }
+        Buffer out = Buffer::alloc(p.outputs()[0], s);
+        bindings.emplace_back(p.outputs()[0], out);
+        kernel.run(s, bindings);
+        testing::require_close(out, reference_evaluate(p, s, ref_in)[0]);
+    };
+    SECTION("trmm") {
+        apps::TrmmGpu t;
+        Pipeline p = t.pipeline();
+        CudaProgram cp = require_cuda_compiles(p);
+        REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
+        Kernel emulated_kernel = p.compile(emulated());
+        testing::CudaOnCpu on_cpu(p);
+        for (int64_t size : {1, 17, 64, 130}) {
+            INFO("M " << size << " N " << size + 3);
+            RaggedShape s;
+            s.set(t.M, size).set(t.N, size + 3);
+            check(p, emulated_kernel, s, {t.L, t.X});
+            check(p, on_cpu, s, {t.L, t.X});
+        }
+    }
+    SECTION("vgemm") {
+        apps::VgemmGpu v;
+        Pipeline p = v.pipeline();
+        CudaProgram cp = require_cuda_compiles(p);
+        REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
+        Kernel emulated_kernel = p.compile(emulated());
+        testing::CudaOnCpu on_cpu(p);
+        for (const auto &shapes : std::vector<std::vector<std::array<int32_t, 3>>>{
+                 {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}}, {{33, 33, 0}}, {{5, 80, 31}, {16, 16, 16}}}) {
+            RaggedShape s;
+            v.bind(s, shapes);
+            INFO("first shape " << shapes[0][0] << " x " << shapes[0][1] << " x " << shapes[0][2]);
+            check(p, emulated_kernel, s, {v.X, v.Y});
+            check(p, on_cpu, s, {v.X, v.Y});
+        }
+    }
 }
 
 namespace {
