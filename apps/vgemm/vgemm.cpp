@@ -11,7 +11,9 @@
 #include <omp.h>
 
 #include "common/cli.h"
+#include "common/device.h"
 #include "common/timing.h"
+#include "vgemm/vgemm_gpu_def.h"
 #include "vgemm_problem.h"
 
 #include <algorithm>
@@ -30,9 +32,38 @@ using cora::apps::VGemmProblem;
 
 double gflops(double flop, double secs) { return flop * 1e-9 / secs; }
 
+/** --device cuda / cuda-emulated: the GPU schedule (vgemm_gpu_def.h, JIT-compiled) on the same
+ * operands, checked against the per-matrix cblas_sgemm loop. */
+int run_gpu(cora::apps::Device device, const VGemmProblem &p, const std::vector<GemmShape> &shapes, int64_t runs) {
+    using namespace cora;
+    apps::VgemmGpu v;
+    RaggedShape shape;
+    v.bind(shape, shapes);
+    Buffer x = Buffer::alloc(v.X, shape), y = Buffer::alloc(v.Y, shape), c = Buffer::alloc(v.C, shape);
+    if (x.size() != (int64_t)p.a.size() || y.size() != (int64_t)p.w.size() || c.size() != p.c_size())
+        throw std::runtime_error("the GPU schedule's packed sizes differ from the per-item row-major sizes");
+    std::copy(p.a.begin(), p.a.end(), x.data<float>());
+    std::copy(p.w.begin(), p.w.end(), y.data<float>());
+    std::string label;
+    double ms = apps::run_gpu_schedule(device, v.pipeline(), shape, {{v.X, x}, {v.Y, y}, {v.C, c}}, (int)runs, &label);
+    std::vector<float> c_ref((size_t)p.c_size());
+    p.per_matrix_loop(c_ref.data());
+    double err = 0, scale = 0;
+    for (size_t i = 0; i < c_ref.size(); i++) {
+        err = std::max(err, (double)std::fabs(c.data<float>()[i] - c_ref[i]));
+        scale = std::max(scale, (double)std::fabs(c_ref[i]));
+    }
+    bool ok = err <= 1e-5 * std::max(1.0, scale) * std::sqrt((double)std::max(p.max_k, 1));
+    std::printf("%s\ncheck vs per-matrix cblas_sgemm: %s (max abs error %.3g)\n", label.c_str(), ok ? "PASS" : "FAIL",
+                err);
+    std::printf("cora %9.3f ms  %7.1f GFLOP/s (GPU baselines: cora_gpu_bench, against cuBLAS)\n", ms,
+                gflops(p.flop, ms * 1e-3));
+    return ok ? 0 : 1;
+}
+
 int run(int argc, char **argv) {
     int64_t batch = 16, start = 0, runs = 3;
-    std::string data = "large";
+    std::string data = "large", device_name = "cpu";
     cora::apps::CommandLine cli("vgemm", "A batch of GEMMs with per-item M, N, K: cora's AOT library against the "
                                          "per-matrix cblas_sgemm loop and padded batched sgemm, checked and timed.");
     cli.integer("--batch", &batch, 1, 4096, "GEMMs in the batch")
@@ -40,8 +71,11 @@ int run(int argc, char **argv) {
               "shapes: the dataset's large or small file (generated from its distribution when absent), "
               "every size 0..67 (odd), or a file of \"M N K\" lines")
         .integer("--start", &start, 0, INT32_MAX, "first line of the data file to use")
-        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)");
+        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)")
+        .text("--device", &device_name, "cpu|cuda|cuda-emulated",
+              "where cora runs: the CPU (AOT library), a CUDA GPU, or the GPU schedule emulated on the CPU");
     if (!cli.parse(argc, argv)) return 0;
+    const cora::apps::Device device = cora::apps::parse_device(device_name);
     const std::string shared = std::getenv("CORA_SHARED_DIR") ? std::getenv("CORA_SHARED_DIR") : CORA_SHARED_DIR;
     bool from_file = false;
     std::vector<GemmShape> shapes;
@@ -60,6 +94,7 @@ int run(int argc, char **argv) {
     std::printf("vgemm: batch %lld, %s shapes (%s), %d threads; useful %.3f GFLOP, padded/useful %.2f\n",
                 (long long)batch, data.c_str(), from_file ? "dataset" : "generated, dataset absent",
                 omp_get_max_threads(), p.flop * 1e-9, p.padded_flop() / p.flop);
+    if (device != cora::apps::Device::Cpu) return run_gpu(device, p, shapes, runs);
     if (std::string e = p.check_library_sizes(); !e.empty()) {
         std::fprintf(stderr, "vgemm: %s\n", e.c_str());
         return 1;
