@@ -4,6 +4,7 @@
 
 #include "common/cli.h"
 #include "common/data_files.h"
+#include "common/device.h"
 #include "common/timing.h"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -42,6 +44,7 @@ int run(int argc, char **argv) {
     const std::string default_lengths = "../shared/datasets/mnli_train_lengths.txt";
     std::string lengths_file = default_lengths;
     int64_t batch = 32, heads = 8, runs = 5;
+    std::string device_name = "cpu";
     const int64_t D = 64, MaxLen = 512;
     apps::CommandLine cli("ragged_attention", "Ragged attention scores + softmax on real sequence lengths, checked "
                                               "against a masked padded reference and timed against padding.");
@@ -49,8 +52,11 @@ int run(int argc, char **argv) {
              "sequence lengths, white-space separated (when the default file is absent: a built-in MNLI profile)")
         .integer("--batch", &batch, 1, 4096, "batch size")
         .integer("--heads", &heads, 1, 64, "attention heads")
-        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)");
+        .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)")
+        .text("--device", &device_name, "cpu|cuda|cuda-emulated",
+              "where cora runs: the CPU, a CUDA GPU, or the GPU schedule emulated on the CPU");
     if (!cli.parse(argc, argv)) return 0;
+    const apps::Device device = apps::parse_device(device_name);
     std::vector<int32_t> lengths;
     std::string source = lengths_file;
     if (cli.given("--lengths") || std::ifstream(lengths_file)) {
@@ -76,7 +82,37 @@ int run(int argc, char **argv) {
     E.compute([&](Expr b_, Expr i, Expr h_, Expr j) { return exp(S(b_, i, h_, j) - Mx(b_, i, h_)); });
     Sum.compute([&](Expr b_, Expr i, Expr h_) { return sum(r, len(b_), E(b_, i, h_, r)); });
     P.compute([&](Expr b_, Expr i, Expr h_, Expr j) { return E(b_, i, h_, j) / Sum(b_, i, h_); });
-    Kernel kernel = Pipeline({P}, "attention_softmax").compile();
+    Pipeline pipeline({P}, "attention_softmax");
+    if (device != apps::Device::Cpu) {
+        // GPU: a block per (head, query row, sentence) — the row axis ragged, launched at the
+        // longest sentence — with a thread per key (ragged too) for the scores, the exponentials
+        // and the result; the row max and sum a thread per head over the row. (A block-wide
+        // reduction with warp shuffles is the next step: docs/gpu.md.)
+        for (Func *f : {&S, &E, &P})
+            f->reorder({b, q, h, kv}).gpu_blocks(h, q, b).gpu_threads(kv);
+        for (Func *f : {&Mx, &Sum})
+            f->gpu_blocks(q, b).gpu_threads(h);
+    }
+    std::optional<Kernel> kernel;
+    std::optional<CudaKernel> gpu_kernel;
+    if (device == apps::Device::Cuda) {
+        gpu_kernel.emplace(compile_cuda_kernel(pipeline));
+    } else {
+        CompileOptions o;
+        if (device == apps::Device::CudaEmulated) o.target = Target::CudaEmulated;
+        kernel.emplace(pipeline.compile(o));
+    }
+    auto run_kernel = [&](const RaggedShape &s, const std::vector<Binding> &bindings) {
+        if (gpu_kernel)
+            gpu_kernel->run(s, bindings);
+        else
+            kernel->run(s, bindings);
+    };
+    // Seconds per run: on a GPU the median with the data on the device, else the best wall time.
+    auto time_kernel = [&](const RaggedShape &s, const std::vector<Binding> &bindings) {
+        if (gpu_kernel) return gpu_kernel->time_ms(s, bindings, (int)runs) * 1e-3;
+        return best_seconds(runs, [&] { kernel->run(s, bindings); });
+    };
 
     // --- ragged run and correctness check against padded data with masks ---
     RaggedShape ragged;
@@ -91,7 +127,7 @@ int run(int argc, char **argv) {
     std::vector<int64_t> in_dims{batch, max_len, heads, D}, out_dims{batch, max_len, heads, max_len};
     Buffer qb = Buffer::from_padded(Q, ragged, qpad, in_dims), kb = Buffer::from_padded(K, ragged, kpad, in_dims);
     Buffer pb = Buffer::alloc(P, ragged);
-    kernel.run(ragged, {{Q, qb}, {K, kb}, {P, pb}});
+    run_kernel(ragged, {{Q, qb}, {K, kb}, {P, pb}});
     std::vector<float> got = pb.to_padded(P, ragged, out_dims);
 
     double max_err = 0;
@@ -122,19 +158,24 @@ int run(int argc, char **argv) {
     RaggedShape padded;
     padded.set(B, batch).set(H, heads).set(len, std::vector<int32_t>(batch, max_len));
     Buffer qp = Buffer::alloc(Q, padded), kp = Buffer::alloc(K, padded), pp = Buffer::alloc(P, padded);
-    kernel.run(padded, {{Q, qp}, {K, kp}, {P, pp}}); // warm-up, builds the padded prelude
-    double t_ragged = best_seconds(runs, [&] { kernel.run(ragged, {{Q, qb}, {K, kb}, {P, pb}}); });
-    double t_padded = best_seconds(runs, [&] { kernel.run(padded, {{Q, qp}, {K, kp}, {P, pp}}); });
+    run_kernel(padded, {{Q, qp}, {K, kp}, {P, pp}}); // warm-up, builds the padded prelude
+    double t_ragged = time_kernel(ragged, {{Q, qb}, {K, kb}, {P, pb}});
+    double t_padded = time_kernel(padded, {{Q, qp}, {K, kp}, {P, pp}});
 
     double useful = 0;
     for (int32_t l : lengths)
         useful += (double)l * l;
-    std::printf("cora ragged attention scores + softmax (batch %d, heads %d, head dim %lld)\n", (int)batch, (int)heads,
-                (long long)D);
+    std::printf("cora ragged attention scores + softmax (batch %d, heads %d, head dim %lld) on %s\n", (int)batch,
+                (int)heads, (long long)D,
+                device == apps::Device::Cpu    ? "the CPU"
+                : device == apps::Device::Cuda ? "a CUDA GPU (median, data on the device)"
+                                               : "the CPU, GPU schedule emulated (not a GPU timing)");
     std::printf("lengths: %s (min %d, max %d)\n", source.c_str(), *std::min_element(lengths.begin(), lengths.end()),
                 max_len);
     std::printf("correctness vs masked padded reference: %s (max abs error %.2e)\n", ok ? "PASS" : "FAIL", max_err);
-    std::printf("kernel compile: %s (%.2f s)\n", kernel.from_cache() ? "cached" : "compiled", kernel.compile_seconds());
+    if (kernel)
+        std::printf("kernel compile: %s (%.2f s)\n", kernel->from_cache() ? "cached" : "compiled",
+                    kernel->compile_seconds());
     std::printf("padded work / useful work (attention): %.2fx\n", (double)batch * max_len * max_len / useful);
     const char *nt = std::getenv("CORA_NUM_THREADS");
     int threads = nt && std::atoi(nt) > 0 ? std::atoi(nt) : (int)std::thread::hardware_concurrency();

@@ -230,6 +230,26 @@ TEST_CASE("horizontally fused ops share one launch; producers and consumers laun
     require_cuda_compiles(p);
 }
 
+TEST_CASE("a ragged row softmax: a block per row, a thread per key, row reductions per thread", "[gpu]") {
+    // The attention app's GPU schedule (apps/attention, --device): E and P a block per (row,
+    // sentence) with a thread per key, the row max and sum a block per sentence with a thread per
+    // row. Every grid and thread axis is ragged (launched at the longest sentence).
+    Ragged r;
+    Dim kv("kv"), red("red");
+    Tensor S("S", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {kv, r.len(r.batch)}});
+    testing::RowSoftmax sm(S, r.batch, r.seq, kv, red, r.B, r.len);
+    for (Func *f : {&sm.E, &sm.P})
+        f->gpu_blocks(r.seq, r.batch).gpu_threads(kv);
+    for (Func *f : {&sm.Mx, &sm.Sum})
+        f->gpu_blocks(r.batch).gpu_threads(r.seq);
+    Pipeline p({sm.P}, "gpu_softmax");
+    CudaProgram cp = require_cuda_compiles(p);
+    REQUIRE(cp.kernels.size() == 4);
+    Kernel kern = p.compile(emulated());
+    check_against_reference(p, kern, {S}, r.bind, 40, 8, 77);
+    check_against_reference(p, testing::CudaOnCpu(p), {S}, r.bind, 40, 8, 77);
+}
+
 TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[gpu][errors]") {
     Ragged r;
     Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
