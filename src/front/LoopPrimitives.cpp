@@ -124,7 +124,11 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
     for (auto &[dim, ann] : mutable_schedule(*node).annotations)
         if (dim == d.node())
             throw_compile_error(what, " in Func '", node->name, "': loop '", d.name(), "' is already marked");
-    if (a != LoopAnnotation::Unroll) reject_reduction_loop(*node, d, what, "its iterations update the same elements");
+    // A reduction loop may be unrolled, or bound to threads (a cross-thread reduction: each
+    // thread reduces its part, then the block combines the parts; lower/ThreadReductions.cpp).
+    const bool thread = a >= LoopAnnotation::GpuThreadX && a <= LoopAnnotation::GpuThreadZ;
+    if (a != LoopAnnotation::Unroll && !thread)
+        reject_reduction_loop(*node, d, what, "its iterations update the same elements");
     for (auto &[dim, ann] : mutable_schedule(*node).annotations)
         if (ann == a && a >= LoopAnnotation::GpuBlockX)
             throw_compile_error(what, " in Func '", node->name, "': loop '", dim->name, "' is already bound to ", what,

@@ -21,8 +21,10 @@
  *   8. simplify
  *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops
  *  10. decide_loop_execution: one level of parallel loops, each with its work split
- *  11. split_host_device (GPU targets): each nest of block loops becomes a device kernel and a launch
- *  12. slice_thread_tiles (CUDA): block-level register tiles become per-thread slices
+ *  11. lower_thread_reductions (GPU targets): a reduction loop bound to threads becomes per-thread
+ *      parts and a combine between two barriers
+ *  12. split_host_device (GPU targets): each nest of block loops becomes a device kernel and a launch
+ *  13. slice_thread_tiles (CUDA): block-level register tiles become per-thread slices
  * The result is a Module (ir/Module.h): the entry, for AOT the size query, for GPU targets the
  * device kernels; each pass returns
  * what later ones need (arguments, permutations, guard counts), and the LoweringContext holds only
@@ -140,6 +142,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     s = pass.run("simplify", Stage::Materialized, [&] { return simplify(s); });
     s = pass.run("hoist_loads", Stage::Materialized, [&] { return hoist_loads(s, args, ctx); });
     s = pass.run("decide_loop_execution", Stage::Materialized, [&] { return decide_loop_execution(s); });
+    s = pass.run("lower_thread_reductions", Stage::Materialized,
+                 [&] { return lower_thread_reductions(s, ctx.target); });
     std::vector<LoweredFunc> device_kernels;
     s = pass.run("split_host_device", Stage::Materialized,
                  [&] { return split_host_device(s, kernel_prefix(name), ctx.target, device_kernels); });

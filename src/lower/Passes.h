@@ -34,6 +34,9 @@ std::vector<ModuleArg> materialize_counts(const std::vector<ModuleArg> &args, co
 Stmt hoist_loads(const Stmt &s, const std::vector<ModuleArg> &args, LoweringContext &ctx);
 /** One level of parallel loops, each with its WorkSplit (LoopExecution.cpp). */
 Stmt decide_loop_execution(const Stmt &s);
+/** GPU targets: a reduction loop bound to threads becomes per-thread parts in registers and a
+ * combine by one thread between two barriers (ThreadReductions.cpp). */
+Stmt lower_thread_reductions(const Stmt &s, Target target);
 /** GPU targets: each nest of block-bound loops becomes a device kernel (appended to `kernels`,
  * named `<kernel_prefix>_k<n>`) and a LaunchKernel in its place. (SplitHostDevice.cpp) */
 Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target,

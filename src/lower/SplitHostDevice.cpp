@@ -156,10 +156,6 @@ bool has_thread_loop(const Stmt &s) {
  * so that consecutive threads copy consecutive elements). The CUDA printer puts a barrier before
  * such a loop (nobody still reads the old contents) and after it (everybody sees the new ones). */
 class PlaceSharedTiles : public IRMutator {
-public:
-    int64_t shared_bytes = 0;
-    std::string shared_names;
-
 protected:
     using IRMutator::mutate_node;
     Stmt mutate_node(const For *op, const Stmt &self) override {
@@ -177,10 +173,6 @@ protected:
         if (threads_ > 0 || op->memory != MemoryType::Stack || !stored_outside_threads(op->body, op->buffer.get()))
             return IRMutator::mutate_node(op, self);
         shared_.insert(op->buffer.get());
-        const int64_t *n = as_const_int(op->size);
-        CORA_CHECK(n != nullptr, "split_host_device: a stack tile of non-constant size");
-        shared_bytes += *n * op->buffer->type.bytes();
-        shared_names += std::string(shared_names.empty() ? "" : ", ") + "'" + op->buffer->name + "'";
         return Allocate::make(op->buffer, op->size, mutate(op->body), MemoryType::GpuShared);
     }
 
@@ -384,9 +376,21 @@ private:
         });
         KernelChecker check(what, scope.defined, has_threads);
         check.visit(nest);
-        if (shared.shared_bytes > kMaxStaticSharedBytes)
-            throw_compile_error(what, ": its shared-memory tiles (", shared.shared_names, ") take ",
-                                shared.shared_bytes, " bytes, more than the ", kMaxStaticSharedBytes,
+        // Every shared array of the kernel: the tiles placed above and the parts of cross-thread
+        // reductions (ThreadReductions.cpp).
+        int64_t shared_bytes = 0;
+        std::string shared_names;
+        visit_stmts(nest, [&](const Stmt &x) {
+            const Allocate *a = x.as<Allocate>();
+            if (!a || a->memory != MemoryType::GpuShared) return;
+            const int64_t *n = as_const_int(a->size);
+            CORA_CHECK(n != nullptr, "split_host_device: a shared array of non-constant size");
+            shared_bytes += *n * a->buffer->type.bytes();
+            shared_names += std::string(shared_names.empty() ? "" : ", ") + "'" + a->buffer->name + "'";
+        });
+        if (shared_bytes > kMaxStaticSharedBytes)
+            throw_compile_error(what, ": its shared-memory tiles (", shared_names, ") take ", shared_bytes,
+                                " bytes, more than the ", kMaxStaticSharedBytes,
                                 " a block may use; cache smaller tiles (split the loops they are cached at)");
 
         std::vector<Expr> grid(3), threads(3);

@@ -53,13 +53,20 @@ inline void fill_random(Buffer &b, uint32_t seed, float lo = -1.0f, float hi = 1
         b.data<float>()[i] = d(rng);
 }
 
+/** got agrees with want: within a relative tolerance, the same infinity, or both NaN (a reduction
+ * over an empty row: the minimum is +inf, and inf - inf is NaN on both sides). */
+inline bool agrees(double got, double want, double tol) {
+    if (got == want || (std::isnan(got) && std::isnan(want))) return true;
+    return std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want));
+}
+
 /** Every element of `out` equals the reference within a relative tolerance. */
 inline void require_close(const Buffer &out, const std::vector<double> &ref, double tol = 1e-4) {
     REQUIRE(out.size() == (int64_t)ref.size());
     int64_t bad = -1;
     for (int64_t i = 0; i < out.size() && bad < 0; i++) {
         double got = out.data<float>()[i], want = ref[(size_t)i];
-        if (!(std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want)))) bad = i;
+        if (!agrees(got, want, tol)) bad = i;
     }
     if (bad >= 0) {
         INFO("first mismatch at packed element " << bad << ": got " << out.data<float>()[bad] << ", expected "
@@ -84,7 +91,7 @@ inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape 
     REQUIRE(got.size() == ref.size());
     int64_t bad = -1;
     for (size_t i = 0; i < got.size() && bad < 0; i++)
-        if (!(std::fabs(got[i] - ref[i]) <= tol * std::max(1.0, std::fabs(ref[i])))) bad = (int64_t)i;
+        if (!agrees(got[i], ref[i], tol)) bad = (int64_t)i;
     if (bad >= 0) {
         INFO("first mismatch at logical element " << bad << ": got " << got[(size_t)bad] << ", expected "
                                                   << ref[(size_t)bad]);

@@ -250,6 +250,57 @@ TEST_CASE("a ragged row softmax: a block per row, a thread per key, row reductio
     check_against_reference(p, testing::CudaOnCpu(p), {S}, r.bind, 40, 8, 77);
 }
 
+TEST_CASE("cross-thread reductions: a block per row, the row's threads combine their parts", "[gpu]") {
+    // Softmax with its row max and row sum reduced by 32 (or 8) threads each: every thread reduces
+    // a strided part in a register, one thread combines the parts in shared memory between two
+    // barriers (lower/ThreadReductions.cpp). Rows of 0, 1, 31, 32, 33 and 40 keys; an epilogue
+    // after the reduction (Sum + 0) and several rows per block (a serial row loop).
+    Ragged r;
+    Dim kv("kv"), red("red"), ro("ro"), ri("ri");
+    Tensor S("S", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {kv, r.len(r.batch)}});
+    for (int variant = 0; variant < 2; variant++) {
+        DYNAMIC_SECTION("variant " << variant) {
+            testing::RowSoftmax sm(S, r.batch, r.seq, kv, red, r.B, r.len);
+            const int64_t threads = variant == 0 ? 32 : 8;
+            for (Func *f : {&sm.E, &sm.P})
+                f->gpu_blocks(r.seq, r.batch).gpu_threads(kv);
+            sm.Mx.split(red, ro, ri, threads).reorder({r.batch, r.seq, ri, ro});
+            sm.Sum.split(red, ro, ri, threads).reorder({r.batch, r.seq, ri, ro});
+            if (variant == 0) {
+                sm.Mx.gpu_blocks(r.seq, r.batch).gpu_threads(ri);
+                sm.Sum.gpu_blocks(r.seq, r.batch).gpu_threads(ri);
+            } else { // a block per sentence, its rows one after another
+                sm.Mx.gpu_blocks(r.batch).gpu_threads(ri);
+                sm.Sum.gpu_blocks(r.batch).gpu_threads(ri);
+            }
+            Pipeline p({sm.P}, "gpu_softmax_threads_" + std::to_string(variant));
+            CudaProgram cp = require_cuda_compiles(p);
+            INFO(cp.kernel_ir[0]);
+            REQUIRE_THAT(cp.kernel_ir[0],
+                         Contains("allocate in shared memory Mx_part[float32 * " + std::to_string(threads) + "]"));
+            REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_lanes for lane in [0, 0 + 1):"));
+            Kernel kern = p.compile(emulated());
+            check_against_reference(p, kern, {S}, r.bind, 40, 8, 91 + variant);
+            check_against_reference(p, testing::CudaOnCpu(p), {S}, r.bind, 40, 8, 91 + variant);
+        }
+    }
+    SECTION("an epilogue after the reduction; sum, maximum and minimum") {
+        Dim k("k"), ko("ko"), ki("ki");
+        Tensor A("A", {{r.batch, r.B}, {k, r.len(r.batch)}});
+        Func Sum("Sum", {{r.batch, r.B}}), Max("Max", {{r.batch, r.B}}), Min("Min", {{r.batch, r.B}});
+        Sum.compute([&](Expr b) { return sum(k, r.len(b), A(b, k)) * 0.5f + 1.0f; });
+        Max.compute([&](Expr b) { return maximum(k, r.len(b), A(b, k) * 2.0f); });
+        Min.compute([&](Expr b) { return minimum(k, r.len(b), A(b, k)) + Sum(b) + Max(b); });
+        for (Func *f : {&Sum, &Max, &Min})
+            f->split(k, ko, ki, 16).reorder({r.batch, ki, ko}).gpu_blocks(r.batch).gpu_threads(ki);
+        Pipeline p({Min}, "gpu_combiners");
+        require_cuda_compiles(p);
+        Kernel kern = p.compile(emulated());
+        check_against_reference(p, kern, {A}, r.bind, 40, 16, 5);
+        check_against_reference(p, testing::CudaOnCpu(p), {A}, r.bind, 40, 16, 5);
+    }
+}
+
 TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[gpu][errors]") {
     Ragged r;
     Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
@@ -291,11 +342,33 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
         F.gpu_blocks(r.batch);
         REQUIRE_THROWS_WITH(F.gpu_blocks(r.seq), Contains("loop 'batch' is already bound to gpu_blocks.x"));
     }
-    SECTION("a reduction loop bound to threads") {
+    SECTION("a reduction loop bound to blocks") {
         Dim k("k");
         Func G("G", {{r.batch, r.B}});
         G.compute([&](Expr b) { return sum(k, r.len(b), A(b, k)); });
-        REQUIRE_THROWS_WITH(G.gpu_threads(k), Contains("its iterations update the same elements"));
+        REQUIRE_THROWS_WITH(G.gpu_blocks(k), Contains("its iterations update the same elements"));
+    }
+    SECTION("a reduction over threads: not its outermost loop, ragged thread count, inside a thread loop") {
+        Dim k("k"), ko("ko"), ki("ki"), h("h");
+        Param H("H", 1, 8);
+        Tensor A2("A2", {{r.batch, r.B}, {h, H}, {k, r.len(r.batch)}});
+        Func G("G", {{r.batch, r.B}});
+        G.compute([&](Expr b) { return sum(k, r.len(b), A(b, k)); });
+        G.split(k, ko, ki, 32).reorder({r.batch, ko, ki}).gpu_blocks(r.batch).gpu_threads(ki);
+        REQUIRE_THROWS_WITH(Pipeline({G}, "inner").compile(emulated()),
+                            Contains("the reduction into 'G' has loop 'ki' bound to threads, but it is not the "
+                                     "reduction's outermost loop"));
+        Func G2("G2", {{r.batch, r.B}});
+        G2.compute([&](Expr b) { return sum(k, r.len(b), A(b, k)); });
+        G2.gpu_blocks(r.batch).gpu_threads(k);
+        REQUIRE_THROWS_WITH(Pipeline({G2}, "ragged").compile(emulated()),
+                            Contains("the reduction into 'G2' over threads (loop 'k'): the loop's extent") &&
+                                Contains("is not a constant"));
+        Func G3("G3", {{r.batch, r.B}, {h, H}});
+        G3.compute([&](Expr b, Expr hh) { return sum(k, r.len(b), A2(b, hh, k)); });
+        G3.split(k, ko, ki, 32).reorder({r.batch, h, ki, ko}).gpu_blocks(r.batch).gpu_threads(ki, h);
+        REQUIRE_THROWS_WITH(Pipeline({G3}, "nested").compile(emulated()),
+                            Contains("the reduction into 'G3' has loop 'ki' bound to threads inside thread loop 'h'"));
     }
     SECTION("more threads than a block has") {
         Dim i("i"), io("io"), ii("ii");
