@@ -45,9 +45,46 @@ CudaProgram compile_cuda(const Pipeline &p, const std::vector<int> &archs, Compi
  * and a device exists. When not, `why` says which step failed. */
 bool cuda_device_available(std::string *why = nullptr);
 
-/** A pipeline compiled for the GPU of this machine: device kernels (NVRTC, for its compute
- * capability, loaded with the driver API) and a host entry (JIT-compiled C++) that checks the
- * arguments as a CPU kernel does, sizes the launches and launches them. */
+/** Where a CudaKernel runs. */
+enum class CudaBackend {
+    Gpu,        ///< this machine's GPU, through the CUDA driver API
+    CpuThreads, ///< the same CUDA source compiled for the CPU, a thread per CUDA thread of a block, __syncthreads a
+                ///< barrier (divergent ones reported): the whole CUDA path without a GPU, for tests; slow
+};
+
+class CudaKernel;
+
+/** Memory on a CudaKernel's device for one tensor, sized by the library for a shape
+ * (CudaKernel::alloc). Released when the last copy of the handle goes. */
+class DeviceBuffer {
+public:
+    Type type() const;
+    int64_t size() const; ///< elements
+    /** The device address (a CUdeviceptr for CudaBackend::Gpu). */
+    void *device_pointer() const;
+    /** Copies `host` (the same type and size, else RuntimeError) to the device; returns when done. */
+    void upload(const Buffer &host);
+    /** Copies the device data into `host` (the same type and size); waits for the kernel's work. */
+    void download(Buffer &host) const;
+
+    struct Impl;
+    explicit DeviceBuffer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+private:
+    friend class CudaKernel;
+    std::shared_ptr<Impl> impl_;
+};
+
+/** A tensor bound to device memory. */
+struct DeviceBinding {
+    Tensor tensor;
+    DeviceBuffer *buffer;
+    DeviceBinding(const Tensor &t, DeviceBuffer &b) : tensor(t), buffer(&b) {}
+};
+
+/** A pipeline compiled for a CUDA device: device kernels (NVRTC, for its compute capability, loaded
+ * with the driver API) and a host entry (JIT-compiled C++) that checks the arguments as a CPU kernel
+ * does, sizes the launches and launches them. */
 class CudaKernel {
 public:
     /** Runs on host buffers: copies the inputs, and the length and aux arrays (in one packed
@@ -55,13 +92,28 @@ public:
      * there. RuntimeError on bad input (nothing written) or a failing CUDA call (naming the call
      * and the error). */
     void run(const RaggedShape &shape, const std::vector<Binding> &bindings) const;
+    /** Runs on device buffers, without copying them. The shape's length and aux arrays go to the
+     * device in one packed transfer the first time the kernel sees them and stay there while the
+     * shape's contents are unchanged (a changed shape waits for the kernel's earlier launches,
+     * then replaces them). Returns once the launches are queued on `stream` (a CUstream; nullptr:
+     * the default stream): call synchronize() or DeviceBuffer::download for the results. */
+    void run(const RaggedShape &shape, const std::vector<DeviceBinding> &bindings, void *stream = nullptr) const;
+    /** Waits for the work queued on `stream`. */
+    void synchronize(void *stream = nullptr) const;
+    /** Device memory for tensor `t` (an argument of the kernel) in `shape`, zeroed. */
+    DeviceBuffer alloc(const Tensor &t, const RaggedShape &shape) const;
     /** Milliseconds per call of the host entry (checks, launches, synchronisation) with the data
      * already on the device: the median of `reps` calls after one warm-up. Outputs are not copied back. */
     double time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const;
 
+    /** Host-to-device transfers of shape arrays (length and aux arrays, packed) so far: one per
+     * distinct shape contents in a row, whatever the number of runs. */
+    int64_t shape_transfers() const;
+
     const CudaProgram &program() const;
     /** The host entry's C++ source. */
     const std::string &host_source() const;
+    CudaBackend backend() const;
 
     struct Impl;
     explicit CudaKernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -70,8 +122,8 @@ private:
     std::shared_ptr<Impl> impl_;
 };
 
-/** Compiles `p` for the GPU found here (opts.target is ignored). RuntimeError when there is none
- * (with cuda_device_available's reason); CompileError as compile_cuda. */
-CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts = {});
+/** Compiles `p` for a CUDA device (opts.target is ignored): this machine's GPU (RuntimeError when
+ * there is none, with cuda_device_available's reason), or CPU threads. CompileError as compile_cuda. */
+CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts = {}, CudaBackend backend = CudaBackend::Gpu);
 
 } // namespace cora

@@ -1,16 +1,24 @@
-/** \file The CUDA device runtime (cora/Cuda.h: CudaKernel): the driver API loaded with dlopen
- * (libcuda.so.1 comes with the GPU driver, not the toolkit, so cora links no CUDA library), the
- * device kernels compiled by NVRTC for the GPU found and loaded as a module, the host entry
- * (codegen_cuda_host) JIT-compiled like a CPU kernel, and the cora_device_t services it calls:
- * launches, device memory for intermediates, device copies of the length and aux arrays (all of
- * them in one host-to-device transfer per run). Every failing CUDA call is a RuntimeError naming
- * the call and the error. */
+/** \file The CUDA device runtime (cora/Cuda.h: CudaKernel, DeviceBuffer). A CudaKernel is the host
+ * entry (codegen_cuda_host, JIT-compiled like a CPU kernel) over a Device, which launches the
+ * kernels and holds their memory:
+ *  - GpuDevice: the driver API loaded with dlopen (libcuda.so.1 comes with the GPU driver, not the
+ *    toolkit, so cora links no CUDA library), the kernels compiled by NVRTC for the GPU found and
+ *    loaded as a module. Every failing CUDA call is a RuntimeError naming the call and the error.
+ *  - CpuThreadsDevice: the same CUDA source compiled for the CPU (codegen_cuda_on_cpu), host memory:
+ *    everything but the driver runs without a GPU, so the tests cover it.
+ * The cora_device_t services the entry calls: launches (on the run's stream), device memory for
+ * intermediates, and the device copies of the length and aux arrays: all of them packed into one
+ * buffer, uploaded in one transfer when the kernel first sees the shape's contents and kept while
+ * they stay the same. */
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 
 #include "codegen/CRuntime.h"
 #include "codegen/CodeGen_C.h"
@@ -50,6 +58,8 @@ struct CudaDriver {
     int (*mem_free)(CUdeviceptr) = nullptr;
     int (*htod)(CUdeviceptr, const void *, size_t) = nullptr;
     int (*dtoh)(void *, CUdeviceptr, size_t) = nullptr;
+    int (*memset8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+    int (*stream_synchronize)(void *) = nullptr;
     int (*error_name)(int, const char **) = nullptr;
 
     std::string error(int rc) const {
@@ -89,6 +99,7 @@ std::shared_ptr<CudaDriver> load_driver(std::string *why, int *device = nullptr)
               bind(h, "cuModuleGetFunction", d->module_function) && bind(h, "cuLaunchKernel", d->launch) &&
               bind(h, "cuMemAlloc_v2", d->mem_alloc) && bind(h, "cuMemFree_v2", d->mem_free) &&
               bind(h, "cuMemcpyHtoD_v2", d->htod) && bind(h, "cuMemcpyDtoH_v2", d->dtoh) &&
+              bind(h, "cuMemsetD8_v2", d->memset8) && bind(h, "cuStreamSynchronize", d->stream_synchronize) &&
               bind(h, "cuGetErrorName", d->error_name);
     if (!ok) {
         if (why) *why = "libcuda.so.1 lacks driver API entry points cora needs";
@@ -114,111 +125,286 @@ std::shared_ptr<CudaDriver> load_driver(std::string *why, int *device = nullptr)
     return d;
 }
 
-/** Device memory released when the owner goes. */
-struct DeviceMemory {
-    const CudaDriver *driver = nullptr;
-    CUdeviceptr ptr = 0;
-    DeviceMemory(const CudaDriver &d, size_t bytes) : driver(&d) {
-        d.check(d.mem_alloc(&ptr, std::max<size_t>(bytes, 1)), "cuMemAlloc");
-    }
-    DeviceMemory(const DeviceMemory &) = delete;
-    DeviceMemory &operator=(const DeviceMemory &) = delete;
-    ~DeviceMemory() {
-        if (ptr) driver->mem_free(ptr);
-    }
-    void *get() const { return reinterpret_cast<void *>(ptr); }
-};
-
 } // namespace
 
 bool cuda_device_available(std::string *why) { return load_driver(why) != nullptr; }
 
-struct CudaKernel::Impl {
-    std::shared_ptr<CudaDriver> driver;
-    ir::LoweredModule module;
-    CudaProgram program;
-    std::string host_source;
-    void *cu_module = nullptr;
-    std::vector<void *> functions; ///< by kernel index
-    driver::JitResult jit;
-    cora_device_entry_fn entry = nullptr;
-    ~Impl() {
-        if (cu_module && driver) driver->module_unload(cu_module);
-    }
-};
-
 namespace {
 
-/** The cora_device_t services of one run. */
-struct RunContext {
-    const CudaKernel::Impl *k;
-    std::map<const void *, void *> copies; ///< host length/aux array -> its device copy
-    std::string last_error;
+/** What a CudaKernel needs of the device it runs on. */
+class Device {
+public:
+    virtual ~Device() = default;
+    /** `bytes` of device memory (at least 1); RuntimeError when there is none. */
+    virtual void *alloc(size_t bytes) = 0;
+    virtual void release(void *p) noexcept = 0;
+    virtual void upload(void *dst, const void *src, size_t bytes) = 0;
+    virtual void download(void *dst, const void *src, size_t bytes) = 0;
+    virtual void zero(void *dst, size_t bytes) = 0;
+    /** cora_device_t::launch on `stream`. */
+    virtual int32_t launch(int32_t kernel, const int64_t *grid, const int64_t *threads, void **params, void *stream,
+                           char *error, int32_t error_size) = 0;
+    virtual void synchronize(void *stream) = 0;
+    /** Waits for everything queued on the device. */
+    virtual void synchronize_all() = 0;
+};
 
-    static int32_t launch(void *c, int32_t kernel, const int64_t *grid, const int64_t *threads, void **params,
-                          char *error, int32_t error_size) {
-        auto *r = static_cast<RunContext *>(c);
-        const CudaDriver &d = *r->k->driver;
+class GpuDevice : public Device {
+public:
+    GpuDevice(std::shared_ptr<CudaDriver> d, const CudaProgram &program) : d_(std::move(d)), names_(program.kernels) {
+        d_->check(d_->module_load_data(&module_, program.binaries.at(0).cubin.data()), "cuModuleLoadData");
+        for (const std::string &k : program.kernels) {
+            void *fn = nullptr;
+            d_->check(d_->module_function(&fn, module_, k.c_str()), "cuModuleGetFunction");
+            functions_.push_back(fn);
+        }
+    }
+    ~GpuDevice() override {
+        if (module_) d_->module_unload(module_);
+    }
+    void *alloc(size_t bytes) override {
+        current();
+        CUdeviceptr p = 0;
+        int rc = d_->mem_alloc(&p, std::max<size_t>(bytes, 1));
+        if (rc != 0) throw_runtime_error("CUDA call cuMemAlloc of ", bytes, " bytes failed: ", d_->error(rc));
+        return reinterpret_cast<void *>(p);
+    }
+    void release(void *p) noexcept override {
+        if (p) d_->mem_free(reinterpret_cast<CUdeviceptr>(p));
+    }
+    void upload(void *dst, const void *src, size_t bytes) override {
+        current();
+        if (bytes) d_->check(d_->htod(reinterpret_cast<CUdeviceptr>(dst), src, bytes), "cuMemcpyHtoD");
+    }
+    void download(void *dst, const void *src, size_t bytes) override {
+        current();
+        if (bytes) d_->check(d_->dtoh(dst, reinterpret_cast<CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
+    }
+    void zero(void *dst, size_t bytes) override {
+        current();
+        if (bytes) d_->check(d_->memset8(reinterpret_cast<CUdeviceptr>(dst), 0, bytes), "cuMemsetD8");
+    }
+    int32_t launch(int32_t kernel, const int64_t *grid, const int64_t *threads, void **params, void *stream,
+                   char *error, int32_t error_size) override {
         int rc =
-            d.launch(r->k->functions.at((size_t)kernel), (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
-                     (unsigned)threads[0], (unsigned)threads[1], (unsigned)threads[2], 0, nullptr, params, nullptr);
+            d_->launch(functions_.at((size_t)kernel), (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
+                       (unsigned)threads[0], (unsigned)threads[1], (unsigned)threads[2], 0, stream, params, nullptr);
         if (rc == 0) return 0;
         std::snprintf(error, (size_t)error_size, "CUDA call cuLaunchKernel (%s) failed: %s",
-                      r->k->program.kernels.at((size_t)kernel).c_str(), d.error(rc).c_str());
+                      names_.at((size_t)kernel).c_str(), d_->error(rc).c_str());
         return 3;
     }
-    static void *alloc(void *c, int64_t bytes, char *error, int32_t error_size) {
-        auto *r = static_cast<RunContext *>(c);
-        CUdeviceptr p = 0;
-        int rc = r->k->driver->mem_alloc(&p, (size_t)std::max<int64_t>(bytes, 1));
-        if (rc == 0) return reinterpret_cast<void *>(p);
-        std::snprintf(error, (size_t)error_size, "CUDA call cuMemAlloc of %lld bytes failed: %s", (long long)bytes,
-                      r->k->driver->error(rc).c_str());
-        return nullptr;
+    void synchronize(void *stream) override {
+        current();
+        d_->check(d_->stream_synchronize(stream), "cuStreamSynchronize");
     }
-    static void release(void *c, void *p) {
-        static_cast<RunContext *>(c)->k->driver->mem_free(reinterpret_cast<CUdeviceptr>(p));
+    void synchronize_all() override {
+        current();
+        d_->check(d_->ctx_synchronize(), "cuCtxSynchronize");
     }
-    static const void *device_copy(void *c, const void *host) {
-        auto *r = static_cast<RunContext *>(c);
-        auto it = r->copies.find(host);
-        return it == r->copies.end() ? nullptr : it->second;
+
+private:
+    /** The context is current per thread: a kernel may run on another thread than it was built on. */
+    void current() { d_->check(d_->ctx_set_current(d_->context), "cuCtxSetCurrent"); }
+    std::shared_ptr<CudaDriver> d_;
+    std::vector<std::string> names_;
+    void *module_ = nullptr;
+    std::vector<void *> functions_;
+};
+
+class CpuThreadsDevice : public Device {
+public:
+    CpuThreadsDevice(const ir::Module &m, const driver::JitOptions &jo)
+        : jit_(driver::jit_compile(ir::codegen_cuda_on_cpu(m), "cora_cuda_on_cpu_launch", jo)),
+          launch_(reinterpret_cast<LaunchFn>(jit_.entry)) {}
+    void *alloc(size_t bytes) override {
+        void *p = std::calloc(std::max<size_t>(bytes, 1), 1);
+        if (!p) throw_runtime_error("out of host memory for ", bytes, " bytes of 'device' memory");
+        return p;
     }
+    void release(void *p) noexcept override { std::free(p); }
+    void upload(void *dst, const void *src, size_t bytes) override {
+        if (bytes) std::memcpy(dst, src, bytes);
+    }
+    void download(void *dst, const void *src, size_t bytes) override {
+        if (bytes) std::memcpy(dst, src, bytes);
+    }
+    void zero(void *dst, size_t bytes) override {
+        if (bytes) std::memset(dst, 0, bytes);
+    }
+    int32_t launch(int32_t kernel, const int64_t *grid, const int64_t *threads, void **params, void *, char *error,
+                   int32_t error_size) override {
+        const long long g[3] = {grid[0], grid[1], grid[2]}, t[3] = {threads[0], threads[1], threads[2]};
+        return launch_(kernel, g, t, params, error, error_size);
+    }
+    void synchronize(void *) override {} // launches run to completion when called
+    void synchronize_all() override {}
+
+private:
+    using LaunchFn = int (*)(int, const long long *, const long long *, void **, char *, int);
+    driver::JitResult jit_;
+    LaunchFn launch_;
 };
 
 size_t element_bytes(int32_t type_code) {
     return type_code == CORA_TYPE_INT32 || type_code == CORA_TYPE_FLOAT32 ? 4 : 8;
 }
 
+bool is_shape_array(ir::ModuleArg::Kind k) {
+    return k == ir::ModuleArg::Kind::LengthArray || k == ir::ModuleArg::Kind::AuxArray;
+}
+
 } // namespace
 
-CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts) {
+struct CudaKernel::Impl {
+    CudaBackend backend = CudaBackend::Gpu;
+    ir::LoweredModule module;
+    CudaProgram program;
+    std::string host_source;
+    driver::JitResult jit;
+    cora_device_entry_fn entry = nullptr;
+    std::unique_ptr<Device> device;
+    /** The length and aux arrays of the last shape, packed, and their device copy (see run). */
+    std::mutex shape_mu;
+    std::vector<unsigned char> shape_bytes;
+    void *shape_device = nullptr;
+    int64_t shape_transfers = 0;
+    ~Impl() {
+        if (device && shape_device) device->release(shape_device);
+    }
+};
+
+struct DeviceBuffer::Impl {
+    std::shared_ptr<CudaKernel::Impl> kernel; ///< keeps the device alive
+    void *ptr = nullptr;
+    Type type = Float32;
+    int64_t count = 0;
+    ~Impl() { kernel->device->release(ptr); }
+};
+
+namespace {
+
+/** One run's cora_device_t services. */
+struct RunContext {
+    CudaKernel::Impl *k;
+    void *stream = nullptr;
+    std::map<const void *, const void *> copies; ///< host length/aux array -> its device copy
+
+    static int32_t launch(void *c, int32_t kernel, const int64_t *grid, const int64_t *threads, void **params,
+                          char *error, int32_t error_size) {
+        auto *r = static_cast<RunContext *>(c);
+        return r->k->device->launch(kernel, grid, threads, params, r->stream, error, error_size);
+    }
+    static void *alloc(void *c, int64_t bytes, char *error, int32_t error_size) {
+        try {
+            return static_cast<RunContext *>(c)->k->device->alloc((size_t)std::max<int64_t>(bytes, 1));
+        } catch (const std::exception &e) {
+            std::snprintf(error, (size_t)error_size, "%s", e.what());
+            return nullptr;
+        }
+    }
+    static void release(void *c, void *p) { static_cast<RunContext *>(c)->k->device->release(p); }
+    static const void *device_copy(void *c, const void *host) {
+        auto *r = static_cast<RunContext *>(c);
+        auto it = r->copies.find(host);
+        return it == r->copies.end() ? nullptr : it->second;
+    }
+    cora_device_t services() { return cora_device_t{this, &launch, &alloc, &release, &device_copy}; }
+};
+
+/** The device copies of `args`' length and aux arrays, packed (8-byte aligned) in one buffer that
+ * is uploaded only when its contents differ from the last shape's. Call with k.shape_mu held. */
+void place_shape_arrays(CudaKernel::Impl &k, const std::vector<cora_arg_t> &args, RunContext &ctx) {
+    const auto &margs = k.module.entry().args;
+    std::vector<size_t> offset(args.size(), 0);
+    size_t total = 0;
+    for (size_t i = 0; i < args.size(); i++) {
+        if (!is_shape_array(margs[i].kind)) continue;
+        offset[i] = total;
+        total += ((size_t)args[i].count * element_bytes(args[i].type_code) + 7) / 8 * 8;
+    }
+    std::vector<unsigned char> packed(total);
+    for (size_t i = 0; i < args.size(); i++)
+        if (is_shape_array(margs[i].kind) && args[i].count > 0)
+            std::memcpy(packed.data() + offset[i], args[i].data,
+                        (size_t)args[i].count * element_bytes(args[i].type_code));
+    if (!k.shape_device || packed != k.shape_bytes) {
+        // Another shape: the launches still reading the old copy finish first.
+        k.device->synchronize_all();
+        if (k.shape_device) k.device->release(k.shape_device);
+        k.shape_device = nullptr;
+        k.shape_bytes.clear();
+        k.shape_device = k.device->alloc(std::max<size_t>(total, 8));
+        k.device->upload(k.shape_device, packed.data(), total);
+        k.shape_bytes = std::move(packed);
+        k.shape_transfers++;
+    }
+    for (size_t i = 0; i < args.size(); i++)
+        if (is_shape_array(margs[i].kind))
+            ctx.copies[args[i].data] = static_cast<unsigned char *>(k.shape_device) + offset[i];
+}
+
+/** Calls the host entry on `args` (tensor pointers on the device), launches queued on `stream`. */
+void call_entry(CudaKernel::Impl &k, const std::vector<cora_arg_t> &args, void *stream) {
+    std::lock_guard<std::mutex> lock(k.shape_mu);
+    RunContext ctx{&k, stream, {}};
+    place_shape_arrays(k, args, ctx);
+    cora_device_t services = ctx.services();
+    char error[1024] = {0};
+    int32_t rc = k.entry(args.data(), (int32_t)args.size(), &services, error, (int32_t)sizeof error);
+    if (rc != CORA_OK) throw_runtime_error("kernel '", k.module.name, "': ", error);
+}
+
+/** Device buffers for the tensors of `bindings`, inputs uploaded. */
+std::vector<DeviceBuffer> to_device(const CudaKernel &kernel, const CudaKernel::Impl &k, const RaggedShape &shape,
+                                    const std::vector<Binding> &bindings, std::vector<DeviceBinding> &out) {
+    std::vector<DeviceBuffer> buffers;
+    buffers.reserve(bindings.size());
+    for (const Binding &b : bindings) {
+        if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
+        buffers.push_back(kernel.alloc(b.tensor, shape));
+        bool input = false;
+        for (const ir::ModuleArg &a : k.module.entry().args)
+            input = input || (a.tensor == b.tensor.node() && a.kind == ir::ModuleArg::Kind::Input);
+        if (input) buffers.back().upload(*b.buffer);
+    }
+    for (size_t i = 0; i < bindings.size(); i++)
+        out.emplace_back(bindings[i].tensor, buffers[i]);
+    return buffers;
+}
+
+} // namespace
+
+CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts, CudaBackend backend) {
     opts.target = Target::Cuda;
     auto impl = std::make_shared<CudaKernel::Impl>();
-    std::string why;
-    int device = 0;
-    impl->driver = load_driver(&why, &device);
-    if (!impl->driver) throw_runtime_error("pipeline '", p.name(), "': no CUDA device to run on: ", why);
-    const CudaDriver &d = *impl->driver;
-    int major = 0, minor = 0;
-    d.check(d.device_attribute(&major, 75, device), "cuDeviceGetAttribute"); // compute capability
-    d.check(d.device_attribute(&minor, 76, device), "cuDeviceGetAttribute");
+    impl->backend = backend;
+    std::shared_ptr<CudaDriver> driver;
+    std::vector<int> archs;
+    if (backend == CudaBackend::Gpu) {
+        std::string why;
+        int device = 0;
+        driver = load_driver(&why, &device);
+        if (!driver) throw_runtime_error("pipeline '", p.name(), "': no CUDA device to run on: ", why);
+        int major = 0, minor = 0;
+        driver->check(driver->device_attribute(&major, 75, device), "cuDeviceGetAttribute"); // compute capability
+        driver->check(driver->device_attribute(&minor, 76, device), "cuDeviceGetAttribute");
+        archs.push_back(major * 10 + minor);
+    }
     impl->module = driver::lower_for_cuda(p, opts);
     for (const ir::ModuleArg &a : impl->module.entry().args)
         if (a.tensor && a.tensor->has_value_range)
             throw_compile_error("pipeline '", p.name(), "': index tensor '", a.name,
                                 "' is checked on the host, and the CUDA runtime passes tensors in device memory; "
                                 "index tensors are not supported on CUDA yet");
-    impl->program = driver::cuda_program(impl->module, {major * 10 + minor}, opts);
-    d.check(d.module_load_data(&impl->cu_module, impl->program.binaries.at(0).cubin.data()), "cuModuleLoadData");
-    for (const std::string &k : impl->program.kernels) {
-        void *fn = nullptr;
-        d.check(d.module_function(&fn, impl->cu_module, k.c_str()), "cuModuleGetFunction");
-        impl->functions.push_back(fn);
-    }
+    impl->program = driver::cuda_program(impl->module, archs, opts);
+    const int debug = opts.debug >= 0 ? opts.debug : 0;
+    const driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
+    if (backend == CudaBackend::Gpu)
+        impl->device = std::make_unique<GpuDevice>(driver, impl->program);
+    else
+        impl->device = std::make_unique<CpuThreadsDevice>(impl->module, jo);
     impl->host_source = impl->program.host_source;
-    int debug = opts.debug >= 0 ? opts.debug : 0;
-    driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
     impl->jit = driver::jit_compile(impl->host_source, ir::entry_symbol(impl->module), jo);
     impl->entry = reinterpret_cast<cora_device_entry_fn>(impl->jit.entry);
     return CudaKernel(impl);
@@ -226,98 +412,87 @@ CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts) {
 
 const CudaProgram &CudaKernel::program() const { return impl_->program; }
 const std::string &CudaKernel::host_source() const { return impl_->host_source; }
-
-namespace {
-
-/** One run's device side: tensors copied in, length/aux arrays in one packed transfer. */
-struct DeviceArgs {
-    std::vector<cora_arg_t> args;
-    std::vector<std::unique_ptr<DeviceMemory>> tensors; ///< by argument (null for the others)
-    std::unique_ptr<DeviceMemory> arrays;
-    RunContext ctx;
-    cora_device_t device{};
-};
-
-void prepare(const CudaKernel::Impl &k, std::vector<cora_arg_t> host, DeviceArgs &out) {
-    const CudaDriver &d = *k.driver;
-    const auto &margs = k.module.entry().args;
-    out.args = host;
-    out.tensors.resize(host.size());
-    // Length and aux arrays: packed into one buffer (8-byte aligned), copied in one transfer.
-    std::vector<size_t> offset(host.size(), 0);
-    size_t total = 0;
-    for (size_t i = 0; i < host.size(); i++) {
-        auto kind = margs[i].kind;
-        if (kind != ir::ModuleArg::Kind::LengthArray && kind != ir::ModuleArg::Kind::AuxArray) continue;
-        offset[i] = total;
-        total += ((size_t)host[i].count * element_bytes(host[i].type_code) + 7) / 8 * 8;
-    }
-    std::vector<unsigned char> packed(total);
-    for (size_t i = 0; i < host.size(); i++) {
-        auto kind = margs[i].kind;
-        if (kind == ir::ModuleArg::Kind::LengthArray || kind == ir::ModuleArg::Kind::AuxArray) {
-            if (host[i].count > 0)
-                std::memcpy(packed.data() + offset[i], host[i].data,
-                            (size_t)host[i].count * element_bytes(host[i].type_code));
-        } else if (kind == ir::ModuleArg::Kind::Input || kind == ir::ModuleArg::Kind::Output) {
-            size_t bytes = (size_t)host[i].count * element_bytes(host[i].type_code);
-            out.tensors[i] = std::make_unique<DeviceMemory>(d, bytes);
-            if (kind == ir::ModuleArg::Kind::Input && bytes > 0)
-                d.check(d.htod(out.tensors[i]->ptr, host[i].data, bytes), "cuMemcpyHtoD");
-            out.args[i].data = out.tensors[i]->get();
-        }
-    }
-    out.ctx.k = &k;
-    if (total > 0) {
-        out.arrays = std::make_unique<DeviceMemory>(d, total);
-        d.check(d.htod(out.arrays->ptr, packed.data(), total), "cuMemcpyHtoD");
-        for (size_t i = 0; i < host.size(); i++) {
-            auto kind = margs[i].kind;
-            if (kind == ir::ModuleArg::Kind::LengthArray || kind == ir::ModuleArg::Kind::AuxArray)
-                out.ctx.copies[host[i].data] = static_cast<unsigned char *>(out.arrays->get()) + offset[i];
-        }
-    }
-    out.device = cora_device_t{&out.ctx, &RunContext::launch, &RunContext::alloc, &RunContext::release,
-                               &RunContext::device_copy};
+CudaBackend CudaKernel::backend() const { return impl_->backend; }
+int64_t CudaKernel::shape_transfers() const {
+    std::lock_guard<std::mutex> lock(impl_->shape_mu);
+    return impl_->shape_transfers;
 }
 
-void call(const CudaKernel::Impl &k, DeviceArgs &a) {
-    char error[1024] = {0};
-    int32_t rc = k.entry(a.args.data(), (int32_t)a.args.size(), &a.device, error, (int32_t)sizeof error);
-    if (rc != CORA_OK) throw_runtime_error("kernel '", k.module.name, "': ", error);
-    k.driver->check(k.driver->ctx_synchronize(), "cuCtxSynchronize");
+DeviceBuffer CudaKernel::alloc(const Tensor &t, const RaggedShape &shape) const {
+    bool known = false;
+    for (const ir::ModuleArg &a : impl_->module.entry().args)
+        known = known || (a.tensor && a.tensor == t.node());
+    if (!known) throw_runtime_error("tensor '", t.name(), "' is not an argument of kernel '", impl_->module.name, "'");
+    auto b = std::make_shared<DeviceBuffer::Impl>();
+    b->kernel = impl_;
+    b->type = t.node()->type;
+    b->count = shape.size_of(t);
+    const size_t bytes = (size_t)b->count * (size_t)b->type.bytes();
+    b->ptr = impl_->device->alloc(bytes);
+    impl_->device->zero(b->ptr, bytes);
+    return DeviceBuffer(b);
 }
 
-} // namespace
+Type DeviceBuffer::type() const { return impl_->type; }
+int64_t DeviceBuffer::size() const { return impl_->count; }
+void *DeviceBuffer::device_pointer() const { return impl_->ptr; }
+
+void DeviceBuffer::upload(const Buffer &host) {
+    if (host.type() != impl_->type || host.size() != impl_->count)
+        throw_runtime_error("DeviceBuffer::upload: the host buffer holds ", host.size(), " ", host.type().str(),
+                            " elements, the device buffer ", impl_->count, " ", impl_->type.str());
+    impl_->kernel->device->upload(impl_->ptr, host.raw(), (size_t)impl_->count * (size_t)impl_->type.bytes());
+}
+
+void DeviceBuffer::download(Buffer &host) const {
+    if (host.type() != impl_->type || host.size() != impl_->count)
+        throw_runtime_error("DeviceBuffer::download: the host buffer holds ", host.size(), " ", host.type().str(),
+                            " elements, the device buffer ", impl_->count, " ", impl_->type.str());
+    if (host.read_only()) throw_runtime_error("DeviceBuffer::download into a read-only buffer");
+    impl_->kernel->device->synchronize_all();
+    impl_->kernel->device->download(host.raw(), impl_->ptr, (size_t)impl_->count * (size_t)impl_->type.bytes());
+}
+
+void CudaKernel::run(const RaggedShape &shape, const std::vector<DeviceBinding> &bindings, void *stream) const {
+    std::vector<driver::BoundMemory> memory;
+    for (const DeviceBinding &b : bindings) {
+        if (!b.buffer) throw_runtime_error("null device buffer bound for tensor '", b.tensor.name(), "'");
+        if (b.buffer->impl_->kernel->device.get() != impl_->device.get())
+            throw_runtime_error("the device buffer bound for tensor '", b.tensor.name(),
+                                "' belongs to another kernel's device; allocate it with this kernel's alloc()");
+        memory.push_back({b.tensor, b.buffer->type(), b.buffer->device_pointer(), b.buffer->size(), false});
+    }
+    call_entry(*impl_, driver::make_args(impl_->module, shape, memory), stream);
+}
+
+void CudaKernel::synchronize(void *stream) const { impl_->device->synchronize(stream); }
 
 void CudaKernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
-    const Impl &k = *impl_;
-    // The context is current per thread: a kernel may run on another thread than it was built on.
-    k.driver->check(k.driver->ctx_set_current(k.driver->context), "cuCtxSetCurrent");
-    k.driver->check(k.driver->ctx_synchronize(), "cuCtxSynchronize");
-    std::vector<cora_arg_t> host = driver::make_args(k.module, shape, bindings);
-    DeviceArgs dev;
-    prepare(k, host, dev);
-    call(k, dev);
-    for (size_t i = 0; i < host.size(); i++)
-        if (k.module.entry().args[i].kind == ir::ModuleArg::Kind::Output && host[i].count > 0)
-            k.driver->check(k.driver->dtoh(host[i].data, dev.tensors[i]->ptr,
-                                           (size_t)host[i].count * element_bytes(host[i].type_code)),
-                            "cuMemcpyDtoH");
+    driver::make_args(impl_->module, shape, bindings); // the host arguments' checks, before any copy
+    std::vector<DeviceBinding> device_bindings;
+    std::vector<DeviceBuffer> buffers = to_device(*this, *impl_, shape, bindings, device_bindings);
+    run(shape, device_bindings);
+    impl_->device->synchronize(nullptr);
+    for (size_t i = 0; i < bindings.size(); i++)
+        for (const ir::ModuleArg &a : impl_->module.entry().args)
+            if (a.tensor == bindings[i].tensor.node() && a.kind == ir::ModuleArg::Kind::Output)
+                buffers[i].download(*bindings[i].buffer);
 }
 
 double CudaKernel::time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const {
-    const Impl &k = *impl_;
     if (reps < 1) throw_runtime_error("CudaKernel::time_ms: reps must be positive, got ", reps);
-    k.driver->check(k.driver->ctx_set_current(k.driver->context), "cuCtxSetCurrent");
-    std::vector<cora_arg_t> host = driver::make_args(k.module, shape, bindings);
-    DeviceArgs dev;
-    prepare(k, host, dev);
-    call(k, dev); // warm-up
+    driver::make_args(impl_->module, shape, bindings);
+    std::vector<DeviceBinding> device_bindings;
+    std::vector<DeviceBuffer> buffers = to_device(*this, *impl_, shape, bindings, device_bindings);
+    auto once = [&] {
+        run(shape, device_bindings);
+        impl_->device->synchronize(nullptr);
+    };
+    once(); // warm-up (and the shape's arrays on the device)
     std::vector<double> ms;
     for (int r = 0; r < reps; r++) {
         auto t0 = std::chrono::steady_clock::now();
-        call(k, dev);
+        once();
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());

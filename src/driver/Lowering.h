@@ -19,6 +19,19 @@ CudaProgram cuda_program(const ir::LoweredModule &m, const std::vector<int> &arc
  * in `shape`; pointers into the shape and the buffers). RuntimeError for unknown, missing or
  * read-only bindings and params or length arrays the shape lacks. */
 std::vector<cora_arg_t> make_args(const ir::Module &m, const RaggedShape &shape, const std::vector<Binding> &bindings);
+/** One tensor's memory for make_args: wherever it lives (host or device). */
+struct BoundMemory {
+    Tensor tensor;
+    Type type;
+    void *data;
+    int64_t count;
+    bool read_only;
+};
+/** make_args with the tensors' memory given as BoundMemory (e.g. device buffers). */
+std::vector<cora_arg_t> make_args(const ir::Module &m, const RaggedShape &shape,
+                                  const std::vector<BoundMemory> &bindings);
+/** The runtime ABI's type code of an element type. */
+int32_t type_code_of(Type t);
 /** The entry's IR, then each device kernel's (GPU targets) after a line `device kernel <name>:`. */
 std::string print_module(const ir::Module &m);
 /** The arguments a caller passes, in ABI order (aux arrays built in the kernel left out). */

@@ -28,15 +28,15 @@ struct Kernel::Impl {
     cora_entry_fn entry = nullptr;
 };
 
-namespace {
-
-int32_t type_code_of(Type t) {
+int32_t driver::type_code_of(Type t) {
     if (t == Int32) return CORA_TYPE_INT32;
     if (t == Int64) return CORA_TYPE_INT64;
     if (t == Float32) return CORA_TYPE_FLOAT32;
     if (t == Float64) return CORA_TYPE_FLOAT64;
     return 0;
 }
+
+namespace {
 
 int debug_level(const CompileOptions &o) { return o.debug >= 0 ? o.debug : util::env_debug_level(); }
 
@@ -140,14 +140,23 @@ void Kernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings)
 
 std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape &shape,
                                           const std::vector<Binding> &bindings) {
+    std::vector<BoundMemory> memory;
+    for (const Binding &b : bindings) {
+        if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
+        memory.push_back({b.tensor, b.buffer->type(), b.buffer->raw(), b.buffer->size(), b.buffer->read_only()});
+    }
+    return make_args(m, shape, memory);
+}
+
+std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape &shape,
+                                          const std::vector<BoundMemory> &bindings) {
     const RaggedShape::Impl &s = *shape.impl();
     s.validate_counts();
-    for (const Binding &b : bindings) {
+    for (const BoundMemory &b : bindings) {
         bool known = false;
         for (const ModuleArg &a : m.entry().args)
             known = known || (a.tensor && a.tensor == b.tensor.node());
         if (!known) throw_runtime_error("tensor '", b.tensor.name(), "' is not an argument of kernel '", m.name, "'");
-        if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
     }
     std::vector<cora_arg_t> args;
     for (const ModuleArg &a : m.entry().args) {
@@ -181,16 +190,16 @@ std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape
         }
         case ModuleArg::Kind::Input:
         case ModuleArg::Kind::Output: {
-            Buffer *buf = nullptr;
-            for (const Binding &b : bindings)
-                if (b.tensor.node() == a.tensor) buf = b.buffer;
+            const BoundMemory *buf = nullptr;
+            for (const BoundMemory &b : bindings)
+                if (b.tensor.node() == a.tensor) buf = &b;
             if (!buf) throw_runtime_error("no buffer bound for tensor '", a.name, "' of kernel '", m.name, "'");
-            if (a.kind == ModuleArg::Kind::Output && buf->read_only())
+            if (a.kind == ModuleArg::Kind::Output && buf->read_only)
                 throw_runtime_error("output '", a.name, "' of kernel '", m.name,
                                     "' is bound to a read-only buffer (a Buffer::view of const memory)");
-            c.type_code = type_code_of(buf->type());
-            c.data = buf->raw();
-            c.count = buf->size();
+            c.type_code = driver::type_code_of(buf->type);
+            c.data = buf->data;
+            c.count = buf->count;
             break;
         }
         }

@@ -103,7 +103,7 @@ TEST_CASE("a ragged elementwise op on GPU blocks and threads matches the referen
             if (variant == 1 || variant == 2) REQUIRE_THAT(ir, Contains(", (32, 1, 1)>>>"));
             if (variant == 3) REQUIRE_THAT(ir, Contains(", (4, 8, 1)>>>"));
             check_against_reference(p, k, {A}, r.bind, 40, 32, 7 + variant);
-            check_against_reference(p, testing::CudaOnCpu(p), {A}, r.bind, 40, 32, 7 + variant);
+            check_against_reference(p, testing::cuda_on_cpu(p), {A}, r.bind, 40, 32, 7 + variant);
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.source);
             REQUIRE_THAT(cp.source, Contains("__global__ void cora_gpu_scale_" + std::to_string(variant) + "_k0("));
@@ -144,7 +144,7 @@ TEST_CASE("a projection over packed tokens with per-thread register tiles matche
             INFO(kern.lowered());
             REQUIRE_THAT(kern.lowered(), Contains(", (6, 8, 1)>>>"));
             check_against_reference(p, kern, {X, W, bias}, r.bind, 40, 8, 21 + variant);
-            check_against_reference(p, testing::CudaOnCpu(p), {X, W, bias}, r.bind, 40, 8, 21 + variant);
+            check_against_reference(p, testing::cuda_on_cpu(p), {X, W, bias}, r.bind, 40, 8, 21 + variant);
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.source);
             if (variant == 1) REQUIRE_THAT(cp.source, Contains("float Y_tile_[int64_t(4)];"));
@@ -171,7 +171,7 @@ TEST_CASE("vgemm with a block per matrix and ragged thread extents matches the r
     REQUIRE_THAT(ir, Contains("_threads_x = max("));
     REQUIRE_THAT(ir, Contains("_threads_y = max("));
     check_against_reference(p, k, {X, Y}, bind, 23, 8, 5);
-    check_against_reference(p, testing::CudaOnCpu(p), {X, Y}, bind, 23, 8, 5);
+    check_against_reference(p, testing::cuda_on_cpu(p), {X, Y}, bind, 23, 8, 5);
     CudaProgram cp = require_cuda_compiles(p);
     REQUIRE(cp.kernel_ir.size() == 1);
     REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_blocks.x for batch"));
@@ -200,7 +200,7 @@ TEST_CASE("vgemm with a block per 8 x 8 tile of each matrix: ragged grid axes", 
     REQUIRE_THAT(ir,
                  Contains("<<<(cora_gpu_vgemm_tiles_k0_blocks_x, cora_gpu_vgemm_tiles_k0_blocks_y, B), (8, 8, 1)>>>"));
     check_against_reference(p, k, {X, Y}, bind, 23, 8, 9);
-    check_against_reference(p, testing::CudaOnCpu(p), {X, Y}, bind, 23, 8, 9);
+    check_against_reference(p, testing::cuda_on_cpu(p), {X, Y}, bind, 23, 8, 9);
     CudaProgram cp = require_cuda_compiles(p);
     INFO(cp.source);
     REQUIRE_THAT(cp.source, Contains("blockIdx.z"));
@@ -226,7 +226,7 @@ TEST_CASE("horizontally fused ops share one launch; producers and consumers laun
     REQUIRE(count_occurrences(ir, "launch ") == 2);
     REQUIRE(ir.find("launch cora_gpu_hfuse_k0") < ir.find("launch cora_gpu_hfuse_k1"));
     check_against_reference(p, k, {A}, r.bind, 40, 16, 3);
-    check_against_reference(p, testing::CudaOnCpu(p), {A}, r.bind, 40, 16, 3);
+    check_against_reference(p, testing::cuda_on_cpu(p), {A}, r.bind, 40, 16, 3);
     require_cuda_compiles(p);
 }
 
@@ -247,7 +247,7 @@ TEST_CASE("a ragged row softmax: a block per row, a thread per key, row reductio
     REQUIRE(cp.kernels.size() == 4);
     Kernel kern = p.compile(emulated());
     check_against_reference(p, kern, {S}, r.bind, 40, 8, 77);
-    check_against_reference(p, testing::CudaOnCpu(p), {S}, r.bind, 40, 8, 77);
+    check_against_reference(p, testing::cuda_on_cpu(p), {S}, r.bind, 40, 8, 77);
 }
 
 TEST_CASE("cross-thread reductions: a block per row, the row's threads combine their parts", "[gpu]") {
@@ -281,7 +281,7 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
             REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_lanes for lane in [0, 0 + 1):"));
             Kernel kern = p.compile(emulated());
             check_against_reference(p, kern, {S}, r.bind, 40, 8, 91 + variant);
-            check_against_reference(p, testing::CudaOnCpu(p), {S}, r.bind, 40, 8, 91 + variant);
+            check_against_reference(p, testing::cuda_on_cpu(p), {S}, r.bind, 40, 8, 91 + variant);
         }
     }
     SECTION("an epilogue after the reduction; sum, maximum and minimum") {
@@ -297,8 +297,57 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
         require_cuda_compiles(p);
         Kernel kern = p.compile(emulated());
         check_against_reference(p, kern, {A}, r.bind, 40, 16, 5);
-        check_against_reference(p, testing::CudaOnCpu(p), {A}, r.bind, 40, 16, 5);
+        check_against_reference(p, testing::cuda_on_cpu(p), {A}, r.bind, 40, 16, 5);
     }
+}
+
+TEST_CASE("device buffers: data stays on the device, a shape's arrays go there once", "[gpu][runtime]") {
+    // The CUDA runtime with the CPU-threads backend: everything but the driver API. A vgemm over
+    // device buffers, run three times on one shape and once on another; errors for buffers of the
+    // wrong size, of another kernel, and tensors the kernel does not take.
+    Dim batch("batch"), m("m"), n("n"), k("k");
+    Param B("B", 1, 16);
+    LengthArray Ms("Ms", B, 0, 40), Ns("Ns", B, 0, 40), Ks("Ks", B, 0, 40);
+    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {k, Ks(batch)}}), Y("Y", {{batch, B}, {k, Ks(batch)}, {n, Ns(batch)}});
+    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+    C.compute([&](Expr b, Expr i, Expr j) { return sum(k, Ks(b), X(b, i, k) * Y(b, k, j)); });
+    C.gpu_blocks(m, batch).gpu_threads(n);
+    Pipeline p({C}, "gpu_device_buffers");
+    CudaKernel kern = testing::cuda_on_cpu(p);
+    REQUIRE(kern.backend() == CudaBackend::CpuThreads);
+    auto shape_of = [&](const std::vector<int32_t> &ms, const std::vector<int32_t> &ns,
+                        const std::vector<int32_t> &ks) {
+        RaggedShape s;
+        s.set(B, (int64_t)ms.size()).set(Ms, ms).set(Ns, ns).set(Ks, ks);
+        return s;
+    };
+    RaggedShape s1 = shape_of({3, 0, 17}, {5, 2, 9}, {4, 7, 1}), s2 = shape_of({8}, {8}, {8});
+    for (const RaggedShape *s : {&s1, &s1, &s1, &s2}) {
+        Buffer x = Buffer::alloc(X, *s), y = Buffer::alloc(Y, *s), c = Buffer::alloc(C, *s);
+        testing::fill_random(x, 3);
+        testing::fill_random(y, 4);
+        DeviceBuffer dx = kern.alloc(X, *s), dy = kern.alloc(Y, *s), dc = kern.alloc(C, *s);
+        REQUIRE(dc.size() == c.size());
+        dx.upload(x);
+        dy.upload(y);
+        kern.run(*s, {{X, dx}, {Y, dy}, {C, dc}});
+        kern.synchronize();
+        dc.download(c);
+        testing::require_close(c, reference_evaluate(p, *s, {{X, &x}, {Y, &y}})[0]);
+    }
+    REQUIRE(kern.shape_transfers() == 2); // s1 once for three runs, then s2
+    Buffer small(Float32, 3);
+    DeviceBuffer dc = kern.alloc(C, s1);
+    REQUIRE_THROWS_WITH(dc.upload(small), Contains("DeviceBuffer::upload: the host buffer holds 3 float32 elements"));
+    REQUIRE_THROWS_WITH(dc.download(small), Contains("DeviceBuffer::download: the host buffer holds 3"));
+    Tensor Z("Z", {{batch, B}});
+    REQUIRE_THROWS_WITH(kern.alloc(Z, s1), Contains("tensor 'Z' is not an argument of kernel 'gpu_device_buffers'"));
+    CudaKernel other = testing::cuda_on_cpu(p);
+    DeviceBuffer foreign = other.alloc(X, s1), dy = kern.alloc(Y, s1);
+    REQUIRE_THROWS_WITH(kern.run(s1, {{X, foreign}, {Y, dy}, {C, dc}}),
+                        Contains("the device buffer bound for tensor 'X' belongs to another kernel's device"));
+    DeviceBuffer dx = kern.alloc(X, s1);
+    REQUIRE_THROWS_WITH(kern.run(s2, {{X, dx}, {Y, dy}, {C, dc}}), Contains("'X'")); // sized for s1, run on s2
 }
 
 TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[gpu][errors]") {
@@ -503,7 +552,7 @@ TEST_CASE("random GPU schedules of ragged ops match the reference when emulated"
         }
         // The CUDA source on CPU threads: every block-level tile, and every fourth schedule.
         if (trial % 4 == 0 || c.description.find("cache_write(block)") != std::string::npos) {
-            testing::CudaOnCpu on_cpu(c.pipeline);
+            CudaKernel on_cpu = testing::cuda_on_cpu(c.pipeline);
             check_against_reference(c.pipeline, on_cpu, c.inputs, c.bind, 40, 8, 100 + trial);
             on_threads++;
             // A block-level tile: the block's in the emulation, one thread's in CUDA.
@@ -511,7 +560,7 @@ TEST_CASE("random GPU schedules of ragged ops match the reference when emulated"
                 size_t at = ir.find("F_tile[float32 * ");
                 return at == std::string::npos ? 0L : std::stol(ir.substr(at + 17));
             };
-            const int64_t whole = tile_size(kern->lowered()), slice = tile_size(driver::print_module(on_cpu.module()));
+            const int64_t whole = tile_size(kern->lowered()), slice = tile_size(testing::kernel_ir(on_cpu));
             if (c.description.find("cache_write(block)") != std::string::npos) {
                 REQUIRE(slice > 0);
                 REQUIRE(slice <= whole); // equal: one thread per block, or threads over no tile dim
@@ -557,7 +606,7 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
             const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},      {16, 16, 8}, {17, 33, 9},
                                                                   {15, 16, 0}, {100, 37, 100}, {32, 1, 24}};
             testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C, sizes);
-            testing::check_dense_gemm(p, testing::CudaOnCpu(p), M, N, K, A, Bm, C, sizes);
+            testing::check_dense_gemm(p, testing::cuda_on_cpu(p), M, N, K, A, Bm, C, sizes);
         }
     }
     SECTION("panels larger than a block's shared memory") {
@@ -599,7 +648,7 @@ TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced
     Kernel emulated_kernel = p.compile(emulated());
     REQUIRE_THAT(emulated_kernel.lowered(), Contains("C_tile[float32 * 1024]"));
     testing::check_dense_gemm(p, emulated_kernel, M, N, K, A, Bm, C, sizes);
-    testing::CudaOnCpu on_cpu(p);
+    CudaKernel on_cpu = testing::cuda_on_cpu(p);
     testing::check_dense_gemm(p, on_cpu, M, N, K, A, Bm, C, sizes);
 }
 
@@ -629,7 +678,7 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
         CudaProgram cp = require_cuda_compiles(p);
         REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
         Kernel emulated_kernel = p.compile(emulated());
-        testing::CudaOnCpu on_cpu(p);
+        CudaKernel on_cpu = testing::cuda_on_cpu(p);
         for (int64_t size : {1, 17, 64, 130}) {
             INFO("M " << size << " N " << size + 3);
             RaggedShape s;
@@ -644,7 +693,7 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
         CudaProgram cp = require_cuda_compiles(p);
         REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
         Kernel emulated_kernel = p.compile(emulated());
-        testing::CudaOnCpu on_cpu(p);
+        CudaKernel on_cpu = testing::cuda_on_cpu(p);
         for (const auto &shapes : std::vector<std::vector<std::array<int32_t, 3>>>{
                  {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}}, {{33, 33, 0}}, {{5, 80, 31}, {16, 16, 16}}}) {
             RaggedShape s;

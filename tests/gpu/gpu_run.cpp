@@ -1,20 +1,37 @@
-// Runs GPU schedules on a CUDA device (ctest label `gpu`): random schedules of ragged ops and a
-// GEMM with shared-memory panels, each against the reference. Without a device the program
-// prints why and exits 77, which ctest reports as skipped.
+// Runs GPU schedules on a CUDA device (ctest label `gpu`): random schedules of ragged ops, a GEMM
+// with shared-memory panels, the apps' schedules, a cross-thread reduction and device buffers, each
+// against the reference. Without a device the program prints why and exits 77, which ctest
+// reports as skipped. With CORA_TEST_CUDA_BACKEND=cpu-threads it runs the same cases on the
+// CPU-threads backend instead (ctest: gpu_tests_on_cpu_threads), so the tests themselves are
+// checked on every machine.
 #define CATCH_CONFIG_RUNNER
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
+#include "trmm/trmm_gpu_def.h"
+#include "vgemm/vgemm_gpu_def.h"
 
+#include <cstdlib>
 #include <iostream>
 
 using namespace cora;
+
+namespace {
+
+CudaBackend backend() {
+    const char *b = std::getenv("CORA_TEST_CUDA_BACKEND");
+    return b && std::string(b) == "cpu-threads" ? CudaBackend::CpuThreads : CudaBackend::Gpu;
+}
+
+CudaKernel compile(const Pipeline &p) { return compile_cuda_kernel(p, {}, backend()); }
+
+} // namespace
 
 TEST_CASE("random GPU schedules of ragged ops match the reference on the device", "[gpu]") {
     std::mt19937 rng(20261124); // the emulated differential test's schedules, run for real
     for (int trial = 0; trial < 40; trial++) {
         testing::RandomGpuCase c = testing::random_gpu_case(rng, "gpu_device_" + std::to_string(trial));
         INFO("trial " << trial << ": " << c.description);
-        CudaKernel k = compile_cuda_kernel(c.pipeline);
+        CudaKernel k = compile(c.pipeline);
         testing::check_against_reference(c.pipeline, k, c.inputs, c.bind, 40, 8, 100 + trial);
     }
 }
@@ -29,14 +46,68 @@ TEST_CASE("a GEMM with shared-memory panels matches the reference on the device"
     C.reorder({io, jo, ko, ii, ji, ki}).gpu_blocks(jo, io).gpu_threads(ji, ii).cache_write(ji);
     C.cache_read(A, ko).cache_read(Bm, ko);
     Pipeline p({C}, "gpu_device_gemm");
-    CudaKernel kern = compile_cuda_kernel(p);
+    CudaKernel kern = compile(p);
     testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C,
                               {{0, 5, 3}, {1, 1, 1}, {32, 32, 16}, {33, 65, 17}, {300, 257, 300}, {64, 1, 48}});
 }
 
+TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers on the device", "[gpu]") {
+    auto check = [](const Pipeline &p, const CudaKernel &k, const RaggedShape &s, const std::vector<Tensor> &inputs) {
+        std::vector<Buffer> in;
+        std::vector<std::pair<Tensor, const Buffer *>> ref_in;
+        for (size_t i = 0; i < inputs.size(); i++)
+            in.push_back(Buffer::alloc(inputs[i], s));
+        std::vector<DeviceBuffer> dev;
+        std::vector<DeviceBinding> bindings;
+        for (size_t i = 0; i < inputs.size(); i++) {
+            testing::fill_random(in[i], 7 + (uint32_t)i);
+            ref_in.emplace_back(inputs[i], &in[i]);
+            dev.push_back(k.alloc(inputs[i], s));
+            dev.back().upload(in[i]);
+        }
+        DeviceBuffer out_dev = k.alloc(p.outputs()[0], s);
+        for (size_t i = 0; i < inputs.size(); i++)
+            bindings.emplace_back(inputs[i], dev[i]);
+        bindings.emplace_back(p.outputs()[0], out_dev);
+        k.run(s, bindings);
+        k.run(s, bindings); // the shape's arrays stay on the device
+        REQUIRE(k.shape_transfers() >= 1);
+        Buffer out = Buffer::alloc(p.outputs()[0], s);
+        out_dev.download(out);
+        testing::require_close(out, reference_evaluate(p, s, ref_in)[0]);
+    };
+    apps::TrmmGpu t;
+    CudaKernel trmm = compile(t.pipeline());
+    // Smaller on CPU threads (a std::thread per CUDA thread): the same tails, less work.
+    const bool on_gpu = backend() == CudaBackend::Gpu;
+    for (int64_t size : on_gpu ? std::vector<int64_t>{1, 63, 64, 300} : std::vector<int64_t>{1, 63, 130}) {
+        RaggedShape s;
+        s.set(t.M, size).set(t.N, size + 5);
+        check(t.pipeline(), trmm, s, {t.L, t.X});
+    }
+    apps::VgemmGpu v;
+    CudaKernel vgemm = compile(v.pipeline());
+    RaggedShape s;
+    v.bind(s, {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}, {on_gpu ? 200 : 20, 100, 150}});
+    check(v.pipeline(), vgemm, s, {v.X, v.Y});
+    // A row reduction over 32 threads per row.
+    Dim b("b"), kk("k"), ko("ko"), ki("ki");
+    Param B("B", 1, 64);
+    LengthArray len("len", B, 0, 600);
+    Tensor A("A", {{b, B}, {kk, len(b)}});
+    Func Sum("Sum", {{b, B}});
+    Sum.compute([&](Expr x) { return sum(kk, len(x), A(x, kk)) * 0.5f; });
+    Sum.split(kk, ko, ki, 32).reorder({b, ki, ko}).gpu_blocks(b).gpu_threads(ki);
+    Pipeline sum_p({Sum}, "gpu_device_row_sum");
+    CudaKernel row_sum = compile(sum_p);
+    RaggedShape rs;
+    rs.set(B, 5).set(len, std::vector<int32_t>{0, 1, 31, 33, 600});
+    check(sum_p, row_sum, rs, {A});
+}
+
 int main(int argc, char **argv) {
     std::string why;
-    if (!cuda_device_available(&why)) {
+    if (backend() == CudaBackend::Gpu && !cuda_device_available(&why)) {
         std::cout << "SKIPPED: no CUDA device: " << why << "\n";
         return 77;
     }
