@@ -31,6 +31,27 @@ __device__ inline int64_t cora_mod(int64_t a, int64_t b) {
 }
 template <class T> __device__ inline T cora_min(T a, T b) { return a < b ? a : b; }
 template <class T> __device__ inline T cora_max(T a, T b) { return a < b ? b : a; }
+// Warp all-reductions (lower/WarpReductions.cpp): every lane gets the combination of all 32.
+__device__ inline float cora_fmax(float a, float b) { return fmaxf(a, b); }
+__device__ inline double cora_fmax(double a, double b) { return fmax(a, b); }
+__device__ inline float cora_fmin(float a, float b) { return fminf(a, b); }
+__device__ inline double cora_fmin(double a, double b) { return fmin(a, b); }
+template <class T> __device__ inline T cora_warp_sum(T v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+template <class T> __device__ inline T cora_warp_product(T v) {
+    for (int o = 16; o > 0; o >>= 1) v *= __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+template <class T> __device__ inline T cora_warp_max(T v) {
+    for (int o = 16; o > 0; o >>= 1) v = cora_fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+template <class T> __device__ inline T cora_warp_min(T v) {
+    for (int o = 16; o > 0; o >>= 1) v = cora_fmin(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
 )";
 
 class CodeGen_CUDA : public CodeGen_C {
@@ -62,6 +83,10 @@ protected:
         os << "(" << a << " - " << b << " * " << math("floor", op->type) << "(" << a << " / " << b << "))";
     }
     void visit_node(const Call *op) override {
+        if (op->name.rfind("cora_warp_", 0) == 0) { // a CUDA helper of the prologue, for float and double
+            os << op->name << "(" << expr(op->args[0]) << ")";
+            return;
+        }
         std::string fn = op->name == "abs" ? "fabs" : op->name;
         os << math(fn, op->type) << "(" << expr(op->args[0]) << ")";
     }

@@ -79,6 +79,18 @@ struct BlockSync {
 BlockSync *block_sync = nullptr;
 
 inline void __syncthreads() { block_sync->sync(); }
+
+/** __shfl_xor_sync among the block's threads (the callers are one full warp): each thread leaves
+ * its value in its slot, and after a barrier reads its partner's. */
+std::vector<double> shuffle_slots;
+template <class T> T __shfl_xor_sync(unsigned, T v, int lane_mask) {
+    const long long self = threadIdx.x + (long long)blockDim.x * (threadIdx.y + (long long)blockDim.y * threadIdx.z);
+    shuffle_slots[(size_t)self] = (double)v;
+    block_sync->sync();
+    T other = (T)shuffle_slots[(size_t)(self ^ lane_mask)];
+    block_sync->sync();
+    return other;
+}
 inline float __int_as_float(int i) {
     float f;
     std::memcpy(&f, &i, sizeof f);
@@ -136,6 +148,7 @@ extern "C" int cora_cuda_on_cpu_launch(int kernel, const long long *grid, const 
     BlockSync sync;
     sync.n = n;
     block_sync = &sync;
+    shuffle_slots.assign((size_t)n, 0.0);
     blockDim = {(unsigned)threads[0], (unsigned)threads[1], (unsigned)threads[2]};
     gridDim = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
     std::vector<std::thread> workers;

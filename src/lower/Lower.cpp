@@ -25,6 +25,7 @@
  *      parts and a combine between two barriers
  *  12. split_host_device (GPU targets): each nest of block loops becomes a device kernel and a launch
  *  13. slice_thread_tiles (CUDA): block-level register tiles become per-thread slices
+ *  14. warp_reductions (CUDA): a reduction over one warp combines with shuffles
  * The result is a Module (ir/Module.h): the entry, for AOT the size query, for GPU targets the
  * device kernels; each pass returns
  * what later ones need (arguments, permutations, guard counts), and the LoweringContext holds only
@@ -147,9 +148,12 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     std::vector<LoweredFunc> device_kernels;
     s = pass.run("split_host_device", Stage::Materialized,
                  [&] { return split_host_device(s, kernel_prefix(name), ctx.target, device_kernels); });
-    if (ctx.target == Target::Cuda) // the emulation runs thread loops as loops: it needs whole tiles
-        for (LoweredFunc &k : device_kernels)
+    if (ctx.target == Target::Cuda) // the emulation runs thread loops as loops: whole tiles, shared parts
+        for (LoweredFunc &k : device_kernels) {
             k.body = pass.run("slice_thread_tiles", Stage::Materialized, [&] { return slice_thread_tiles(k.body); });
+            k.body = pass.run("warp_reductions", Stage::Materialized,
+                              [&] { return warp_reductions(k.body, k.exact_bindings); });
+        }
 
     LoweredModule m;
     m.name = name;

@@ -44,5 +44,8 @@ Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target t
 /** Target::Cuda: a block-level register tile whose threads touch disjoint parts becomes one
  * slice per thread (SliceThreadTiles.cpp). */
 Stmt slice_thread_tiles(const Stmt &kernel_body);
+/** Target::Cuda: a float reduction over exactly one warp of threads combines its parts with
+ * __shfl_xor_sync instead of shared memory (WarpReductions.cpp). */
+Stmt warp_reductions(const Stmt &kernel_body, const std::vector<ForKind> &exact_bindings);
 
 } // namespace cora::ir

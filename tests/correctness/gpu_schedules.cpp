@@ -276,10 +276,19 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
             Pipeline p({sm.P}, "gpu_softmax_threads_" + std::to_string(variant));
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.kernel_ir[0]);
-            REQUIRE_THAT(cp.kernel_ir[0],
-                         Contains("allocate in shared memory Mx_part[float32 * " + std::to_string(threads) + "]"));
-            REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_lanes for lane in [0, 0 + 1):"));
             Kernel kern = p.compile(emulated());
+            // The emulation combines in shared memory; CUDA too, unless the block is one warp
+            // (variant 0: 32 threads on x, exactly): then lanes exchange parts with shuffles.
+            REQUIRE_THAT(kern.lowered(),
+                         Contains("allocate in shared memory Mx_part[float32 * " + std::to_string(threads) + "]"));
+            REQUIRE_THAT(kern.lowered(), Contains("gpu_lanes for lane in [0, 0 + 1):"));
+            if (variant == 0) {
+                REQUIRE_THAT(cp.kernel_ir[0], Contains("Mx_acc[0] = cora_warp_max(Mx_acc[0])"));
+                REQUIRE_THAT(cp.kernel_ir[0], !Contains("Mx_part"));
+                REQUIRE_THAT(cp.source, Contains("__shfl_xor_sync"));
+            } else {
+                REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Mx_part[float32 * 8]"));
+            }
             check_against_reference(p, kern, {S}, r.bind, 40, 8, 91 + variant);
             check_against_reference(p, testing::cuda_on_cpu(p), {S}, r.bind, 40, 8, 91 + variant);
         }
@@ -291,10 +300,14 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
         Sum.compute([&](Expr b) { return sum(k, r.len(b), A(b, k)) * 0.5f + 1.0f; });
         Max.compute([&](Expr b) { return maximum(k, r.len(b), A(b, k) * 2.0f); });
         Min.compute([&](Expr b) { return minimum(k, r.len(b), A(b, k)) + Sum(b) + Max(b); });
-        for (Func *f : {&Sum, &Max, &Min})
-            f->split(k, ko, ki, 16).reorder({r.batch, ki, ko}).gpu_blocks(r.batch).gpu_threads(ki);
+        for (Func *f : {&Sum, &Max, &Min}) // Sum over one warp: shuffles, then its epilogue
+            f->split(k, ko, ki, f == &Sum ? 32 : 16).reorder({r.batch, ki, ko}).gpu_blocks(r.batch).gpu_threads(ki);
         Pipeline p({Min}, "gpu_combiners");
-        require_cuda_compiles(p);
+        CudaProgram cp = require_cuda_compiles(p);
+        const std::string all_ir = cp.kernel_ir[0] + cp.kernel_ir[1] + cp.kernel_ir[2];
+        INFO(all_ir);
+        REQUIRE_THAT(all_ir, Contains("Sum_acc[0] = cora_warp_sum(Sum_acc[0])"));
+        REQUIRE_THAT(all_ir, Contains("Sum[batch] = ((Sum[batch] * 0.5f) + 1f)"));
         Kernel kern = p.compile(emulated());
         check_against_reference(p, kern, {A}, r.bind, 40, 16, 5);
         check_against_reference(p, testing::cuda_on_cpu(p), {A}, r.bind, 40, 16, 5);
