@@ -53,8 +53,9 @@ int run(int argc, char **argv) {
         .integer("--batch", &batch, 1, 4096, "batch size")
         .integer("--heads", &heads, 1, 64, "attention heads")
         .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)")
-        .text("--device", &device_name, "cpu|cuda|cuda-emulated",
-              "where cora runs: the CPU, a CUDA GPU, or the GPU schedule emulated on the CPU");
+        .text("--device", &device_name, "cpu|cuda|cuda-emulated|cuda-cpu-threads",
+              "where cora runs: the CPU, a CUDA GPU, the GPU schedule emulated on the CPU, or its CUDA "
+              "source on CPU threads");
     if (!cli.parse(argc, argv)) return 0;
     const apps::Device device = apps::parse_device(device_name);
     std::vector<int32_t> lengths;
@@ -85,18 +86,19 @@ int run(int argc, char **argv) {
     Pipeline pipeline({P}, "attention_softmax");
     if (device != apps::Device::Cpu) {
         // GPU: a block per (head, query row, sentence) — the row axis ragged, launched at the
-        // longest sentence — with a thread per key (ragged too) for the scores, the exponentials
-        // and the result; the row max and sum a thread per head over the row. (A block-wide
-        // reduction with warp shuffles is the next step: docs/gpu.md.)
+        // longest sentence. The scores, exponentials and result: a thread per key. The row max and
+        // sum: one warp per row, each lane reducing every 32nd key, the lanes combined with warp
+        // shuffles (lower/ThreadReductions.cpp, WarpReductions.cpp).
         for (Func *f : {&S, &E, &P})
             f->reorder({b, q, h, kv}).gpu_blocks(h, q, b).gpu_threads(kv);
+        Dim ro("ro"), ri("ri");
         for (Func *f : {&Mx, &Sum})
-            f->gpu_blocks(q, b).gpu_threads(h);
+            f->split(r, ro, ri, 32).reorder({b, q, h, ri, ro}).gpu_blocks(h, q, b).gpu_threads(ri);
     }
     std::optional<Kernel> kernel;
     std::optional<CudaKernel> gpu_kernel;
-    if (device == apps::Device::Cuda) {
-        gpu_kernel.emplace(compile_cuda_kernel(pipeline));
+    if (device == apps::Device::Cuda || device == apps::Device::CudaCpuThreads) {
+        gpu_kernel.emplace(apps::compile_for(device, pipeline));
     } else {
         CompileOptions o;
         if (device == apps::Device::CudaEmulated) o.target = Target::CudaEmulated;
@@ -167,9 +169,10 @@ int run(int argc, char **argv) {
         useful += (double)l * l;
     std::printf("cora ragged attention scores + softmax (batch %d, heads %d, head dim %lld) on %s\n", (int)batch,
                 (int)heads, (long long)D,
-                device == apps::Device::Cpu    ? "the CPU"
-                : device == apps::Device::Cuda ? "a CUDA GPU (median, data on the device)"
-                                               : "the CPU, GPU schedule emulated (not a GPU timing)");
+                device == apps::Device::Cpu              ? "the CPU"
+                : device == apps::Device::Cuda           ? "a CUDA GPU (median, data on the device)"
+                : device == apps::Device::CudaCpuThreads ? "CPU threads running the CUDA source (not a GPU timing)"
+                                                         : "the CPU, GPU schedule emulated (not a GPU timing)");
     std::printf("lengths: %s (min %d, max %d)\n", source.c_str(), *std::min_element(lengths.begin(), lengths.end()),
                 max_len);
     std::printf("correctness vs masked padded reference: %s (max abs error %.2e)\n", ok ? "PASS" : "FAIL", max_err);

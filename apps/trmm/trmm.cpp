@@ -42,7 +42,7 @@ bool check_against_strmm(const Buffer &l, const Buffer &b, const float *got, int
     return ok;
 }
 
-/** --device cuda / cuda-emulated: the GPU schedule (trmm_gpu_def.h), checked and timed. */
+/** --device other than cpu: the GPU schedule (trmm_gpu_def.h), checked and timed. */
 int run_gpu(apps::Device device, int64_t size_m, int64_t size_n, int64_t runs) {
     apps::TrmmGpu t;
     RaggedShape shape;
@@ -73,8 +73,9 @@ int run(int argc, char **argv) {
     cli.integer("--m", &size_m, 1, t.M.max_value(), "rows of L and B")
         .integer("--n", &size_n, 0, t.N.max_value(), "columns of B (0: the same as --m)")
         .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)")
-        .text("--device", &device_name, "cpu|cuda|cuda-emulated",
-              "where cora runs: the CPU, a CUDA GPU, or the GPU schedule emulated on the CPU");
+        .text("--device", &device_name, "cpu|cuda|cuda-emulated|cuda-cpu-threads",
+              "where cora runs: the CPU, a CUDA GPU, the GPU schedule emulated on the CPU, or its CUDA source on CPU "
+              "threads");
     if (!cli.parse(argc, argv)) return 0;
     if (size_n == 0) size_n = size_m;
     const apps::Device device = apps::parse_device(device_name);

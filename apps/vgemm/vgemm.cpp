@@ -32,7 +32,7 @@ using cora::apps::VGemmProblem;
 
 double gflops(double flop, double secs) { return flop * 1e-9 / secs; }
 
-/** --device cuda / cuda-emulated: the GPU schedule (vgemm_gpu_def.h, JIT-compiled) on the same
+/** --device other than cpu: the GPU schedule (vgemm_gpu_def.h, JIT-compiled) on the same
  * operands, checked against the per-matrix cblas_sgemm loop. */
 int run_gpu(cora::apps::Device device, const VGemmProblem &p, const std::vector<GemmShape> &shapes, int64_t runs) {
     using namespace cora;
@@ -72,8 +72,9 @@ int run(int argc, char **argv) {
               "every size 0..67 (odd), or a file of \"M N K\" lines")
         .integer("--start", &start, 0, INT32_MAX, "first line of the data file to use")
         .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)")
-        .text("--device", &device_name, "cpu|cuda|cuda-emulated",
-              "where cora runs: the CPU (AOT library), a CUDA GPU, or the GPU schedule emulated on the CPU");
+        .text("--device", &device_name, "cpu|cuda|cuda-emulated|cuda-cpu-threads",
+              "where cora runs: the CPU (AOT library), a CUDA GPU, the GPU schedule emulated on the CPU, or its CUDA "
+              "source on CPU threads");
     if (!cli.parse(argc, argv)) return 0;
     const cora::apps::Device device = cora::apps::parse_device(device_name);
     const std::string shared = std::getenv("CORA_SHARED_DIR") ? std::getenv("CORA_SHARED_DIR") : CORA_SHARED_DIR;
