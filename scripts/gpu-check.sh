@@ -4,6 +4,9 @@
 #     (correctness_tests "[gpu]"), which need no GPU;
 #   - the device tests (gpu_tests): random GPU schedules and a shared-memory GEMM run on the GPU
 #     against the reference (exit 77 = no device: skipped);
+#   - the same device tests on CPU threads (the CUDA source run by a thread per CUDA thread);
+#   - the apps with --device cuda: trmm 4096, vgemm on the dataset's shapes, ragged attention
+#     (ragged against padded) on MNLI lengths;
 #   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS), its schedules emulated
 #     first; its table is appended to the report.
 # Writes results/gpu-check.md with what ran and how it ended. Exit status: non-zero if a test failed.
@@ -47,15 +50,26 @@ run() {
 }
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64" # cuBLAS for the benchmark
 run gpu_schedules ./correctness_tests "[gpu]"
+CORA_TEST_CUDA_BACKEND=cpu-threads run device_tests_on_cpu_threads ./gpu_tests "~a GEMM with shared-memory panels*"
 [[ -x ./cora_gpu_bench ]] && run bench_schedules_emulated ./cora_gpu_bench --emulate
 if [[ "${1:-}" != "--cpu-only" ]]; then
   run device_tests ./gpu_tests
+  run app_trmm_cuda ./trmm --m 4096 --runs 10 --device cuda
+  gemm_data=large
+  [[ -f vbatch_gemm_data.txt ]] && gemm_data=vbatch_gemm_data.txt
+  run app_vgemm_cuda ./vgemm --batch 64 --data "$gemm_data" --runs 10 --device cuda
+  lengths=()
+  [[ -f mnli_train_lengths.txt ]] && lengths=(--lengths mnli_train_lengths.txt)
+  run app_attention_cuda ./ragged_attention --batch 128 --heads 8 --runs 10 --device cuda "${lengths[@]}"
   if [[ -x ./cora_gpu_bench ]]; then
     shapes=()
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
     run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
     [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
   fi
+  for app in app_trmm_cuda app_vgemm_cuda app_attention_cuda; do
+    { echo; echo "\`$app\`:"; echo '```'; cat "results/$app.log"; echo '```'; } >>"$report"
+  done
 else
   run device_tests_without_gpu ./gpu_tests
 fi
