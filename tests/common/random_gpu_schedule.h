@@ -4,7 +4,7 @@
  * tokens (bulk-padded or guarded) in blocks of 1..64, threads over tokens and/or outputs, serial
  * or unrolled inner loops, register tiles (cache_write at the innermost thread loop, or at the
  * block loop: the block's tile, sliced per thread in CUDA), the weight in shared memory (cache_read
- * at the block loop). */
+ * at the block loop), or the projection's reduction bound to threads (lower/ThreadReductions.cpp). */
 #pragma once
 
 #include <functional>
@@ -54,6 +54,27 @@ inline RandomGpuCase random_gpu_case(std::mt19937 &rng, const std::string &name)
         blocks.push_back(to);
         (rng() % 4 ? threads : inner).push_back(ti);
         desc += " fuse, split " + std::to_string(f);
+    }
+    if (proj && !blocks.empty() && rng() % 4 == 0) {
+        // The reduction over threads: every output of the block's tokens reduced by T threads
+        // (each every T-th k), combined in shared memory, or with warp shuffles when T = 32 and
+        // no other thread loop (then the relu epilogue runs on lane 0).
+        Dim ko("ko"), ki("ki");
+        const int64_t t = std::vector<int64_t>{4, 8, 32}[rng() % 3];
+        F.split(k, ko, ki, t);
+        std::vector<Dim> order = blocks;
+        order.insert(order.end(), threads.begin(), threads.end());
+        order.insert(order.end(), inner.begin(), inner.end());
+        order.push_back(o);
+        order.push_back(ki);
+        order.push_back(ko);
+        // The token threads become serial loops: a reduction over threads needs the block's threads.
+        F.reorder(order).gpu_blocks(blocks[0]).gpu_threads(ki);
+        desc += " reduce over " + std::to_string(t) + " threads";
+        auto bind = [B, len](RaggedShape &s, const std::vector<int32_t> &l) {
+            s.set(B, (int64_t)l.size()).set(len, l);
+        };
+        return RandomGpuCase{Pipeline({F}, name), {X, W}, bind, desc};
     }
     if (proj) {
         int64_t f = std::vector<int64_t>{1, 2, 4, 8}[rng() % 4];

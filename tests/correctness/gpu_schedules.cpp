@@ -540,10 +540,10 @@ TEST_CASE("NVRTC's output is cached by content: source, architecture and NVRTC v
 
 TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
     // Each schedule (common/random_gpu_schedule.h) runs emulated against the reference on the
-    // edge-case batches; every fourth, and each with a block-level tile, also as CUDA source on CPU
-    // threads; every tenth is compiled by NVRTC too.
+    // edge-case batches; every fourth, and each with a block-level tile or a reduction over threads,
+    // also as CUDA source on CPU threads; every tenth is compiled by NVRTC too.
     std::mt19937 rng(20261124);
-    int compiled = 0, nvrtc = 0, shared = 0, tiles = 0, on_threads = 0, sliced = 0;
+    int compiled = 0, nvrtc = 0, shared = 0, tiles = 0, on_threads = 0, sliced = 0, reductions = 0;
     std::string why;
     const bool have_nvrtc = cuda_compiler_available(&why);
     for (int trial = 0; trial < 40; trial++) {
@@ -564,7 +564,9 @@ TEST_CASE("random GPU schedules of ragged ops match the reference when emulated"
             nvrtc++;
         }
         // The CUDA source on CPU threads: every block-level tile, and every fourth schedule.
-        if (trial % 4 == 0 || c.description.find("cache_write(block)") != std::string::npos) {
+        const bool over_threads = c.description.find("reduce over") != std::string::npos;
+        reductions += over_threads;
+        if (trial % 4 == 0 || over_threads || c.description.find("cache_write(block)") != std::string::npos) {
             CudaKernel on_cpu = testing::cuda_on_cpu(c.pipeline);
             check_against_reference(c.pipeline, on_cpu, c.inputs, c.bind, 40, 8, 100 + trial);
             on_threads++;
@@ -583,10 +585,11 @@ TEST_CASE("random GPU schedules of ragged ops match the reference when emulated"
     }
     std::cerr << "random GPU schedules: " << compiled << " run emulated (" << shared << " with shared memory, " << tiles
               << " with per-thread tiles), " << on_threads << " run as CUDA on CPU threads (" << sliced
-              << " block tiles sliced per thread), " << nvrtc << " compiled by NVRTC"
-              << (have_nvrtc ? "" : " (SKIPPED: " + why + ")") << "\n";
+              << " block tiles sliced per thread), " << reductions << " reductions over threads, " << nvrtc
+              << " compiled by NVRTC" << (have_nvrtc ? "" : " (SKIPPED: " + why + ")") << "\n";
     REQUIRE(compiled == 40);
     REQUIRE(sliced > 0);
+    REQUIRE(reductions > 0);
 }
 
 TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches the reference", "[gpu]") {
