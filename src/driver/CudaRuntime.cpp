@@ -358,10 +358,21 @@ void call_entry(CudaKernel::Impl &k, const std::vector<cora_arg_t> &args, void *
 /** Device buffers for the tensors of `bindings`, inputs uploaded. */
 std::vector<DeviceBuffer> to_device(const CudaKernel &kernel, const CudaKernel::Impl &k, const RaggedShape &shape,
                                     const std::vector<Binding> &bindings, std::vector<DeviceBinding> &out) {
+    // The host buffers' sizes and types first, named as a CPU kernel names them: the device
+    // buffers are sized by the library, so the entry's own checks would not see a wrong host size.
+    for (const Binding &b : bindings) {
+        if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
+        const int64_t expected = shape.size_of(b.tensor);
+        if (b.buffer->size() != expected)
+            throw_runtime_error("kernel '", k.module.name, "': buffer for tensor '", b.tensor.name(), "' has ",
+                                b.buffer->size(), " elements, expected ", expected);
+        if (b.buffer->type() != b.tensor.node()->type)
+            throw_runtime_error("kernel '", k.module.name, "': buffer for tensor '", b.tensor.name(), "' holds ",
+                                b.buffer->type().str(), " elements, expected ", b.tensor.node()->type.str());
+    }
     std::vector<DeviceBuffer> buffers;
     buffers.reserve(bindings.size());
     for (const Binding &b : bindings) {
-        if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
         buffers.push_back(kernel.alloc(b.tensor, shape));
         bool input = false;
         for (const ir::ModuleArg &a : k.module.entry().args)

@@ -361,6 +361,12 @@ TEST_CASE("device buffers: data stays on the device, a shape's arrays go there o
                         Contains("the device buffer bound for tensor 'X' belongs to another kernel's device"));
     DeviceBuffer dx = kern.alloc(X, s1);
     REQUIRE_THROWS_WITH(kern.run(s2, {{X, dx}, {Y, dy}, {C, dc}}), Contains("'X'")); // sized for s1, run on s2
+    // Host buffers of the wrong size: named as a CPU kernel names them, nothing run or written.
+    Buffer x1 = Buffer::alloc(X, s1), y1 = Buffer::alloc(Y, s1), c2 = Buffer::alloc(C, s2);
+    REQUIRE_THROWS_WITH(kern.run(s1, {{X, x1}, {Y, y1}, {C, c2}}),
+                        Contains("kernel 'gpu_device_buffers': buffer for tensor 'C' has 64 elements, expected " +
+                                 std::to_string(Buffer::alloc(C, s1).size())));
+    REQUIRE(c2.data<float>()[0] == 0.0f);
 }
 
 TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[gpu][errors]") {
