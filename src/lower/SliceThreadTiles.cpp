@@ -128,7 +128,8 @@ private:
             }
         std::map<const VarNode *, Expr> zero;
         for (const auto &[axis, loop] : threads_) {
-            auto at = [&](int64_t value) { return substitute(index, loop.first, IntImm::make(value)); };
+            const VarNode *thread_var = loop.first; // (a lambda may not capture a structured binding in C++17)
+            auto at = [&](int64_t value) { return substitute(index, thread_var, IntImm::make(value)); };
             const Expr d1 = simplify(Sub::make(at(1), at(0))), d2 = simplify(Sub::make(at(2), at(0)));
             const int64_t *c = as_const_int(d1), *c2 = as_const_int(d2);
             if (!c || !c2 || *c <= 0 || *c2 != 2 * *c) {
