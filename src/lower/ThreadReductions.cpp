@@ -51,7 +51,9 @@ std::set<const VarNode *> defined_in(const Stmt &s) {
 
 bool uses_any(const Expr &e, const std::set<const VarNode *> &vars) {
     bool found = false;
-    visit_exprs(e, [&](const Expr &x) { found = found || vars.count(static_cast<const VarNode *>(x.get())); });
+    visit_exprs(e, [&](const Expr &x) {
+        if (const VarNode *v = x.as<VarNode>()) found = found || vars.count(v);
+    });
     return found;
 }
 
