@@ -6,7 +6,8 @@
 # include path, both in ${CMAKE_CURRENT_BINARY_DIR}/cora_<name>. FUNCTION_NAME defaults to <name>;
 # GENERATOR_NAME is the generator's -g (needed when the program links several generators);
 # TARGETS is its -t (default host; e.g. "x86-64-v4,x86-64-v3" for a library that picks AVX-512
-# or AVX2 at run time). The target's properties CORA_LIBRARY_FILE and CORA_HEADER_FILE hold the
+# or AVX2 at run time; "cuda-sm_90,cuda-sm_80" for a CUDA library with an embedded fatbin, see
+# docs/gpu.md). The target's properties CORA_LIBRARY_FILE and CORA_HEADER_FILE hold the
 # paths of the two files (see cora_install_library).
 function(cora_add_library name)
   cmake_parse_arguments(A "" "GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGETS" "PARAMS" ${ARGN})

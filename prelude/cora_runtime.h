@@ -54,9 +54,12 @@ typedef struct cora_device_t {
     /** `bytes` of device memory (an intermediate), or NULL with `error` filled. */
     void *(*alloc)(void *context, int64_t bytes, char *error, int32_t error_size);
     void (*release)(void *context, void *device_pointer);
-    /** The device copy of a length or aux array passed to the entry (the runtime copies them all
-     * in one transfer), or NULL when it has none. */
-    const void *(*device_copy)(void *context, const void *host_array);
+    /** Makes the length and aux arrays the kernels read (`n` host arrays of `bytes` bytes each)
+     * available on the device and writes their device addresses into `device_arrays`. The runtime
+     * copies them all in one packed transfer, and none when their contents equal what it copied
+     * last. The entry calls it before each launch, with the same arrays every time in one call. */
+    int32_t (*stage_shape)(void *context, int32_t n, const void *const *host_arrays, const int64_t *bytes,
+                           const void **device_arrays, char *error, int32_t error_size);
 } cora_device_t;
 
 typedef int32_t (*cora_device_entry_fn)(const cora_arg_t *args, int32_t nargs, const cora_device_t *device, char *error,

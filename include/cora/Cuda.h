@@ -106,8 +106,9 @@ public:
      * already on the device: the median of `reps` calls after one warm-up. Outputs are not copied back. */
     double time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const;
 
-    /** Host-to-device transfers of shape arrays (length and aux arrays, packed) so far: one per
-     * distinct shape contents in a row, whatever the number of runs. */
+    /** Host-to-device transfers of shape arrays (the length and aux arrays the kernels read, packed)
+     * so far: one per distinct shape contents in a row, whatever the number of runs; none for kernels
+     * that read no such array (a dense op). */
     int64_t shape_transfers() const;
 
     const CudaProgram &program() const;

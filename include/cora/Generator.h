@@ -35,7 +35,10 @@ struct AotOptions {
     /** Comma-separated targets, one kernel each; at run time the first the CPU supports runs
      * (checked once with __builtin_cpu_supports; a CPU that supports none gets an error, not an
      * illegal instruction). "host" (this CPU: -march=native, alone, unchecked), "x86-64-v4"
-     * (AVX-512), "x86-64-v3" (AVX2 + FMA), "x86-64-v2", "x86-64". E.g. "x86-64-v4,x86-64-v3". */
+     * (AVX-512), "x86-64-v3" (AVX2 + FMA), "x86-64-v2", "x86-64". E.g. "x86-64-v4,x86-64-v3".
+     * Or CUDA targets (docs/gpu.md): "cuda-sm_<NN>", one or more (a fatbin with a cubin for each),
+     * or "cuda-cpu-threads" alone; the library then takes a context and a stream, tensors in
+     * device memory. */
     std::string target = "host";
     /** Lowering options (prover, guards); build_aux_in_kernel is always on. */
     CompileOptions compile;

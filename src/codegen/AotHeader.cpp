@@ -10,7 +10,7 @@
 
 namespace cora::ir {
 
-std::string aot_header(const Module &m, const std::string &fn) {
+std::string aot_header(const Module &m, const std::string &fn, bool cuda) {
     const LoweredFunc *size_query = m.function(FunctionKind::SizeQuery);
     CORA_CHECK(size_query != nullptr, "aot_header: the module has no size query");
     std::vector<const ModuleArg *> abi = arg_list(m.entry()), shape = arg_list(*size_query),
@@ -23,7 +23,16 @@ std::string aot_header(const Module &m, const std::string &fn) {
       << " *\n"
       << " * Every function returns 0 on success, or non-zero with a NUL-terminated message in `error`\n"
       << " * (at most error_size bytes; error may be NULL) and no output written. Arrays are passed as a\n"
-      << " * pointer and an element count, which the kernel checks against the shape. */\n"
+      << " * pointer and an element count, which the kernel checks against the shape."
+      << (cuda ? "\n *\n"
+                 " * A CUDA library: tensors are device memory (a CUdeviceptr, or what cudaMalloc returns, as a\n"
+                 " * pointer) of the context's device; params and length arrays are host values, checked on the host.\n"
+                 " * The kernels are queued on `stream` (a CUstream / cudaStream_t; NULL: the default stream) and the\n"
+                 " * call returns once they are: synchronise the stream before reading the outputs. A context holds\n"
+                 " * the loaded kernels and the device copy of the last shape's length and aux arrays (one transfer\n"
+                 " * per new shape); calls on one context are serialised."
+               : "")
+      << " */\n"
       << "#ifndef " << guard << "\n#define " << guard << "\n\n#include <stdint.h>\n\n"
       << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
     std::vector<const ModuleArg *> counted = tensors; // the size query's order: tensors, then length arrays
@@ -51,14 +60,28 @@ std::string aot_header(const Module &m, const std::string &fn) {
         for (std::string line; std::getline(lines, line);)
             h << " *       " << line << "\n";
     }
-    h << " */\nint32_t " << fn << "(" << typed_params(abi) << "char *error, int32_t error_size);\n\n";
+    if (cuda) {
+        h << " */\ntypedef struct " << fn << "_context " << fn << "_context;\n"
+          << "int32_t " << fn << "(" << fn << "_context *ctx, void *stream, " << typed_params(abi)
+          << "char *error, int32_t error_size);\n\n";
+        h << "/** A context on CUDA device `device` (its primary context): loads the kernels for it. NULL with\n"
+          << " * the reason in `error` when there is no driver or device, or no code for its architecture. */\n"
+          << fn << "_context *" << fn << "_create(int32_t device, char *error, int32_t error_size);\n"
+          << "/** Waits for the context's work and releases it (NULL: nothing). */\n"
+          << "void " << fn << "_destroy(" << fn << "_context *ctx);\n"
+          << "/** Host-to-device transfers of length and aux arrays so far (one per new shape). */\n"
+          << "int64_t " << fn << "_shape_transfers(" << fn << "_context *ctx);\n\n";
+    } else {
+        h << " */\nint32_t " << fn << "(" << typed_params(abi) << "char *error, int32_t error_size);\n\n";
+    }
     h << "/** Check the shape arguments and write the element count of every array argument into\n"
       << " * sizes[0 .. " << fn << "_size_count), indexed by the enum above. */\n";
     h << "int32_t " << fn << "_buffer_sizes(" << typed_params(shape)
       << "int64_t *sizes, char *error, int32_t error_size);\n\n";
     h << "/** The same kernel through the generic ABI of cora_runtime.h (arguments in the order above). */\n"
-      << "struct cora_arg_t;\nint32_t " << fn
-      << "_argv(const struct cora_arg_t *args, int32_t nargs, char *error, int32_t error_size);\n\n";
+      << "struct cora_arg_t;\nint32_t " << fn << "_argv("
+      << (cuda ? fn + "_context *ctx, void *stream, " : std::string())
+      << "const struct cora_arg_t *args, int32_t nargs, char *error, int32_t error_size);\n\n";
     h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
     return h.str();
 }

@@ -31,9 +31,8 @@ std::string typed_params(const std::vector<const ModuleArg *> &args) {
     return p;
 }
 
-/** The body of a typed wrapper: pack its parameters into cora_arg_t and call `target`. */
-static std::string typed_call(const std::vector<const ModuleArg *> &args, const std::string &target,
-                              const std::string &extra_args) {
+std::string typed_call(const std::vector<const ModuleArg *> &args, const std::string &target,
+                       const std::string &extra_args) {
     std::string b = "    cora_arg_t args[" + std::to_string(std::max<size_t>(args.size(), 1)) + "] = {};\n";
     for (size_t i = 0; i < args.size(); i++) {
         const ModuleArg *a = args[i];

@@ -27,12 +27,35 @@ AotSource codegen_c_aot(const Module &m, const std::string &function_name,
 AotSource codegen_c_aot(const std::vector<const Module *> &variants, const std::string &function_name,
                         const std::vector<std::string> &variant_conditions);
 
-/** The C header of an AOT library (AotHeader.cpp). */
-std::string aot_header(const Module &m, const std::string &fn);
+/** Where a CUDA AOT library runs its kernels. */
+enum class CudaAotDevice {
+    Gpu,       ///< a GPU, through the driver API, from an embedded fatbin
+    CpuThreads ///< CPU threads (codegen_cuda_on_cpu): the library's whole host path, testable without a GPU
+};
+
+/** A CUDA AOT library's sources (CudaAotLibrary.cpp). `wrappers`: the host entry, the size query, the
+ * runtime (a context per caller) and the exported functions: `<fn>_create`, `<fn>_destroy`, `<fn>`
+ * (context, stream, typed arguments; tensors in device memory), `<fn>_argv`, `<fn>_buffer_sizes`,
+ * `<fn>_shape_transfers`. `on_cpu`: for CpuThreads, the kernels compiled for the CPU (a second unit).
+ * `header`: the C header. */
+struct CudaAotSource {
+    std::string wrappers, on_cpu, header;
+};
+/** `fatbin`: the device code (Gpu), built for `archs` (named in its load error). */
+CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaAotDevice device, const std::string &fatbin,
+                               const std::vector<int> &archs);
+
+/** The C header of an AOT library (AotHeader.cpp); `cuda`: of a CUDA library (a context, a stream,
+ * tensors in device memory). */
+std::string aot_header(const Module &m, const std::string &fn, bool cuda = false);
 
 /** A typed wrapper's parameter name for `a`, clear of the wrapper's own names. */
 std::string param_name(const ModuleArg &a);
 /** The typed parameter list of an AOT function: scalars for params, pointer + count for arrays. */
 std::string typed_params(const std::vector<const ModuleArg *> &args);
+/** The body of a typed wrapper: its parameters packed into cora_arg_t, then `return target(args,
+ * nargs, <extra_args>error, error_size);` (`extra_args` ends with ", " when not empty). */
+std::string typed_call(const std::vector<const ModuleArg *> &args, const std::string &target,
+                       const std::string &extra_args);
 
 } // namespace cora::ir

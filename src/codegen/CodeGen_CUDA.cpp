@@ -162,19 +162,28 @@ public:
 };
 
 /** Prints the host entry of a CUDA module: launches go through the device runtime
- * (cora_device_t); an intermediate a kernel uses is device memory; the length and aux arrays
- * the kernels read are the runtime's device copies of the host arrays the entry checked. */
+ * (cora_device_t); an intermediate a kernel uses is device memory; the length and aux arrays the
+ * kernels read (arguments the entry checked, or aux arrays it built) stay host arrays, and before
+ * each launch the entry stages them all with cora_device_t::stage_shape (one packed transfer, none
+ * when they are unchanged) and passes their device copies. */
 class CodeGen_CUDA_Host : public CodeGen_C {
 public:
     explicit CodeGen_CUDA_Host(const Module &m) {
+        std::set<const VarNode *> read_on_device;
         for (const LoweredFunc *k : m.device_kernels()) {
             kernel_index_[k->name] = (int)kernel_index_.size();
             for (const VarPtr &p : k->params)
-                device_buffers_.insert(p.get());
+                read_on_device.insert(p.get());
         }
+        device_buffers_ = read_on_device;
         for (const ModuleArg &a : m.entry().args)
-            if (a.kind == ModuleArg::Kind::LengthArray || a.kind == ModuleArg::Kind::AuxArray)
-                host_arrays_.insert(a.var.get());
+            if ((a.kind == ModuleArg::Kind::LengthArray || a.kind == ModuleArg::Kind::AuxArray) &&
+                read_on_device.count(a.var.get()))
+                shape_arrays_.push_back({a.var.get(), a.count_var.get()});
+        for (const VarPtr &v : m.built_aux_arrays) {
+            built_.insert(v.get());
+            if (read_on_device.count(v.get())) shape_arrays_.push_back({v.get(), nullptr});
+        }
     }
 
 protected:
@@ -187,16 +196,15 @@ protected:
         line("const int64_t cora_threads[3] = {" + list(op->threads) + "};");
         line("if (cora_grid[0] > 0 && cora_grid[1] > 0 && cora_grid[2] > 0) {");
         indent++;
+        if (!shape_arrays_.empty()) stage_shape();
         std::string params;
         for (size_t i = 0; i < op->args.size(); i++) {
             const VarPtr &a = op->args[i];
             std::string p = "cora_p" + std::to_string(i), n = name_of(a.get());
             if (a->role != VarRole::Buffer) {
                 line(a->type.c_name() + " " + p + " = " + n + ";");
-            } else if (host_arrays_.count(a.get())) {
-                line("const void *" + p + " = cora_device->device_copy(cora_device->context, " + n + ");");
-                line("if (!" + p + ") { std::snprintf(error, error_size, \"no device copy of '" +
-                     c_escape(a->name, true) + "'\");" + release_live_allocations() + " return 3; }");
+            } else if (int s = shape_index(a.get()); s >= 0) {
+                line("const void *" + p + " = cora_shape_device[" + std::to_string(s) + "];");
             } else {
                 line("const void *" + p + " = " + n + ";");
             }
@@ -212,7 +220,9 @@ protected:
         line("}");
     }
     void visit_node(const Allocate *op) override {
-        if (op->memory != MemoryType::Heap || !device_buffers_.count(op->buffer.get()))
+        // Aux arrays the entry builds are host arrays like the arguments they replace.
+        if (op->memory != MemoryType::Heap || !device_buffers_.count(op->buffer.get()) ||
+            built_.count(op->buffer.get()))
             return CodeGen_C::visit_node(op);
         // An intermediate the kernels read and write: device memory of the size the library
         // computed (overflow-checked as on the host).
@@ -239,16 +249,43 @@ protected:
     }
 
 private:
+    struct ShapeArray {
+        const VarNode *var;
+        const VarNode *count; ///< the caller's element count; nullptr for a built aux array (<name>size)
+    };
+    int shape_index(const VarNode *v) const {
+        for (size_t i = 0; i < shape_arrays_.size(); i++)
+            if (shape_arrays_[i].var == v) return (int)i;
+        return -1;
+    }
+    /** cora_shape_device[i]: the device copy of shape array i, staged by the runtime. */
+    void stage_shape() {
+        std::string hosts, bytes;
+        for (const ShapeArray &a : shape_arrays_) {
+            std::string n = name_of(a.var);
+            hosts += (hosts.empty() ? "" : ", ") + ("(const void *)" + n);
+            bytes += (bytes.empty() ? "" : ", ") + std::string("(int64_t)sizeof(") + a.var->type.c_name() + ") * " +
+                     (a.count ? name_of(a.count) : n + "size");
+        }
+        std::string count = std::to_string(shape_arrays_.size());
+        line("const void *const cora_shape_host[" + count + "] = {" + hosts + "};");
+        line("const int64_t cora_shape_bytes[" + count + "] = {" + bytes + "};");
+        line("const void *cora_shape_device[" + count + "] = {};");
+        line("if (cora_device->stage_shape(cora_device->context, " + count +
+             ", cora_shape_host, cora_shape_bytes, cora_shape_device, error, error_size) != 0) {" +
+             release_live_allocations() + " return 3; }");
+    }
     std::map<std::string, int> kernel_index_;
-    std::set<const VarNode *> device_buffers_, host_arrays_;
+    std::set<const VarNode *> device_buffers_, built_;
+    std::vector<ShapeArray> shape_arrays_;
 };
 
 } // namespace
 
-std::string codegen_cuda_host(const Module &m) {
+std::string codegen_cuda_host(const Module &m, const std::string &linkage) {
     CodeGen_CUDA_Host g(m);
     return c_prologue() + "\n" +
-           emit_function(g, "extern \"C\" ", entry_symbol(m), m.entry(), "const cora_device_t *cora_device, ");
+           emit_function(g, linkage, entry_symbol(m), m.entry(), "const cora_device_t *cora_device, ");
 }
 
 std::string codegen_cuda(const Module &m) {

@@ -26,10 +26,12 @@ std::string codegen_cuda(const Module &m);
  * tests of the CUDA path without a GPU. */
 std::string codegen_cuda_on_cpu(const Module &m);
 
-/** The C++ source of the module's host entry for the CUDA runtime: the CPU entry's argument checks,
- * then each LaunchKernel as a call of cora_device_t::launch (prelude/cora_runtime.h) with the
- * kernel's parameters (length and aux arrays replaced by their device copies), intermediates
- * the kernels use allocated on the device. Compiled by the host C++ compiler like a CPU kernel. */
-std::string codegen_cuda_host(const Module &m);
+/** The C++ source of the module's host entry for the CUDA runtime: the CPU entry's argument checks
+ * (and, lowered with build_aux_in_kernel, the building of its aux arrays), then each LaunchKernel as
+ * cora_device_t::stage_shape for the length and aux arrays the kernels read and a call of
+ * cora_device_t::launch (prelude/cora_runtime.h) with the kernel's parameters (those arrays replaced
+ * by their device copies); intermediates the kernels use are allocated on the device. Compiled by
+ * the host C++ compiler like a CPU kernel. `linkage` prefixes the definition (AOT libraries: static). */
+std::string codegen_cuda_host(const Module &m, const std::string &linkage = "extern \"C\" ");
 
 } // namespace cora::ir

@@ -2,19 +2,17 @@
  * kernel per target plus the wrappers (dispatch, typed entry, size query), compile each with its
  * own -march, link lib<fn>.so and write <fn>.h. Files appear atomically (temp + rename), so a
  * build system never sees a half-written library. */
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "codegen/AotLibrary.h"
 #include "codegen/CRuntime.h"
 #include "codegen/CodeGen_C.h"
 #include "cora/Generator.h"
+#include "driver/AotCuda.h"
 #include "driver/Compiler.h"
+#include "driver/LibraryBuild.h"
 #include "driver/Lowering.h"
-#include "driver/Subprocess.h"
 #include "util/Error.h"
 
 namespace cora {
@@ -41,7 +39,9 @@ TargetInfo parse_target(const std::string &name) {
     if (name == "x86-64-v3") return {name, "-march=x86-64-v3", cpu_supports({"avx2", "fma", "bmi2"})};
     if (name == "x86-64-v2") return {name, "-march=x86-64-v2", cpu_supports({"sse4.2", "popcnt"})};
     if (name == "x86-64") return {name, "-march=x86-64", ""};
-    throw_compile_error("unknown target '", name, "'; expected host, x86-64-v4, x86-64-v3, x86-64-v2 or x86-64");
+    throw_compile_error("unknown target '", name,
+                        "'; expected host, x86-64-v4, x86-64-v3, x86-64-v2 or x86-64 (or CUDA targets: cuda-sm_<NN>, "
+                        "cuda-cpu-threads)");
 }
 
 std::vector<TargetInfo> parse_targets(const std::string &list) {
@@ -57,20 +57,6 @@ std::vector<TargetInfo> parse_targets(const std::string &list) {
     return v;
 }
 
-void write_file(const fs::path &p, const std::string &text) {
-    std::ofstream f(p);
-    f << text;
-    f.close();
-    if (!f) throw Error("cora: cannot write '" + p.string() + "'");
-}
-
-void compile(const std::vector<std::string> &cmd) {
-    driver::ProcessResult r = driver::run_process(cmd);
-    if (!r.ok())
-        throw Error("cora: building the library failed. Command: " + driver::format_command(cmd) + "\n" +
-                    r.output.substr(0, 4000));
-}
-
 } // namespace
 
 AotResult compile_to_library(const Pipeline &pipeline, const AotOptions &options) {
@@ -82,6 +68,7 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
     std::string fn = options.function_name.empty() ? per_target[0].name() : options.function_name;
     if (fn.empty() || ir::c_identifier(fn) != fn || std::isdigit((unsigned char)fn[0]))
         throw_compile_error("function name '", fn, "' is not a C identifier");
+    if (driver::names_cuda_target(options.target)) return driver::compile_cuda_library(per_target, fn, options);
     std::vector<TargetInfo> targets = parse_targets(options.target);
     if (per_target.size() != 1 && per_target.size() != targets.size())
         throw_compile_error("compile_to_library: ", per_target.size(), " pipelines for ", targets.size(),
@@ -100,35 +87,18 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
     ir::AotSource src = ir::codegen_c_aot(variants, fn, checks);
     const ir::LoweredModule &m = modules[0];
 
-    fs::path dir = options.output_dir.empty() ? fs::path(".") : fs::path(options.output_dir);
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) throw Error("cora: cannot create output directory '" + dir.string() + "': " + ec.message());
-    // Build in a private directory, then move the results into place.
-    fs::path work = dir / (".cora-" + fn + "-" + std::to_string(getpid()));
-    fs::create_directories(work, ec);
-    if (ec) throw Error("cora: cannot create '" + work.string() + "': " + ec.message());
-    struct RemoveOnExit { // a failed build leaves nothing behind
-        fs::path p;
-        ~RemoveOnExit() {
-            std::error_code e;
-            fs::remove_all(p, e);
-        }
-    } cleanup{work};
-
+    driver::LibraryBuild lib(options.output_dir, fn);
     std::vector<std::string> cxx = driver::compiler_command(options.compile.cxx);
     std::vector<std::string> common = {"-std=c++17", "-O3", "-fno-math-errno", "-fPIC", "-fopenmp", "-w"}; // as JIT.cpp
     for (const std::string &f : driver::sanitizer_flags())
         common.push_back(f);
-    std::vector<std::pair<std::string, fs::path>> sources; // file name, path in work
-    std::vector<std::string> objects;
+    std::vector<std::string> sources, objects; // file names in the work directory
     auto build = [&](const std::string &name, const std::string &text, const std::string &march) {
-        fs::path cpp = work / name, obj = work / (name + ".o");
-        write_file(cpp, text);
+        fs::path cpp = lib.write(name, text), obj = lib.path(name + ".o");
         std::vector<std::string> args = common;
         args.insert(args.end(), {march, "-c", cpp.string(), "-o", obj.string()});
-        compile(driver::with_args(cxx, args));
-        sources.emplace_back(name, cpp);
+        driver::LibraryBuild::run(driver::with_args(cxx, args), "building the library");
+        sources.push_back(name);
         objects.push_back(obj.string());
     };
     for (size_t i = 0; i < src.kernels.size(); i++)
@@ -137,27 +107,20 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
     // The wrappers run on every CPU the library targets: the baseline ISA unless only the host.
     build(fn + ".cpp", src.wrappers,
           targets.size() == 1 && targets[0].name == "host" ? "-march=native" : "-march=x86-64");
-    fs::path so_tmp = work / ("lib" + fn + ".so");
     std::vector<std::string> link = {"-shared", "-fopenmp", "-Wl,-soname,lib" + fn + ".so"};
     for (const std::string &f : driver::sanitizer_flags())
         link.push_back(f);
     link.insert(link.end(), objects.begin(), objects.end());
-    link.insert(link.end(), {"-o", so_tmp.string()});
-    compile(driver::with_args(cxx, link));
-    write_file(work / (fn + ".h"), src.header);
+    link.insert(link.end(), {"-o", lib.path("lib" + fn + ".so").string()});
+    driver::LibraryBuild::run(driver::with_args(cxx, link), "building the library");
+    lib.write(fn + ".h", src.header);
 
     AotResult r;
-    auto publish = [&](const fs::path &from, const std::string &name) {
-        fs::path to = dir / name;
-        fs::rename(from, to, ec);
-        if (ec) throw Error("cora: cannot move '" + from.string() + "' to '" + to.string() + "': " + ec.message());
-        return to.string();
-    };
-    r.library = publish(so_tmp, "lib" + fn + ".so");
-    r.header = publish(work / (fn + ".h"), fn + ".h");
+    r.library = lib.publish("lib" + fn + ".so");
+    r.header = lib.publish(fn + ".h");
     if (options.keep_sources)
-        for (auto &[name, path] : sources)
-            r.sources.push_back(publish(path, name));
+        for (const std::string &name : sources)
+            r.sources.push_back(lib.publish(name));
     r.arguments = driver::argument_info(m);
     return r;
 }

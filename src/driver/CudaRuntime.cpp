@@ -246,14 +246,6 @@ private:
     LaunchFn launch_;
 };
 
-size_t element_bytes(int32_t type_code) {
-    return type_code == CORA_TYPE_INT32 || type_code == CORA_TYPE_FLOAT32 ? 4 : 8;
-}
-
-bool is_shape_array(ir::ModuleArg::Kind k) {
-    return k == ir::ModuleArg::Kind::LengthArray || k == ir::ModuleArg::Kind::AuxArray;
-}
-
 } // namespace
 
 struct CudaKernel::Impl {
@@ -288,7 +280,7 @@ namespace {
 struct RunContext {
     CudaKernel::Impl *k;
     void *stream = nullptr;
-    std::map<const void *, const void *> copies; ///< host length/aux array -> its device copy
+    std::vector<size_t> staged_offsets; ///< this run's shape arrays in the packed device buffer, once staged
 
     static int32_t launch(void *c, int32_t kernel, const int64_t *grid, const int64_t *threads, void **params,
                           char *error, int32_t error_size) {
@@ -304,51 +296,53 @@ struct RunContext {
         }
     }
     static void release(void *c, void *p) { static_cast<RunContext *>(c)->k->device->release(p); }
-    static const void *device_copy(void *c, const void *host) {
+    static int32_t stage_shape(void *c, int32_t n, const void *const *host, const int64_t *bytes, const void **device,
+                               char *error, int32_t error_size) {
         auto *r = static_cast<RunContext *>(c);
-        auto it = r->copies.find(host);
-        return it == r->copies.end() ? nullptr : it->second;
+        try {
+            if (r->staged_offsets.empty()) r->staged_offsets = place_shape_arrays(*r->k, n, host, bytes);
+            for (int32_t i = 0; i < n; i++)
+                device[i] = static_cast<unsigned char *>(r->k->shape_device) + r->staged_offsets[(size_t)i];
+            return CORA_OK;
+        } catch (const std::exception &e) {
+            std::snprintf(error, (size_t)error_size, "%s", e.what());
+            return CORA_ERROR_DEVICE;
+        }
     }
-    cora_device_t services() { return cora_device_t{this, &launch, &alloc, &release, &device_copy}; }
-};
+    cora_device_t services() { return cora_device_t{this, &launch, &alloc, &release, &stage_shape}; }
 
-/** The device copies of `args`' length and aux arrays, packed (8-byte aligned) in one buffer that
- * is uploaded only when its contents differ from the last shape's. Call with k.shape_mu held. */
-void place_shape_arrays(CudaKernel::Impl &k, const std::vector<cora_arg_t> &args, RunContext &ctx) {
-    const auto &margs = k.module.entry().args;
-    std::vector<size_t> offset(args.size(), 0);
-    size_t total = 0;
-    for (size_t i = 0; i < args.size(); i++) {
-        if (!is_shape_array(margs[i].kind)) continue;
-        offset[i] = total;
-        total += ((size_t)args[i].count * element_bytes(args[i].type_code) + 7) / 8 * 8;
+    /** The `n` arrays packed (8-byte aligned) in one device buffer that is uploaded only when its
+     * contents differ from the last shape's; their offsets in it. Called with k.shape_mu held. */
+    static std::vector<size_t> place_shape_arrays(CudaKernel::Impl &k, int32_t n, const void *const *host,
+                                                  const int64_t *bytes) {
+        std::vector<size_t> offset((size_t)n, 0);
+        size_t total = 0;
+        for (int32_t i = 0; i < n; i++) {
+            offset[(size_t)i] = total;
+            total += ((size_t)bytes[i] + 7) / 8 * 8;
+        }
+        std::vector<unsigned char> packed(total);
+        for (int32_t i = 0; i < n; i++)
+            if (bytes[i] > 0) std::memcpy(packed.data() + offset[(size_t)i], host[i], (size_t)bytes[i]);
+        if (!k.shape_device || packed != k.shape_bytes) {
+            // Another shape: the launches still reading the old copy finish first.
+            k.device->synchronize_all();
+            if (k.shape_device) k.device->release(k.shape_device);
+            k.shape_device = nullptr;
+            k.shape_bytes.clear();
+            k.shape_device = k.device->alloc(std::max<size_t>(total, 8));
+            k.device->upload(k.shape_device, packed.data(), total);
+            k.shape_bytes = std::move(packed);
+            k.shape_transfers++;
+        }
+        return offset;
     }
-    std::vector<unsigned char> packed(total);
-    for (size_t i = 0; i < args.size(); i++)
-        if (is_shape_array(margs[i].kind) && args[i].count > 0)
-            std::memcpy(packed.data() + offset[i], args[i].data,
-                        (size_t)args[i].count * element_bytes(args[i].type_code));
-    if (!k.shape_device || packed != k.shape_bytes) {
-        // Another shape: the launches still reading the old copy finish first.
-        k.device->synchronize_all();
-        if (k.shape_device) k.device->release(k.shape_device);
-        k.shape_device = nullptr;
-        k.shape_bytes.clear();
-        k.shape_device = k.device->alloc(std::max<size_t>(total, 8));
-        k.device->upload(k.shape_device, packed.data(), total);
-        k.shape_bytes = std::move(packed);
-        k.shape_transfers++;
-    }
-    for (size_t i = 0; i < args.size(); i++)
-        if (is_shape_array(margs[i].kind))
-            ctx.copies[args[i].data] = static_cast<unsigned char *>(k.shape_device) + offset[i];
-}
+};
 
 /** Calls the host entry on `args` (tensor pointers on the device), launches queued on `stream`. */
 void call_entry(CudaKernel::Impl &k, const std::vector<cora_arg_t> &args, void *stream) {
     std::lock_guard<std::mutex> lock(k.shape_mu);
     RunContext ctx{&k, stream, {}};
-    place_shape_arrays(k, args, ctx);
     cora_device_t services = ctx.services();
     char error[1024] = {0};
     int32_t rc = k.entry(args.data(), (int32_t)args.size(), &services, error, (int32_t)sizeof error);

@@ -73,7 +73,7 @@ void print_usage(std::ostream &os, const char *prog) {
        << "  -g  the generator (may be left out when only one is linked in)\n"
        << "  -f  the C function's name (default: the generator's name)\n"
        << "  -t  comma-separated targets, tried in order at run time: host (default), x86-64-v4,\n"
-       << "      x86-64-v3, x86-64-v2, x86-64\n"
+       << "      x86-64-v3, x86-64-v2, x86-64; or CUDA: cuda-sm_<NN> (one or more), cuda-cpu-threads\n"
        << "  name=value  a generator parameter (integer or true/false)\n";
 }
 

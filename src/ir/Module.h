@@ -51,6 +51,9 @@ struct LoweredFunc {
 struct Module {
     std::string name;
     std::vector<LoweredFunc> functions; ///< the entry first, device kernels last
+    /** Lowered with build_aux_in_kernel: the aux arrays the entry builds itself (host allocations,
+     * in the order of the arguments they replace). A GPU entry stages them on the device. */
+    std::vector<VarPtr> built_aux_arrays;
 
     const LoweredFunc &entry() const { return functions.front(); }
     /** The function of kind `k`, or nullptr. */

@@ -158,8 +158,12 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     LoweredModule m;
     m.name = name;
     LoweredFunc entry{FunctionKind::Entry, {}, {}, s, {}, {}, {}};
-    for (const ModuleArg &a : args) // AOT kernels build their aux arrays: callers pass none
-        if (!(ctx.build_aux_in_kernel && a.kind == ModuleArg::Kind::AuxArray)) entry.args.push_back(a);
+    for (const ModuleArg &a : args) { // AOT kernels build their aux arrays: callers pass none
+        if (!(ctx.build_aux_in_kernel && a.kind == ModuleArg::Kind::AuxArray))
+            entry.args.push_back(a);
+        else
+            m.built_aux_arrays.push_back(a.var);
+    }
     m.functions.push_back(entry);
     if (checked.size_query.defined()) {
         LoweredFunc sizes{FunctionKind::SizeQuery, {}, {checked.sizes}, {}, {}, {}, {}};

@@ -6,7 +6,12 @@
 
 #include "aot_bsr.h"
 #include "aot_projection.h"
+#include "aot_projection_cuda.h"
+#ifdef CORA_TEST_CUDA_SM_LIBRARY
+#include "aot_projection_sm.h"
+#endif
 #include "aot_scores.h"
+#include "cora/Cuda.h"
 #include "cora_runtime.h"
 #include "definitions.h"
 
@@ -228,3 +233,93 @@ TEST_CASE("AOT block-sparse product (block counts in, crow built, column indices
     for (float v : y)
         REQUIRE(v == 7.0f);
 }
+
+TEST_CASE("a CUDA AOT library from cora_add_library (kernels on CPU threads) matches the reference", "[aot][gpu]") {
+    // TARGETS cuda-cpu-threads: the library's whole host path (checks, aux arrays built on the
+    // host and staged once per shape, launches through its context) with the CUDA kernels run by
+    // CPU threads, so "device" pointers are host pointers here.
+    cora_aot_test::PackedProjectionGpu def;
+    Pipeline pipe({def.Out}, "aot_projection_cuda_reference");
+    char error[256] = "";
+    aot_projection_cuda_context *ctx = aot_projection_cuda_create(0, error, sizeof error);
+    INFO(error);
+    REQUIRE(ctx != nullptr);
+    int64_t cases = 0;
+    for (const auto &lengths : testing::length_cases(40, 8, 5)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(def.B, (int64_t)lengths.size()).set(def.len, lengths);
+        Buffer x = Buffer::alloc(def.X, shape), w = Buffer::alloc(def.W, shape), out = Buffer::alloc(def.Out, shape);
+        testing::fill_random(x, 1);
+        testing::fill_random(w, 2);
+        int64_t sizes[aot_projection_cuda_size_count];
+        REQUIRE(aot_projection_cuda_buffer_sizes((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(),
+                                                 sizes, error, sizeof error) == 0);
+        REQUIRE(sizes[aot_projection_cuda_size_Out] == out.size());
+        for (int rep = 0; rep < 2; rep++) // the second run finds the shape's arrays on the device
+            REQUIRE(aot_projection_cuda(ctx, nullptr, (int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(),
+                                        x.data<float>(), x.size(), w.data<float>(), w.size(), out.data<float>(),
+                                        out.size(), error, sizeof error) == 0);
+        cases++;
+        REQUIRE(aot_projection_cuda_shape_transfers(ctx) <= cases);
+        testing::require_close(out, def.Out, shape, reference_evaluate(pipe, shape, {{def.X, &x}, {def.W, &w}})[0]);
+    }
+    SECTION("bad arguments: a message, nothing written") {
+        std::vector<int32_t> len = {3, 0, 17};
+        RaggedShape shape;
+        shape.set(def.B, 3).set(def.len, len);
+        std::vector<float> x((size_t)shape.size_of(def.X), 1.0f), w((size_t)shape.size_of(def.W), 1.0f),
+            out((size_t)shape.size_of(def.Out), -7.0f);
+        len[1] = 101;
+        REQUIRE(aot_projection_cuda(ctx, nullptr, 3, len.data(), 3, x.data(), (int64_t)x.size(), w.data(),
+                                    (int64_t)w.size(), out.data(), (int64_t)out.size(), error, sizeof error) != 0);
+        REQUIRE_THAT(std::string(error), Contains("length array 'len': element 1 is 101"));
+        for (float v : out)
+            REQUIRE(v == -7.0f);
+        REQUIRE(aot_projection_cuda(nullptr, nullptr, 3, len.data(), 3, x.data(), (int64_t)x.size(), w.data(),
+                                    (int64_t)w.size(), out.data(), (int64_t)out.size(), nullptr, 0) != 0);
+    }
+    aot_projection_cuda_destroy(ctx);
+    aot_projection_cuda_destroy(nullptr); // allowed, does nothing
+}
+
+#ifdef CORA_TEST_CUDA_SM_LIBRARY
+TEST_CASE("a CUDA AOT library for sm_90 and sm_80 creates a context only where a GPU is", "[aot][gpu]") {
+    char error[512] = "";
+    aot_projection_sm_context *ctx = aot_projection_sm_create(0, error, sizeof error);
+    std::string why;
+    if (!cuda_device_available(&why)) {
+        INFO(why);
+        REQUIRE(ctx == nullptr);
+        REQUIRE_THAT(std::string(error),
+                     Contains("libcuda.so.1") || Contains("cuInit") || Contains("there is no CUDA device"));
+        WARN("SKIPPED: running the sm_90/sm_80 library needs a GPU: " << error);
+        return;
+    }
+    INFO(error);
+    REQUIRE(ctx != nullptr);
+    // On a GPU: device memory from a CudaKernel of the same definition, the library's results
+    // against the reference.
+    cora_aot_test::PackedProjectionGpu def;
+    Pipeline pipe({def.Out}, "aot_projection_sm_reference");
+    CudaKernel k = compile_cuda_kernel(pipe);
+    for (const auto &lengths : testing::length_cases(40, 8, 6)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(def.B, (int64_t)lengths.size()).set(def.len, lengths);
+        Buffer x = Buffer::alloc(def.X, shape), w = Buffer::alloc(def.W, shape), out = Buffer::alloc(def.Out, shape);
+        testing::fill_random(x, 1);
+        testing::fill_random(w, 2);
+        DeviceBuffer dx = k.alloc(def.X, shape), dw = k.alloc(def.W, shape), dout = k.alloc(def.Out, shape);
+        dx.upload(x);
+        dw.upload(w);
+        REQUIRE(aot_projection_sm(ctx, nullptr, (int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(),
+                                  static_cast<const float *>(dx.device_pointer()), x.size(),
+                                  static_cast<const float *>(dw.device_pointer()), w.size(),
+                                  static_cast<float *>(dout.device_pointer()), out.size(), error, sizeof error) == 0);
+        dout.download(out);
+        testing::require_close(out, def.Out, shape, reference_evaluate(pipe, shape, {{def.X, &x}, {def.W, &w}})[0]);
+    }
+    aot_projection_sm_destroy(ctx);
+}
+#endif

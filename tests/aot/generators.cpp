@@ -45,8 +45,21 @@ private:
     std::unique_ptr<cora_aot_test::BsrProduct> def_;
 };
 
+/** The projection with a GPU schedule, for CUDA targets (cuda-sm_<NN>, cuda-cpu-threads). */
+class PackedProjectionGpuGenerator : public Generator {
+public:
+    std::vector<Func> build() override {
+        def_ = std::make_unique<cora_aot_test::PackedProjectionGpu>();
+        return {def_->Out};
+    }
+
+private:
+    std::unique_ptr<cora_aot_test::PackedProjectionGpu> def_;
+};
+
 } // namespace
 
+CORA_REGISTER_GENERATOR(PackedProjectionGpuGenerator, "packed_projection_gpu")
 CORA_REGISTER_GENERATOR(PackedProjectionGenerator, "packed_projection")
 CORA_REGISTER_GENERATOR(BsrProductGenerator, "bsr_product")
 CORA_REGISTER_GENERATOR(RaggedScoresGenerator, "ragged_scores")

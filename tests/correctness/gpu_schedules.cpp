@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -736,10 +737,10 @@ struct RecordingDevice {
         std::array<int64_t, 3> grid, threads;
     };
     std::vector<Launch> launches;
-    std::set<const void *> copied;
-    int allocs = 0, releases = 0;
-    bool fail_launch = false;
-    cora_device_t device{this, &launch, &alloc, &release, &device_copy};
+    std::map<const void *, int64_t> staged; ///< host array -> bytes
+    int stage_calls = 0, allocs = 0, releases = 0;
+    bool fail_launch = false, fail_stage = false;
+    cora_device_t device{this, &launch, &alloc, &release, &stage_shape};
 
     static int32_t launch(void *c, int32_t kernel, const int64_t *grid, const int64_t *threads, void **, char *error,
                           int32_t error_size) {
@@ -759,9 +760,19 @@ struct RecordingDevice {
         static_cast<RecordingDevice *>(c)->releases++;
         std::free(p);
     }
-    static const void *device_copy(void *c, const void *host) {
-        static_cast<RecordingDevice *>(c)->copied.insert(host);
-        return host;
+    static int32_t stage_shape(void *c, int32_t n, const void *const *host, const int64_t *bytes, const void **device,
+                               char *error, int32_t error_size) {
+        auto *r = static_cast<RecordingDevice *>(c);
+        if (r->fail_stage) {
+            std::snprintf(error, (size_t)error_size, "no room for the shape");
+            return 3;
+        }
+        r->stage_calls++;
+        for (int32_t i = 0; i < n; i++) {
+            r->staged[host[i]] = bytes[i];
+            device[i] = host[i];
+        }
+        return 0;
     }
 };
 
@@ -770,7 +781,7 @@ struct RecordingDevice {
 TEST_CASE("the CUDA host entry checks its arguments, sizes its launches and calls the device runtime", "[gpu]") {
     // The host side of Target::Cuda, JIT-compiled and called with a recording device: the launch
     // sizes for a given shape, device memory for intermediates (released on every path), device
-    // copies asked for the length and aux arrays, bad arguments stopping before any launch.
+    // copies staged for the length and aux arrays, bad arguments stopping before any launch.
     Ragged r;
     Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
     Func P("P", {{r.batch, r.B}, {r.seq, r.len(r.batch)}}), S("S", {{r.batch, r.B}, {r.seq, r.len(r.batch)}});
@@ -804,18 +815,30 @@ TEST_CASE("the CUDA host entry checks its arguments, sizes its launches and call
         REQUIRE(dev.launches[1].threads == std::array<int64_t, 3>{16, 1, 1});
         REQUIRE(dev.allocs == 1); // P lives on the device
         REQUIRE(dev.releases == 1);
-        REQUIRE(!dev.copied.empty());
-        for (const void *c : dev.copied) {
+        // Both launches staged the same arrays: the length array and the aux arrays the kernels read,
+        // each with its whole size in bytes.
+        REQUIRE(dev.stage_calls == 2);
+        REQUIRE(!dev.staged.empty());
+        for (const auto &[host, bytes] : dev.staged) {
             bool is_array = false;
             for (const KernelArgInfo &info : emu.arguments()) {
                 size_t i = &info - emu.arguments().data();
-                is_array =
-                    is_array ||
-                    ((info.kind == KernelArgInfo::Kind::LengthArray || info.kind == KernelArgInfo::Kind::AuxArray) &&
-                     args[i].data == c);
+                if ((info.kind == KernelArgInfo::Kind::LengthArray || info.kind == KernelArgInfo::Kind::AuxArray) &&
+                    args[i].data == host) {
+                    is_array = true;
+                    REQUIRE(bytes == args[i].count * (args[i].type_code == CORA_TYPE_INT32 ? 4 : 8));
+                }
             }
             REQUIRE(is_array);
         }
+    }
+    SECTION("a failing stage_shape releases the device memory and reports the error") {
+        RecordingDevice dev;
+        dev.fail_stage = true;
+        REQUIRE(entry(args.data(), (int32_t)args.size(), &dev.device, error, sizeof error) == CORA_ERROR_DEVICE);
+        REQUIRE(std::string(error) == "no room for the shape");
+        REQUIRE(dev.launches.empty());
+        REQUIRE(dev.allocs == dev.releases);
     }
     SECTION("a failing launch releases the device memory and reports the error") {
         RecordingDevice dev;
