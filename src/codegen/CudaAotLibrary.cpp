@@ -120,6 +120,7 @@ CORA_API @FN@_context *@FN@_create(int32_t device, char *error, int32_t error_si
         return nullptr;
     }
     if (ctx->device.open(device, error, error_size) != 0) {
+        ctx->device.close(); // what the failed open acquired: the driver library, the primary context
         delete ctx;
         return nullptr;
     }
