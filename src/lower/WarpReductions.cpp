@@ -17,9 +17,14 @@
  *         acc[0] = cora_warp_<op>(acc[0])           (every lane gets the combination of all parts)
  *         if (t == m): { X[I] = init; X[I] = op(X[I], acc[0]); epilogue } }
  * op is + (sum), * (product), max or min, and nothing else in the kernel reads X (lane 0 writes
- * it with no barrier after). The butterfly combines the parts in another order than
- * the fold (a float sum may differ in its last bits from the emulation's); it is the same on every
- * run. Anything else is left as it is.
+ * it with no barrier after).
+ * With W = E / 32 > 1 warps (a block of E = 64 .. 1024 threads, all of them in x loops of extent E)
+ * the reduction takes two levels: each warp combines its lanes' parts with shuffles and its lane 0
+ * stores the warp's value in P[(t - m) / 32] (P shrinks to W elements); the fold after the barrier
+ * runs over the W warp values instead of the E parts. The barriers stay, and so may consumers in
+ * the kernel. The butterfly combines the parts in another order than the fold (a float sum may
+ * differ in its last bits from the emulation's); it is the same on every run. Anything else is
+ * left as it is.
  * Requires: split_host_device (kernels, exact bindings). Ensures: no shared memory or barrier left
  * for a rewritten reduction.
  * Tests: tests/correctness/gpu_schedules.cpp ("cross-thread reductions"). */
@@ -79,20 +84,24 @@ private:
         const VarNode *part = op->buffer.get();
         const int64_t *size = as_const_int(op->size);
         const Block *list = op->body.as<Block>();
-        if (!size || *size != 32 || !list || list->stmts.size() != 2 || !op->buffer->type.is_float()) return {};
+        if (!size || !list || list->stmts.size() != 2 || !op->buffer->type.is_float()) return {};
         const For *threads = list->stmts[0].as<For>();
         const For *lanes = list->stmts[1].as<For>();
         if (!threads || threads->for_kind != ForKind::GpuThreadX || !lanes || lanes->for_kind != ForKind::GpuLanes)
             return {};
         const int64_t *extent = as_const_int(threads->extent);
         const int64_t *lanes_extent = as_const_int(lanes->extent);
-        if (!extent || *extent != 32 || !lanes_extent || *lanes_extent != 1) return {};
+        if (!extent || *extent != *size || *extent % 32 != 0 || *extent > 1024 || !lanes_extent || *lanes_extent != 1)
+            return {};
         // The thread's part: allocate acc[1] { ...; P[slot] = acc[0] }.
         const Allocate *acc = threads->body.as<Allocate>();
         const Block *acc_list = acc ? acc->body.as<Block>() : nullptr;
         if (!acc || acc->memory != MemoryType::Stack || !acc_list || acc_list->stmts.empty()) return {};
         const Store *publish = acc_list->stmts.back().as<Store>();
         if (!publish || publish->buffer.get() != part) return {};
+        // Thread t's part goes to slot t - m, so a slot's lane in its warp is the slot mod 32.
+        const Expr slot = simplify(Sub::make(var_expr(threads->var), threads->min));
+        if (!equal(simplify(publish->index), slot)) return {};
         // The combine: X[I] = init; for p: X[I] = op(X[I], P[p]); epilogue.
         const Block *single = lanes->body.as<Block>();
         if (!single || single->stmts.size() < 2) return {};
@@ -108,13 +117,25 @@ private:
             if (const Load *l = e.as<Load>()) uses += l->buffer.get() == part;
         });
         if (uses != 1) return {};
-        // The result is written by lane 0 with no barrier after it: nothing else in the kernel may
-        // read it (a consumer computed in the same kernel keeps the shared-memory form).
-        if (reads(op->body)[init->buffer.get()] != kernel_reads_[init->buffer.get()]) return {};
-
         const Expr acc0 = Load::make(acc->buffer, IntImm::make(0));
         std::vector<Stmt> thread_body(acc_list->stmts.begin(), acc_list->stmts.end() - 1);
         thread_body.push_back(Store::make(acc->buffer, IntImm::make(0), Call::make(acc->buffer->type, helper, {acc0})));
+        if (*extent > 32) {
+            // Several warps: each combines its lanes' parts with shuffles and lane 0 publishes the
+            // warp's value; the one-thread fold after the barrier then reads one part per warp.
+            const int64_t warps = *extent / 32;
+            thread_body.push_back(IfThenElse::make(EQ::make(Mod::make(slot, IntImm::make(32)), IntImm::make(0)),
+                                                   Store::make(op->buffer, Div::make(slot, IntImm::make(32)), acc0)));
+            Stmt per_thread = For::make(threads->var, threads->min, threads->extent, threads->for_kind,
+                                        Allocate::make(acc->buffer, acc->size, Block::make(thread_body), acc->memory));
+            std::vector<Stmt> combine(single->stmts.begin(), single->stmts.end());
+            combine[1] = For::make(fold->var, fold->min, IntImm::make(warps), fold->for_kind, fold->body);
+            Stmt fold_warps = For::make(lanes->var, lanes->min, lanes->extent, lanes->for_kind, Block::make(combine));
+            return Allocate::make(op->buffer, IntImm::make(warps), Block::make({per_thread, fold_warps}), op->memory);
+        }
+        // One warp: the result is written by lane 0 with no barrier after it: nothing else in the
+        // kernel may read it (a consumer computed in the same kernel keeps the shared-memory form).
+        if (reads(op->body)[init->buffer.get()] != kernel_reads_[init->buffer.get()]) return {};
         std::vector<Stmt> first = {
             single->stmts[0], Store::make(init->buffer, init->index,
                                           with_operands(update->value, Load::make(init->buffer, init->index), acc0))};
@@ -132,12 +153,14 @@ Stmt warp_reductions(const Stmt &kernel_body, const std::vector<ForKind> &exact_
     for (ForKind k : exact_bindings)
         x_exact = x_exact || k == ForKind::GpuThreadX;
     bool only_x = true, any = false;
+    int64_t block = -1; // every x loop's extent: the block's threads, exactly
     visit_stmts(kernel_body, [&](const Stmt &s) {
         if (const For *f = s.as<For>()) {
             if (is_gpu_thread(f->for_kind) && f->for_kind != ForKind::GpuThreadX) only_x = false;
             if (f->for_kind == ForKind::GpuThreadX) {
                 const int64_t *e = as_const_int(f->extent);
-                only_x = only_x && e && *e == 32;
+                only_x = only_x && e && *e % 32 == 0 && (block < 0 || *e == block);
+                if (e) block = *e;
                 any = true;
             }
         }

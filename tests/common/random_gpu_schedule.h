@@ -57,10 +57,11 @@ inline RandomGpuCase random_gpu_case(std::mt19937 &rng, const std::string &name)
     }
     if (proj && !blocks.empty() && rng() % 4 == 0) {
         // The reduction over threads: every output of the block's tokens reduced by T threads
-        // (each every T-th k), combined in shared memory, or with warp shuffles when T = 32 and
-        // no other thread loop (then the relu epilogue runs on lane 0).
+        // (each every T-th k), combined in shared memory, or with warp shuffles when T is 32 or 64
+        // and no other thread loop (one warp: the relu epilogue runs on lane 0; two: each warp's
+        // shuffles, then its value folded in shared memory).
         Dim ko("ko"), ki("ki");
-        const int64_t t = std::vector<int64_t>{4, 8, 32}[rng() % 3];
+        const int64_t t = std::vector<int64_t>{4, 8, 32, 64}[rng() % 4];
         F.split(k, ko, ki, t);
         std::vector<Dim> order = blocks;
         order.insert(order.end(), threads.begin(), threads.end());

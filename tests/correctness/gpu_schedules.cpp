@@ -252,22 +252,22 @@ TEST_CASE("a ragged row softmax: a block per row, a thread per key, row reductio
 }
 
 TEST_CASE("cross-thread reductions: a block per row, the row's threads combine their parts", "[gpu]") {
-    // Softmax with its row max and row sum reduced by 32 (or 8) threads each: every thread reduces
+    // Softmax with its row max and row sum reduced by 32, 8 or 128 threads each: every thread reduces
     // a strided part in a register, one thread combines the parts in shared memory between two
     // barriers (lower/ThreadReductions.cpp). Rows of 0, 1, 31, 32, 33 and 40 keys; an epilogue
     // after the reduction (Sum + 0) and several rows per block (a serial row loop).
     Ragged r;
     Dim kv("kv"), red("red"), ro("ro"), ri("ri");
     Tensor S("S", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {kv, r.len(r.batch)}});
-    for (int variant = 0; variant < 2; variant++) {
+    for (int variant = 0; variant < 3; variant++) {
         DYNAMIC_SECTION("variant " << variant) {
             testing::RowSoftmax sm(S, r.batch, r.seq, kv, red, r.B, r.len);
-            const int64_t threads = variant == 0 ? 32 : 8;
+            const int64_t threads = variant == 0 ? 32 : variant == 1 ? 8 : 128;
             for (Func *f : {&sm.E, &sm.P})
                 f->gpu_blocks(r.seq, r.batch).gpu_threads(kv);
             sm.Mx.split(red, ro, ri, threads).reorder({r.batch, r.seq, ri, ro});
             sm.Sum.split(red, ro, ri, threads).reorder({r.batch, r.seq, ri, ro});
-            if (variant == 0) {
+            if (variant != 1) {
                 sm.Mx.gpu_blocks(r.seq, r.batch).gpu_threads(ri);
                 sm.Sum.gpu_blocks(r.seq, r.batch).gpu_threads(ri);
             } else { // a block per sentence, its rows one after another
@@ -278,8 +278,9 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.kernel_ir[0]);
             Kernel kern = p.compile(emulated());
-            // The emulation combines in shared memory; CUDA too, unless the block is one warp
-            // (variant 0: 32 threads on x, exactly): then lanes exchange parts with shuffles.
+            // The emulation combines in shared memory; CUDA too, unless the block is whole warps
+            // (32 or 128 threads on x, exactly): then lanes exchange parts with shuffles, and
+            // several warps fold one part per warp in shared memory.
             REQUIRE_THAT(kern.lowered(),
                          Contains("allocate in shared memory Mx_part[float32 * " + std::to_string(threads) + "]"));
             REQUIRE_THAT(kern.lowered(), Contains("gpu_lanes for lane in [0, 0 + 1):"));
@@ -287,8 +288,12 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
                 REQUIRE_THAT(cp.kernel_ir[0], Contains("Mx_acc[0] = cora_warp_max(Mx_acc[0])"));
                 REQUIRE_THAT(cp.kernel_ir[0], !Contains("Mx_part"));
                 REQUIRE_THAT(cp.source, Contains("__shfl_xor_sync"));
-            } else {
+            } else if (variant == 1) {
                 REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Mx_part[float32 * 8]"));
+            } else { // 4 warps: shuffles in each, then one part per warp folded in shared memory
+                REQUIRE_THAT(cp.kernel_ir[0], Contains("Mx_acc[0] = cora_warp_max(Mx_acc[0])"));
+                REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Mx_part[float32 * 4]"));
+                REQUIRE_THAT(cp.source, Contains("__syncthreads"));
             }
             check_against_reference(p, kern, {S}, r.bind, 40, 8, 91 + variant);
             check_against_reference(p, testing::cuda_on_cpu(p), {S}, r.bind, 40, 8, 91 + variant);
