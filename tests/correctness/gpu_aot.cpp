@@ -17,6 +17,11 @@
 using namespace cora;
 using Catch::Matchers::Contains;
 
+// The libraries' opaque context types, declared as their headers declare them: UBSan checks that a
+// function is called through a pointer of its own type.
+struct two_ops_context;
+struct vgemm_cuda_context;
+
 namespace {
 
 CompileOptions emulated() {
@@ -34,12 +39,12 @@ std::string aot_dir(const std::string &name) {
  * builds its aux arrays itself, so those are left out; the emulated target lowers to the same
  * arguments). With cuda-cpu-threads, "device" pointers
  * are host pointers. */
-class CudaLibrary {
+template <class Context> class CudaLibrary {
 public:
-    using Create = void *(*)(int32_t, char *, int32_t);
-    using Destroy = void (*)(void *);
-    using Argv = int32_t (*)(void *, void *, const cora_arg_t *, int32_t, char *, int32_t);
-    using Transfers = int64_t (*)(void *);
+    using Create = Context *(*)(int32_t, char *, int32_t);
+    using Destroy = void (*)(Context *);
+    using Argv = int32_t (*)(Context *, void *, const cora_arg_t *, int32_t, char *, int32_t);
+    using Transfers = int64_t (*)(Context *);
 
     CudaLibrary(const Pipeline &p, const AotResult &r, const std::string &fn)
         : jit_(p.compile(emulated())), info_(r.arguments), handle_(dlopen(r.library.c_str(), RTLD_NOW | RTLD_LOCAL)) {
@@ -72,7 +77,7 @@ public:
     Destroy destroy;
     Argv argv;
     Transfers transfers;
-    void *ctx = nullptr;
+    Context *ctx = nullptr;
 
 private:
     template <typename F> F sym(const std::string &name) {
@@ -129,7 +134,7 @@ TEST_CASE("a CUDA AOT library runs its kernels on CPU threads and matches the re
         REQUIRE_THAT(header, Contains("tensors are device memory"));
         for (const KernelArgInfo &a : r.arguments)
             REQUIRE(a.kind != KernelArgInfo::Kind::AuxArray); // built by the library
-        CudaLibrary lib(p, r, "two_ops");
+        CudaLibrary<two_ops_context> lib(p, r, "two_ops");
         char error[256] = {0};
         lib.ctx = lib.create(0, error, sizeof error);
         REQUIRE(lib.ctx != nullptr);
@@ -178,7 +183,7 @@ TEST_CASE("a CUDA AOT library runs its kernels on CPU threads and matches the re
         o.output_dir = aot_dir("vgemm");
         o.function_name = "vgemm_cuda";
         AotResult r = compile_to_library(p, o);
-        CudaLibrary lib(p, r, "vgemm_cuda");
+        CudaLibrary<vgemm_cuda_context> lib(p, r, "vgemm_cuda");
         char error[256] = {0};
         lib.ctx = lib.create(0, error, sizeof error);
         REQUIRE(lib.ctx != nullptr);
@@ -215,7 +220,7 @@ TEST_CASE("a CUDA AOT library for sm_80 and sm_90 embeds a fatbin and loads only
     for (const std::string &s : r.sources)
         has_cu = has_cu || (s.size() > 3 && s.substr(s.size() - 3) == ".cu");
     REQUIRE(has_cu); // the device source is kept beside the library
-    CudaLibrary lib(p, r, "two_ops");
+    CudaLibrary<two_ops_context> lib(p, r, "two_ops");
     char error[512] = {0};
     lib.ctx = lib.create(0, error, sizeof error);
     if (!cuda_device_available(&why)) {
