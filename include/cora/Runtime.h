@@ -53,8 +53,9 @@ private:
     std::shared_ptr<Impl> impl_;
 };
 
-/** Packed storage of one tensor (fp32, fp64, int32 or int64 elements): owned, or a view of memory
- * the caller owns. Copies share the storage. */
+/** Packed storage of one tensor (fp32, fp64, fp16, int32 or int64 elements): owned, or a view of
+ * memory the caller owns. Copies share the storage. fp16 elements are IEEE binary16 bits
+ * (uint16_t; cora_half_to_float / cora_float_to_half in cora_runtime.h convert them). */
 class Buffer {
 public:
     Buffer() = default;
@@ -73,18 +74,23 @@ public:
     static Buffer view(const Tensor &t, const RaggedShape &shape, double *data, int64_t count);
     static Buffer view(const Tensor &t, const RaggedShape &shape, int32_t *data, int64_t count);
     static Buffer view(const Tensor &t, const RaggedShape &shape, int64_t *data, int64_t count);
+    /** A float16 tensor's storage: binary16 bits. */
+    static Buffer view(const Tensor &t, const RaggedShape &shape, uint16_t *data, int64_t count);
     static Buffer view(const Tensor &t, const RaggedShape &shape, const float *data, int64_t count);
     static Buffer view(const Tensor &t, const RaggedShape &shape, const double *data, int64_t count);
     static Buffer view(const Tensor &t, const RaggedShape &shape, const int32_t *data, int64_t count);
     static Buffer view(const Tensor &t, const RaggedShape &shape, const int64_t *data, int64_t count);
+    static Buffer view(const Tensor &t, const RaggedShape &shape, const uint16_t *data, int64_t count);
 
     /** Zeroed storage of exactly the tensor's packed size in `shape`. */
     static Buffer alloc(const Tensor &t, const RaggedShape &shape);
-    /** Pack padded dense data (row-major with dims `padded_dims`) into the tensor's storage.
-     * RuntimeError when an extent exceeds its padded dim or sizes disagree. */
+    /** Pack padded dense data (row-major with dims `padded_dims`) into the tensor's storage (a
+     * float32 or float16 tensor; float16 rounds to nearest even). RuntimeError when an extent
+     * exceeds its padded dim or sizes disagree. */
     static Buffer from_padded(const Tensor &t, const RaggedShape &shape, const std::vector<float> &padded,
                               const std::vector<int64_t> &padded_dims);
-    /** Unpack into padded dense data of dims `padded_dims`, padding filled with `fill`. */
+    /** Unpack into padded dense data of dims `padded_dims`, padding filled with `fill` (float16
+     * widens exactly). */
     std::vector<float> to_padded(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> &padded_dims,
                                  float fill = 0.0f) const;
 

@@ -55,6 +55,8 @@ std::string aot_header(const Module &m, const std::string &fn, bool cuda) {
             h << " in [" << a->var->min_value << ", " << a->var->max_value << "]";
         else if (a->kind == ModuleArg::Kind::LengthArray)
             h << ", values in [" << a->uf->min_value << ", " << a->uf->max_value << "]";
+        else if (a->var->type.is_storage_only())
+            h << " of float16: IEEE binary16 bits (cora_half_to_float / cora_float_to_half convert them)";
         h << "\n";
         std::istringstream lines(a->layout);
         for (std::string line; std::getline(lines, line);)

@@ -83,6 +83,7 @@ const char *cora_type_name(int32_t code) {
     case CORA_TYPE_INT64: return "int64";
     case CORA_TYPE_FLOAT32: return "float32";
     case CORA_TYPE_FLOAT64: return "float64";
+    case CORA_TYPE_FLOAT16: return "float16";
     default: return "unknown";
     }
 }
@@ -98,6 +99,7 @@ int32_t type_code(Type t) {
     if (t == Int64) return CORA_TYPE_INT64;
     if (t == Float32) return CORA_TYPE_FLOAT32;
     if (t == Float64) return CORA_TYPE_FLOAT64;
+    if (t == Float16) return CORA_TYPE_FLOAT16;
     throw InternalError("no ABI type code for " + t.str());
 }
 

@@ -158,7 +158,11 @@ void CodeGen_C::visit_node(const Access *op) {
     throw InternalError("codegen: tensor access " + op->tensor->name + " was not lowered");
 }
 
-void CodeGen_C::visit_node(const Load *op) { os << name_of(op->buffer.get()) << "[" << expr(op->index) << "]"; }
+void CodeGen_C::visit_node(const Load *op) {
+    std::string element = name_of(op->buffer.get()) + "[" + expr(op->index) + "]";
+    // float16 storage is uint16_t bits: a read widens to float (cora_runtime.h, or cvt on a GPU).
+    os << (op->buffer->type.is_storage_only() ? "cora_half_to_float(" + element + ")" : element);
+}
 
 void CodeGen_C::visit_node(const Reduce *) { throw InternalError("codegen: reduction was not lowered"); }
 
@@ -226,7 +230,9 @@ void CodeGen_C::visit_node(const Provide *op) {
 }
 
 void CodeGen_C::visit_node(const Store *op) {
-    line(name_of(op->buffer.get()) + "[" + expr(op->index) + "] = " + expr(op->value) + ";");
+    std::string value = expr(op->value);
+    if (op->buffer->type.is_storage_only()) value = "cora_float_to_half(" + value + ")"; // rounds to nearest even
+    line(name_of(op->buffer.get()) + "[" + expr(op->index) + "] = " + value + ";");
 }
 
 void CodeGen_C::visit_node(const IfThenElse *op) {
@@ -356,6 +362,7 @@ bool CodeGen_C::emit_vector_loop(const For *op) {
         if (!uses_var(e, i)) return "cora_splat<" + vt + ">(" + expr(e) + ")";
         if (e.type() != t) return std::nullopt;
         if (const Load *ld = e.as<Load>()) {
+            if (ld->buffer->type != t) return std::nullopt; // float16 storage widens element by element
             auto base = contiguous_base(ld->index);
             if (!base) return std::nullopt;
             return "cora_vload<" + vt + ">(&" + name_of(ld->buffer.get()) + "[" + expr(*base) + "])";

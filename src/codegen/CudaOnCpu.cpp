@@ -17,6 +17,7 @@
  * a mutex per barrier): for tests on small sizes. */
 #include "codegen/CodeGen_CUDA.h"
 
+#include "codegen/cora_runtime_h.inc"
 #include "util/Error.h"
 
 namespace cora::ir {
@@ -105,7 +106,8 @@ inline float __int_as_float(int i) {
 } // namespace
 
 std::string codegen_cuda_on_cpu(const Module &m) {
-    std::string src = kOnCpuPrologue;
+    // The ABI header first: its float16 conversions stand in for the GPU's cvt instructions.
+    std::string src = std::string(kCoraRuntimeHeaderText) + "\n" + kOnCpuPrologue;
     // The device source after its first line (the banner), as NVRTC gets it.
     std::string cuda = codegen_cuda(m);
     src += cuda.substr(cuda.find('\n') + 1);

@@ -33,6 +33,7 @@ int32_t driver::type_code_of(Type t) {
     if (t == Int64) return CORA_TYPE_INT64;
     if (t == Float32) return CORA_TYPE_FLOAT32;
     if (t == Float64) return CORA_TYPE_FLOAT64;
+    if (t == Float16) return CORA_TYPE_FLOAT16;
     return 0;
 }
 

@@ -52,13 +52,15 @@ Func &Func::compute(const Expr &value, const char *file, int line) {
     if (!value.defined()) throw_compile_error("Func '", name(), "': compute() with an undefined expression");
     if (node_->value.defined()) throw_compile_error("Func '", name(), "' is already defined");
     Expr v = value;
-    if (v.type() != node_->type) {
+    const Type value_type = node_->type.value_type(); // a float16 Func is defined by a float32 value
+    if (v.type() != value_type) {
         if (v.as<ir::IntImm>() || v.as<ir::FloatImm>()) {
             double c = v.as<ir::IntImm>() ? (double)v.as<ir::IntImm>()->value : v.as<ir::FloatImm>()->value;
-            v = node_->type.is_float() ? ir::FloatImm::make(c, node_->type) : ir::IntImm::make((int64_t)c, node_->type);
+            v = value_type.is_float() ? ir::FloatImm::make(c, value_type) : ir::IntImm::make((int64_t)c, value_type);
         } else {
             throw_compile_error("Func '", name(), "' holds ", node_->type.str(), " but its definition ", ir::print(v),
-                                " is ", v.type().str(), "; use cast()");
+                                " is ", v.type().str(), "; use cast()",
+                                node_->type.is_storage_only() ? " (a float16 Func is defined by a float32 value)" : "");
         }
     }
     bool self_reference = false;

@@ -105,12 +105,12 @@ Expr Access::make(std::shared_ptr<const TensorNode> t, std::vector<Expr> indices
     for (size_t i = 0; i < indices.size(); i++)
         CORA_CHECK(indices[i].defined() && indices[i].type().is_int(), "index ", i, " of '", t->name,
                    "' is not an integer expression");
-    Type ty = t->type;
+    Type ty = t->type.value_type();
     return Expr(std::make_shared<Access>(ty, std::move(t), std::move(indices)));
 }
 
 Expr Load::make(VarPtr buffer, Expr index) {
-    Type t = buffer->type;
+    Type t = buffer->type.value_type(); // float16 storage reads as float32
     return Expr(std::make_shared<Load>(t, std::move(buffer), std::move(index)));
 }
 
@@ -127,7 +127,8 @@ Stmt Provide::make(std::shared_ptr<const TensorNode> t, std::vector<Expr> i, Exp
     return Stmt(std::make_shared<Provide>(std::move(t), std::move(i), std::move(v)));
 }
 Stmt Store::make(VarPtr b, Expr i, Expr v) {
-    CORA_CHECK(b->type == v.type(), "store of ", v.type().str(), " into buffer ", b->name, " of ", b->type.str());
+    CORA_CHECK(b->type.value_type() == v.type(), "store of ", v.type().str(), " into buffer ", b->name, " of ",
+               b->type.str());
     return Stmt(std::make_shared<Store>(std::move(b), std::move(i), std::move(v)));
 }
 Stmt Block::make(std::vector<Stmt> s) {

@@ -107,7 +107,7 @@ std::string Type::str() const {
 std::string Type::c_name() const {
     switch (code) {
     case Code::Int: return "int" + std::to_string(bits) + "_t";
-    case Code::Float: return bits == 64 ? "double" : "float";
+    case Code::Float: return bits == 64 ? "double" : bits == 16 ? "uint16_t" : "float";
     case Code::Bool: return "bool";
     }
     return "?";
@@ -159,6 +159,9 @@ Expr select(const Expr &cond, const Expr &t, const Expr &f) {
 }
 Expr cast(Type t, const Expr &e) {
     require_defined(e, "cast");
+    if (t.is_storage_only())
+        throw_compile_error("cast to ", t.str(), " of ", print(e), ": float16 is a storage type; values are float32, ",
+                            "and storing one into a float16 tensor rounds it");
     return Cast::make(t, e);
 }
 Expr exp(const Expr &e) { return float_intrinsic("exp", e); }

@@ -22,7 +22,8 @@
  *  3. A definition that is one reduction (an epilogue allowed) whose reads are contiguous along
  *     that constant innermost row (a GEMM's W(k, n), AttnV's V(b, j, h, d)): the reduction loop
  *     goes outside the row and the row is vectorized, the loop order of a hand-written ikj GEMM
- *     (the elements are accumulated in storage, the epilogue applied after the reduction).
+ *     (the elements are accumulated in storage, the epilogue applied after the reduction; not
+ *     for a float16 Func, whose storage rounds every store).
  * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a
  * long one into partial sums). Requires: the ops in order (scheduled_ops). Ensures:
  * ctx.default_schedules holds the schedule of each op it chose one for; plan_loops and the steps
@@ -105,9 +106,10 @@ front::Schedule default_schedule(const TensorNode &f) {
     // One reduction (an epilogue around it allowed) whose reads are contiguous along the row:
     // its loop goes outside the row, which is then vectorized (each k adds one contiguous row of
     // W to the output row). Any other reduction is left inside an unvectorized row: the C compiler
-    // does not vectorize around the reduction's loop.
+    // does not vectorize around the reduction's loop. Not for float16 storage, which must not
+    // hold partial sums (each store rounds).
     const Reduce *red = scheduled_reduce(f.value);
-    if (red && red->var->dim && !uses_var(red->extent, inner.dim->var.get()) &&
+    if (red && !f.type.is_storage_only() && red->var->dim && !uses_var(red->extent, inner.dim->var.get()) &&
         reads_contiguously(red->body, inner.dim->var)) {
         DimPtr k(DimPtr(), red->var->dim); // non-owning, as LoopReplay holds it: the definition keeps it alive
         s.reduction_loop = k;

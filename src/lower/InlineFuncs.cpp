@@ -32,6 +32,10 @@ void select_inlined(LoweringContext &ctx) {
             fail("it has a loop schedule, but an inlined Func has no loops of its own");
         if (!sch.op_splits.empty()) fail("its op is split, but an inlined Func has no loops of its own");
         if (!sch.hfuse.empty() || sch.hfuse_member) fail("it is horizontally fused, but it has no loops of its own");
+        if (f->type.is_storage_only())
+            fail("it holds ", f->type.str(),
+                 ", a storage type whose stores round, and an inlined Func is not "
+                 "stored; declare it float32 to inline it");
         bool own_storage = !f->storage_transforms.empty();
         for (size_t k = 0; k < f->domain.size(); k++)
             own_storage = own_storage || !equal(f->domain[k].extent, f->storage[k].extent);

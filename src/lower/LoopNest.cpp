@@ -12,7 +12,8 @@
  * the reduction is complete: at the tile's write-back, else in a pass over the element loops
  * after the reduction loops (after the k-panels when the tile accumulates across them).
  * Unscheduled reductions stay Reduce nodes for lower_reductions; both combine their values with
- * reduce_combine.
+ * reduce_combine. A float16 Func accumulates in float32 (its tile, or lower_reductions' locals):
+ * a scheduled reduction that would keep partial sums in its storage is a CompileError.
  * Tests: tests/correctness/caching.cpp (k-panels, tiles), vgemm.cpp, trmm.cpp. */
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
@@ -51,6 +52,13 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
     // the tile's visits; it is initialised before the outermost reduction loop and each visit
     // loads it into the tile.
     const bool tile_accumulates = cache_pos && red && first_reduction < inner;
+    // float16 storage rounds every store, so partial results must never live there.
+    if (red && f->type.is_storage_only() && (!cache_pos || tile_accumulates))
+        throw_compile_error("Func '", f->name, "' holds ", f->type.str(), " and its scheduled reduction loop '",
+                            loops[first_reduction]->name, "' is outside ",
+                            cache_pos ? "its cache_write tile" : "any cache_write tile",
+                            ", so partial sums would be rounded in its storage; cache_write it at a loop that "
+                            "encloses all its reduction loops (float32 accumulators, one rounding at the write-back)");
     /** The loops at `positions` around `leaf`, each with its guards (only those over the
      * Func's dims when `elements_only`) and, for full nests, its prologue. */
     auto nest = [&](const std::vector<size_t> &positions, Stmt s, bool elements_only) {
@@ -82,7 +90,8 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
     Stmt inner_part;
     if (cache_pos) {
         // The tile: one element per iteration of the loops over the Func's dims inside `at`.
-        VarPtr tile = make_var(f->name + "_tile", VarRole::Buffer, f->type);
+        // Register accumulators hold values: float32 for a float16 Func (fp32 accumulation).
+        VarPtr tile = make_var(f->name + "_tile", VarRole::Buffer, f->type.value_type());
         Expr tile_index = IntImm::make(0);
         int64_t tile_size = 1;
         for (size_t k : inner_elements) {
@@ -103,8 +112,8 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
             parts.push_back(
                 nest(inner_elements, with_lets(Store::make(tile, tile_index, Access::make(target, at)), true), true));
         else if (red)
-            parts.push_back(
-                nest(inner_elements, Store::make(tile, tile_index, reduce_identity(red->op, f->type)), true));
+            parts.push_back(nest(inner_elements,
+                                 Store::make(tile, tile_index, reduce_identity(red->op, f->type.value_type())), true));
         Expr updated = red ? combine(Load::make(tile, tile_index)) : element;
         parts.push_back(nest(inner_all, with_lets(Store::make(tile, tile_index, updated), false), false));
         // Written back complete unless k-panels outside the tile still add to it.
@@ -116,7 +125,8 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
         inner_part = Allocate::make(tile, IntImm::make(tile_size), Block::make(parts), MemoryType::Stack);
     } else if (red) {
         Stmt init =
-            nest(inner_elements, with_lets(Provide::make(target, at, reduce_identity(red->op, f->type)), true), true);
+            nest(inner_elements,
+                 with_lets(Provide::make(target, at, reduce_identity(red->op, f->type.value_type())), true), true);
         Stmt update =
             nest(inner_all, with_lets(Provide::make(target, at, combine(Access::make(target, at))), false), false);
         inner_part = Block::make({init, update, reads.epilogue.defined() ? epilogue_pass(inner_elements) : Stmt()});
@@ -132,7 +142,8 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
         for (size_t k = first_reduction; k < n; k++)
             if (!is_reduction[k]) panel_elements.push_back(k);
         Stmt init =
-            nest(panel_elements, with_lets(Provide::make(target, at, reduce_identity(red->op, f->type)), true), true);
+            nest(panel_elements,
+                 with_lets(Provide::make(target, at, reduce_identity(red->op, f->type.value_type())), true), true);
         inner_part = Block::make({init, nest(panel_positions, inner_part, false),
                                   reads.epilogue.defined() ? epilogue_pass(panel_elements) : Stmt()});
     }

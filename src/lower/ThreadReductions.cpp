@@ -203,8 +203,9 @@ private:
             throw_compile_error(what, ": the loop's extent ", print(loop->extent),
                                 " is not a constant; split the reduction dim and bind the inner loop of constant "
                                 "extent to threads");
-        VarPtr acc = make_var(buf->name + "_acc", VarRole::Buffer, buf->type);
-        VarPtr part = make_var(buf->name + "_part", VarRole::Buffer, buf->type);
+        // Parts are values (float32 for float16 storage): only the final result is rounded.
+        VarPtr acc = make_var(buf->name + "_acc", VarRole::Buffer, buf->type.value_type());
+        VarPtr part = make_var(buf->name + "_part", VarRole::Buffer, buf->type.value_type());
         const Expr acc0 = Load::make(acc, IntImm::make(0));
         // The thread's part: every update of X[I] becomes one of its accumulator.
         Expr combine;

@@ -7,6 +7,7 @@
 #include "analysis/Interpreter.h"
 #include "analysis/StorageLayout.h"
 #include "cora/Runtime.h"
+#include "cora_runtime.h"
 #include "ir/IRPrinter.h"
 #include "runtime/RaggedShapeImpl.h"
 #include "util/Error.h"
@@ -70,7 +71,7 @@ int64_t product(const std::vector<int64_t> &d) {
 
 Buffer::Buffer(Type t, int64_t count) : type_(t), count_(count) {
     if (count < 0) throw_runtime_error("buffer size must be non-negative, got ", count);
-    if (!(t == Float32 || t == Float64 || t == Int32 || t == Int64))
+    if (!(t == Float32 || t == Float64 || t == Float16 || t == Int32 || t == Int64))
         throw_runtime_error("unsupported buffer element type ", t.str());
     // The byte count must fit where pointer offsets do (ptrdiff_t), or indexing would wrap.
     int64_t bytes = 0;
@@ -116,6 +117,7 @@ CORA_BUFFER_VIEW(float, Float32)
 CORA_BUFFER_VIEW(double, Float64)
 CORA_BUFFER_VIEW(int32_t, Int32)
 CORA_BUFFER_VIEW(int64_t, Int64)
+CORA_BUFFER_VIEW(uint16_t, Float16)
 #undef CORA_BUFFER_VIEW
 
 int64_t Buffer::alignment() const {
@@ -128,26 +130,37 @@ int64_t Buffer::alignment() const {
 
 Buffer Buffer::from_padded(const Tensor &t, const RaggedShape &shape, const std::vector<float> &padded,
                            const std::vector<int64_t> &padded_dims) {
-    if (t.type() != Float32)
-        throw_runtime_error("from_padded: tensor '", t.name(), "' is ", t.type().str(), ", not float32");
+    if (t.type() != Float32 && t.type() != Float16)
+        throw_runtime_error("from_padded: tensor '", t.name(), "' is ", t.type().str(), ", not float32 or float16");
     if ((int64_t)padded.size() != product(padded_dims))
         throw_runtime_error("from_padded: tensor '", t.name(), "': padded data has ", padded.size(),
                             " elements, its shape needs ", product(padded_dims));
     Buffer b = alloc(t, shape);
-    float *d = b.data<float>();
-    walk(t, shape, padded_dims, [&](int64_t packed, int64_t p) { d[packed] = padded[p]; });
+    if (t.type() == Float16) {
+        uint16_t *d = b.data<uint16_t>();
+        walk(t, shape, padded_dims, [&](int64_t packed, int64_t p) { d[packed] = cora_float_to_half(padded[p]); });
+    } else {
+        float *d = b.data<float>();
+        walk(t, shape, padded_dims, [&](int64_t packed, int64_t p) { d[packed] = padded[p]; });
+    }
     return b;
 }
 
 std::vector<float> Buffer::to_padded(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> &padded_dims,
                                      float fill) const {
-    if (type_ != Float32) throw_runtime_error("to_padded: buffer holds ", type_.str(), ", not float32");
+    if (type_ != Float32 && type_ != Float16)
+        throw_runtime_error("to_padded: buffer holds ", type_.str(), ", not float32 or float16");
     int64_t want = shape.size_of(t);
     if (count_ != want)
         throw_runtime_error("to_padded: buffer has ", count_, " elements, tensor '", t.name(), "' needs ", want);
     std::vector<float> out((size_t)product(padded_dims), fill);
-    const float *d = data<float>();
-    walk(t, shape, padded_dims, [&](int64_t packed, int64_t p) { out[p] = d[packed]; });
+    if (type_ == Float16) {
+        const uint16_t *d = data<uint16_t>();
+        walk(t, shape, padded_dims, [&](int64_t packed, int64_t p) { out[p] = cora_half_to_float(d[packed]); });
+    } else {
+        const float *d = data<float>();
+        walk(t, shape, padded_dims, [&](int64_t packed, int64_t p) { out[p] = d[packed]; });
+    }
     return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "analysis/PipelineOrder.h"
 #include "cora/Reference.h"
+#include "cora_runtime.h"
 #include "ir/IRPrinter.h"
 #include "runtime/RaggedShapeImpl.h"
 #include "util/Error.h"
@@ -53,6 +54,7 @@ double read_buffer(const Buffer &b, int64_t i) {
     Type t = b.type();
     if (t == Float32) return b.data<float>()[i];
     if (t == Float64) return b.data<double>()[i];
+    if (t == Float16) return cora_half_to_float(b.data<uint16_t>()[i]);
     if (t == Int32) return b.data<int32_t>()[i];
     return (double)b.data<int64_t>()[i];
 }
@@ -108,7 +110,8 @@ std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const Rag
             for (size_t k = 0; k < idx.size(); k++)
                 in.ints[f->domain[k].dim->var.get()] = idx[k];
             double v = in.eval(f->value);
-            if (f->type.is_float() && f->type.bits == 32) v = (double)(float)v;
+            if (f->type == Float32) v = (double)(float)v;
+            if (f->type == Float16) v = (double)cora_half_to_float(cora_float_to_half((float)v)); // rounded as stored
             int64_t at = box.index(idx);
             box.values[at] = v;
             box.present[at] = 1;

@@ -46,12 +46,27 @@ inline std::string describe(const std::vector<int32_t> &l) {
     return s + "}";
 }
 
+/** Random values in [lo, hi) (a float16 buffer gets them rounded to binary16). */
 inline void fill_random(Buffer &b, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> d(lo, hi);
-    for (int64_t i = 0; i < b.size(); i++)
-        b.data<float>()[i] = d(rng);
+    for (int64_t i = 0; i < b.size(); i++) {
+        float v = d(rng);
+        if (b.type() == Float16)
+            b.data<uint16_t>()[i] = cora_float_to_half(v);
+        else
+            b.data<float>()[i] = v;
+    }
 }
+
+/** Element i of a float32 or float16 buffer. */
+inline double value_at(const Buffer &b, int64_t i) {
+    return b.type() == Float16 ? (double)cora_half_to_float(b.data<uint16_t>()[i]) : (double)b.data<float>()[i];
+}
+
+/** The tolerance for comparing `out` to a reference: float16 results are rounded to 11 bits (and
+ * the reference's double sums may round the other way): two units in the last place. */
+inline double tolerance_for(const Buffer &out, double tol) { return out.type() == Float16 ? std::max(tol, 1e-3) : tol; }
 
 /** got agrees with want: within a relative tolerance, the same infinity, or both NaN (a reduction
  * over an empty row: the minimum is +inf, and inf - inf is NaN on both sides). */
@@ -63,13 +78,14 @@ inline bool agrees(double got, double want, double tol) {
 /** Every element of `out` equals the reference within a relative tolerance. */
 inline void require_close(const Buffer &out, const std::vector<double> &ref, double tol = 1e-4) {
     REQUIRE(out.size() == (int64_t)ref.size());
+    tol = tolerance_for(out, tol);
     int64_t bad = -1;
     for (int64_t i = 0; i < out.size() && bad < 0; i++) {
-        double got = out.data<float>()[i], want = ref[(size_t)i];
+        double got = value_at(out, i), want = ref[(size_t)i];
         if (!agrees(got, want, tol)) bad = i;
     }
     if (bad >= 0) {
-        INFO("first mismatch at packed element " << bad << ": got " << out.data<float>()[bad] << ", expected "
+        INFO("first mismatch at packed element " << bad << ": got " << value_at(out, bad) << ", expected "
                                                  << ref[(size_t)bad]);
         CHECK(bad < 0);
     }
@@ -79,7 +95,7 @@ inline void require_close(const Buffer &out, const std::vector<double> &ref, dou
 inline std::vector<double> logical_values(const Buffer &b, const Tensor &t, const RaggedShape &shape) {
     std::vector<double> v;
     shape.impl()->for_each_element(
-        *t.node(), [&](const std::vector<int64_t> &, int64_t offset) { v.push_back(b.data<float>()[offset]); });
+        *t.node(), [&](const std::vector<int64_t> &, int64_t offset) { v.push_back(value_at(b, offset)); });
     return v;
 }
 
@@ -87,6 +103,7 @@ inline std::vector<double> logical_values(const Buffer &b, const Tensor &t, cons
 inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape &shape, const std::vector<double> &ref,
                           double tol = 1e-4) {
     REQUIRE(out.size() == shape.size_of(t));
+    tol = tolerance_for(out, tol);
     std::vector<double> got = logical_values(out, t, shape);
     REQUIRE(got.size() == ref.size());
     int64_t bad = -1;

@@ -649,6 +649,44 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
     }
 }
 
+TEST_CASE("float16 operands in shared memory, float32 accumulators, one rounding per output", "[gpu][float16]") {
+    // The sliced shared-memory GEMM below with float16 A, B (and C): the panels stay float16 in
+    // shared memory (half the bytes), each thread's 4 x 4 accumulators are float32 registers
+    // across the k-panels, and C is rounded once, at the write-back.
+    Dim i("i"), j("j"), k("k"), io("io"), ii("ii"), it("it"), ir("ir"), jo("jo"), ji("ji"), jt("jt"), jr("jr"),
+        ko("ko"), ki("ki");
+    Param M("M", 0, 200), N("N", 0, 200), K("K", 0, 200);
+    Tensor A("A", {{i, M}, {k, K}}, Float16), Bm("Bm", {{k, K}, {j, N}}, Float16);
+    for (Type out : {Float16, Float32}) {
+        DYNAMIC_SECTION("output " << out.str()) {
+            Func C("C", {{i, M}, {j, N}}, out);
+            C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
+            C.split(i, io, ii, 32).split(ii, it, ir, 4).split(j, jo, ji, 32).split(ji, jt, jr, 4).split(k, ko, ki, 8);
+            C.reorder({io, jo, ko, it, jt, ki, ir, jr}).gpu_blocks(jo, io).gpu_threads(jt, it);
+            C.cache_read(A, ko).cache_read(Bm, ko).unroll(ir).unroll(jr).cache_write(jo);
+            Pipeline p({C}, "gpu_gemm_f16_" + out.str());
+            CudaProgram cp = require_cuda_compiles(p);
+            INFO(cp.kernel_ir[0]);
+            REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory A_cache[float16 * 256]"));
+            REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Bm_cache[float16 * 256]"));
+            REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
+            INFO(cp.source);
+            REQUIRE(count_occurrences(cp.source, "__shared__ uint16_t") == 2);
+            REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];"));
+            REQUIRE((out == Float16) == (cp.source.find("= cora_float_to_half(C_tile_[") != std::string::npos));
+            for (const CudaBinary &b : cp.binaries) {
+                REQUIRE_THAT(b.ptx, Contains("cvt.f32.f16"));
+                if (out == Float16) REQUIRE_THAT(b.ptx, Contains("cvt.rn.f16.f32"));
+            }
+            const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},   {32, 32, 8},
+                                                                  {33, 65, 9}, {31, 32, 0}, {100, 37, 200}};
+            Kernel emulated_kernel = p.compile(emulated());
+            testing::check_dense_gemm(p, emulated_kernel, M, N, K, A, Bm, C, sizes);
+            testing::check_dense_gemm(p, testing::cuda_on_cpu(p), M, N, K, A, Bm, C, sizes);
+        }
+    }
+}
+
 TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced per thread", "[gpu]") {
     // C's tile is cached at the block loop jo, outside the k-panel loop ko: the accumulators of the
     // block's 64 x 64 outputs live across the panels. In CUDA each of the 16 x 16 threads keeps only

@@ -51,6 +51,22 @@ TEST_CASE("a GEMM with shared-memory panels matches the reference on the device"
                               {{0, 5, 3}, {1, 1, 1}, {32, 32, 16}, {33, 65, 17}, {300, 257, 300}, {64, 1, 48}});
 }
 
+TEST_CASE("a float16 GEMM (float32 accumulators, cvt conversions) matches the reference on the device", "[gpu]") {
+    Dim i("i"), j("j"), k("k"), io("io"), ii("ii"), it("it"), ir("ir"), jo("jo"), ji("ji"), jt("jt"), jr("jr"),
+        ko("ko"), ki("ki");
+    Param M("M", 0, 300), N("N", 0, 300), K("K", 0, 300);
+    Tensor A("A", {{i, M}, {k, K}}, Float16), Bm("Bm", {{k, K}, {j, N}}, Float16);
+    Func C("C", {{i, M}, {j, N}}, Float16);
+    C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
+    C.split(i, io, ii, 32).split(ii, it, ir, 4).split(j, jo, ji, 32).split(ji, jt, jr, 4).split(k, ko, ki, 8);
+    C.reorder({io, jo, ko, it, jt, ki, ir, jr}).gpu_blocks(jo, io).gpu_threads(jt, it);
+    C.cache_read(A, ko).cache_read(Bm, ko).unroll(ir).unroll(jr).cache_write(jo);
+    Pipeline p({C}, "gpu_device_gemm_f16");
+    CudaKernel kern = compile(p);
+    testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C,
+                              {{0, 5, 3}, {1, 1, 1}, {32, 32, 8}, {33, 65, 17}, {300, 257, 300}, {64, 1, 48}});
+}
+
 TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers on the device", "[gpu]") {
     auto check = [](const Pipeline &p, const CudaKernel &k, const RaggedShape &s, const std::vector<Tensor> &inputs) {
         std::vector<Buffer> in;
