@@ -51,20 +51,23 @@ __device__ inline float cora_fmax(float a, float b) { return fmaxf(a, b); }
 __device__ inline double cora_fmax(double a, double b) { return fmax(a, b); }
 __device__ inline float cora_fmin(float a, float b) { return fminf(a, b); }
 __device__ inline double cora_fmin(double a, double b) { return fmin(a, b); }
-template <class T> __device__ inline T cora_warp_sum(T v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+// Over the first W lanes (W = 2 .. 32, a power of two): a block of W < 32 threads is one partial
+// warp, whose lanes 0 .. W-1 are the ones in the mask.
+template <int W> __device__ inline unsigned cora_lane_mask() { return W == 32 ? 0xffffffffu : (1u << W) - 1u; }
+template <int W = 32, class T> __device__ inline T cora_warp_sum(T v) {
+    for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(cora_lane_mask<W>(), v, o);
     return v;
 }
-template <class T> __device__ inline T cora_warp_product(T v) {
-    for (int o = 16; o > 0; o >>= 1) v *= __shfl_xor_sync(0xffffffffu, v, o);
+template <int W = 32, class T> __device__ inline T cora_warp_product(T v) {
+    for (int o = W / 2; o > 0; o >>= 1) v *= __shfl_xor_sync(cora_lane_mask<W>(), v, o);
     return v;
 }
-template <class T> __device__ inline T cora_warp_max(T v) {
-    for (int o = 16; o > 0; o >>= 1) v = cora_fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+template <int W = 32, class T> __device__ inline T cora_warp_max(T v) {
+    for (int o = W / 2; o > 0; o >>= 1) v = cora_fmax(v, __shfl_xor_sync(cora_lane_mask<W>(), v, o));
     return v;
 }
-template <class T> __device__ inline T cora_warp_min(T v) {
-    for (int o = 16; o > 0; o >>= 1) v = cora_fmin(v, __shfl_xor_sync(0xffffffffu, v, o));
+template <int W = 32, class T> __device__ inline T cora_warp_min(T v) {
+    for (int o = W / 2; o > 0; o >>= 1) v = cora_fmin(v, __shfl_xor_sync(cora_lane_mask<W>(), v, o));
     return v;
 }
 )";
@@ -99,7 +102,13 @@ protected:
     }
     void visit_node(const Call *op) override {
         if (op->name.rfind("cora_warp_", 0) == 0) { // a CUDA helper of the prologue, for float and double
-            os << op->name << "(" << expr(op->args[0]) << ")";
+            // cora_warp_<op>_w<W>: the helper over the first W lanes (a partial warp).
+            std::string name = op->name;
+            const size_t w = name.rfind("_w");
+            const std::string width = w == std::string::npos ? "" : name.substr(w + 2);
+            if (!width.empty() && width.find_first_not_of("0123456789") == std::string::npos)
+                name = name.substr(0, w) + "<" + width + ">";
+            os << name << "(" << expr(op->args[0]) << ")";
             return;
         }
         std::string fn = op->name == "abs" ? "fabs" : op->name;

@@ -18,6 +18,8 @@
  *         if (t == m): { X[I] = init; X[I] = op(X[I], acc[0]); epilogue } }
  * op is + (sum), * (product), max or min, and nothing else in the kernel reads X (lane 0 writes
  * it with no barrier after).
+ * A block of E = 2, 4, 8 or 16 threads in x is one partial warp: the same rewrite, with the
+ * shuffles over its E lanes (cora_warp_<op>_w<E>, butterfly steps E/2 .. 1, mask of lanes 0..E-1).
  * With W = E / 32 > 1 warps (a block of E = 64 .. 1024 threads, all of them in x loops of extent E)
  * the reduction takes two levels: each warp combines its lanes' parts with shuffles and its lane 0
  * stores the warp's value in P[(t - m) / 32] (P shrinks to W elements); the fold after the barrier
@@ -53,6 +55,13 @@ Expr with_operands(const Expr &e, const Expr &a, const Expr &b) {
     if (e.as<Mul>()) return Mul::make(a, b);
     if (e.as<Max>()) return Max::make(a, b);
     return Min::make(a, b);
+}
+
+/** Whether a block of `threads` in x is whole warps (up to 1024 threads) or one partial warp of a
+ * power-of-two size. */
+bool warp_sized(int64_t threads) {
+    return (threads % 32 == 0 && threads > 0 && threads <= 1024) ||
+           (threads >= 2 && threads < 32 && (threads & (threads - 1)) == 0);
 }
 
 /** How often each buffer is read in `s`. */
@@ -91,8 +100,7 @@ private:
             return {};
         const int64_t *extent = as_const_int(threads->extent);
         const int64_t *lanes_extent = as_const_int(lanes->extent);
-        if (!extent || *extent != *size || *extent % 32 != 0 || *extent > 1024 || !lanes_extent || *lanes_extent != 1)
-            return {};
+        if (!extent || *extent != *size || !warp_sized(*extent) || !lanes_extent || *lanes_extent != 1) return {};
         // The thread's part: allocate acc[1] { ...; P[slot] = acc[0] }.
         const Allocate *acc = threads->body.as<Allocate>();
         const Block *acc_list = acc ? acc->body.as<Block>() : nullptr;
@@ -119,7 +127,9 @@ private:
         if (uses != 1) return {};
         const Expr acc0 = Load::make(acc->buffer, IntImm::make(0));
         std::vector<Stmt> thread_body(acc_list->stmts.begin(), acc_list->stmts.end() - 1);
-        thread_body.push_back(Store::make(acc->buffer, IntImm::make(0), Call::make(acc->buffer->type, helper, {acc0})));
+        const std::string shuffle = *extent < 32 ? std::string(helper) + "_w" + std::to_string(*extent) : helper;
+        thread_body.push_back(
+            Store::make(acc->buffer, IntImm::make(0), Call::make(acc->buffer->type, shuffle, {acc0})));
         if (*extent > 32) {
             // Several warps: each combines its lanes' parts with shuffles and lane 0 publishes the
             // warp's value; the one-thread fold after the barrier then reads one part per warp.
@@ -159,7 +169,7 @@ Stmt warp_reductions(const Stmt &kernel_body, const std::vector<ForKind> &exact_
             if (is_gpu_thread(f->for_kind) && f->for_kind != ForKind::GpuThreadX) only_x = false;
             if (f->for_kind == ForKind::GpuThreadX) {
                 const int64_t *e = as_const_int(f->extent);
-                only_x = only_x && e && *e % 32 == 0 && (block < 0 || *e == block);
+                only_x = only_x && e && warp_sized(*e) && (block < 0 || *e == block);
                 if (e) block = *e;
                 any = true;
             }

@@ -7,6 +7,7 @@
 #include "aot_bsr.h"
 #include "aot_projection.h"
 #include "aot_projection_cuda.h"
+#include "aot_projection_cuda_f16.h"
 #ifdef CORA_TEST_CUDA_SM_LIBRARY
 #include "aot_projection_sm.h"
 #endif
@@ -281,6 +282,41 @@ TEST_CASE("a CUDA AOT library from cora_add_library (kernels on CPU threads) mat
     }
     aot_projection_cuda_destroy(ctx);
     aot_projection_cuda_destroy(nullptr); // allowed, does nothing
+}
+
+TEST_CASE("a CUDA AOT library with float16 tensors takes binary16 bits and matches the reference", "[aot][gpu]") {
+    cora_aot_test::PackedProjectionGpu def(Float16);
+    Pipeline pipe({def.Out}, "aot_projection_cuda_f16_reference");
+    char error[256] = "";
+    aot_projection_cuda_f16_context *ctx = aot_projection_cuda_f16_create(0, error, sizeof error);
+    INFO(error);
+    REQUIRE(ctx != nullptr);
+    for (const auto &lengths : testing::length_cases(40, 8, 6)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(def.B, (int64_t)lengths.size()).set(def.len, lengths);
+        Buffer x = Buffer::alloc(def.X, shape), w = Buffer::alloc(def.W, shape), out = Buffer::alloc(def.Out, shape);
+        REQUIRE(out.type() == Float16);
+        testing::fill_random(x, 3);
+        testing::fill_random(w, 4);
+        // The header's tensor parameters are uint16_t pointers: the bits.
+        REQUIRE(aot_projection_cuda_f16(ctx, nullptr, (int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(),
+                                        x.data<uint16_t>(), x.size(), w.data<uint16_t>(), w.size(),
+                                        out.data<uint16_t>(), out.size(), error, sizeof error) == 0);
+        testing::require_close(out, def.Out, shape, reference_evaluate(pipe, shape, {{def.X, &x}, {def.W, &w}})[0]);
+    }
+    // Through the generic ABI the element type is checked: float32 data for a float16 tensor fails.
+    std::vector<int32_t> len = {2};
+    std::vector<float> xf(16 * cora_aot_test::kProjK), wf(cora_aot_test::kProjK * cora_aot_test::kProjO),
+        of(16 * cora_aot_test::kProjO);
+    cora_arg_t args[] = {{"B", CORA_TYPE_INT64, 1, 1, nullptr, 0},
+                         {"len", CORA_TYPE_INT32, 0, 0, len.data(), 1},
+                         {"X", CORA_TYPE_FLOAT32, 0, 0, xf.data(), (int64_t)xf.size()},
+                         {"W", CORA_TYPE_FLOAT32, 0, 0, wf.data(), (int64_t)wf.size()},
+                         {"Out", CORA_TYPE_FLOAT32, 0, 0, of.data(), (int64_t)of.size()}};
+    REQUIRE(aot_projection_cuda_f16_argv(ctx, nullptr, args, 5, error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("element type float32, expected float16"));
+    aot_projection_cuda_f16_destroy(ctx);
 }
 
 #ifdef CORA_TEST_CUDA_SM_LIBRARY

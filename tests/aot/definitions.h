@@ -65,16 +65,18 @@ struct BsrProduct {
 
 /** PackedProjection scheduled for CUDA: a block per 8 packed tokens (the fused loop bulk-padded to
  * 16, so every block is full), a thread per (output, token); its prefix sums and fusion maps are
- * built by the library's host entry and staged on the device. */
+ * built by the library's host entry and staged on the device. Its tensors hold `type` (float32,
+ * or float16: binary16 storage, float32 sums). */
 struct PackedProjectionGpu {
+    Type type;
     Dim batch{"batch"}, seq{"seq"}, k{"k"}, o{"o"}, tok{"tok"}, to{"to"}, ti{"ti"}, r{"r"};
     Param B{"B", 1, 64};
     LengthArray len{"len", B, 0, 100};
-    Tensor X{"X", {{batch, B}, {seq, len(batch)}, {k, kProjK}}};
-    Tensor W{"W", {{k, kProjK}, {o, kProjO}}};
-    Func Out{"Out", {{batch, B}, {seq, len(batch)}, {o, kProjO}}};
+    Tensor X{"X", {{batch, B}, {seq, len(batch)}, {k, kProjK}}, type};
+    Tensor W{"W", {{k, kProjK}, {o, kProjO}}, type};
+    Func Out{"Out", {{batch, B}, {seq, len(batch)}, {o, kProjO}}, type};
 
-    PackedProjectionGpu() {
+    explicit PackedProjectionGpu(Type t = Float32) : type(t) {
         X.fuse_storage(batch, seq, tok, 16);
         Out.compute([&](Expr b, Expr s, Expr oo) { return sum(r, kProjK, X(b, s, r) * W(r, oo)); });
         Out.fuse_storage(batch, seq, tok, 16);

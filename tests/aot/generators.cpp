@@ -48,8 +48,9 @@ private:
 /** The projection with a GPU schedule, for CUDA targets (cuda-sm_<NN>, cuda-cpu-threads). */
 class PackedProjectionGpuGenerator : public Generator {
 public:
+    GeneratorParam half{this, "half", 0, "float16 tensors (binary16 storage, float32 sums)"};
     std::vector<Func> build() override {
-        def_ = std::make_unique<cora_aot_test::PackedProjectionGpu>();
+        def_ = std::make_unique<cora_aot_test::PackedProjectionGpu>(half ? Float16 : Float32);
         return {def_->Out};
     }
 

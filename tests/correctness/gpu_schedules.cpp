@@ -279,8 +279,8 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
             INFO(cp.kernel_ir[0]);
             Kernel kern = p.compile(emulated());
             // The emulation combines in shared memory; CUDA too, unless the block is whole warps
-            // (32 or 128 threads on x, exactly): then lanes exchange parts with shuffles, and
-            // several warps fold one part per warp in shared memory.
+            // (32 or 128 threads on x, exactly) or one partial warp (8): then lanes exchange parts
+            // with shuffles, and several warps fold one part per warp in shared memory.
             REQUIRE_THAT(kern.lowered(),
                          Contains("allocate in shared memory Mx_part[float32 * " + std::to_string(threads) + "]"));
             REQUIRE_THAT(kern.lowered(), Contains("gpu_lanes for lane in [0, 0 + 1):"));
@@ -288,8 +288,10 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
                 REQUIRE_THAT(cp.kernel_ir[0], Contains("Mx_acc[0] = cora_warp_max(Mx_acc[0])"));
                 REQUIRE_THAT(cp.kernel_ir[0], !Contains("Mx_part"));
                 REQUIRE_THAT(cp.source, Contains("__shfl_xor_sync"));
-            } else if (variant == 1) {
-                REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Mx_part[float32 * 8]"));
+            } else if (variant == 1) { // one partial warp of 8 lanes: shuffles over those
+                REQUIRE_THAT(cp.kernel_ir[0], Contains("Mx_acc[0] = cora_warp_max_w8(Mx_acc[0])"));
+                REQUIRE_THAT(cp.kernel_ir[0], !Contains("Mx_part"));
+                REQUIRE_THAT(cp.source, Contains("cora_warp_max<8>(Mx_acc_["));
             } else { // 4 warps: shuffles in each, then one part per warp folded in shared memory
                 REQUIRE_THAT(cp.kernel_ir[0], Contains("Mx_acc[0] = cora_warp_max(Mx_acc[0])"));
                 REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Mx_part[float32 * 4]"));
@@ -313,6 +315,8 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
         const std::string all_ir = cp.kernel_ir[0] + cp.kernel_ir[1] + cp.kernel_ir[2];
         INFO(all_ir);
         REQUIRE_THAT(all_ir, Contains("Sum_acc[0] = cora_warp_sum(Sum_acc[0])"));
+        REQUIRE_THAT(all_ir, Contains("Max_acc[0] = cora_warp_max_w16(Max_acc[0])")); // 16 lanes
+        REQUIRE_THAT(all_ir, Contains("Min_acc[0] = cora_warp_min_w16(Min_acc[0])"));
         REQUIRE_THAT(all_ir, Contains("Sum[batch] = ((Sum[batch] * 0.5f) + 1f)"));
         Kernel kern = p.compile(emulated());
         check_against_reference(p, kern, {A}, r.bind, 40, 16, 5);
