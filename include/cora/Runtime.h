@@ -106,10 +106,18 @@ public:
     const void *raw() const { return data_.get(); }
     template <typename T> T *data() { return static_cast<T *>(raw()); }
     template <typename T> const T *data() const { return static_cast<const T *>(raw()); }
-    float &at(int64_t i) { return data<float>()[i]; }
-    float at(int64_t i) const { return data<float>()[i]; }
+    /** Element i of a float32 buffer (RuntimeError for any other element type). */
+    float &at(int64_t i) {
+        require_float32("at");
+        return data<float>()[i];
+    }
+    float at(int64_t i) const {
+        require_float32("at");
+        return data<float>()[i];
+    }
 
 private:
+    void require_float32(const char *what) const;
     static Buffer make_view(const Tensor &t, const RaggedShape &shape, Type elem, void *data, int64_t count,
                             bool read_only);
     Type type_ = Float32;

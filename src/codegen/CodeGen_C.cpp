@@ -10,6 +10,7 @@
 #include "analysis/Simplify.h"
 #include "codegen/CRuntime.h"
 #include "codegen/EntryFunction.h"
+#include "cora_runtime.h"
 #include "ir/IRPrinter.h"
 #include "util/Error.h"
 
@@ -231,7 +232,17 @@ void CodeGen_C::visit_node(const Provide *op) {
 
 void CodeGen_C::visit_node(const Store *op) {
     std::string value = expr(op->value);
-    if (op->buffer->type.is_storage_only()) value = "cora_float_to_half(" + value + ")"; // rounds to nearest even
+    if (op->buffer->type.is_storage_only()) {
+        // A copy between float16 buffers (a shared-memory tile's fill) moves the bits, a constant
+        // is converted here, any other value is rounded to nearest even when it is stored.
+        const Load *copy = op->value.as<Load>();
+        if (copy && copy->buffer->type == op->buffer->type)
+            value = name_of(copy->buffer.get()) + "[" + expr(copy->index) + "]";
+        else if (const FloatImm *c = op->value.as<FloatImm>())
+            value = "(uint16_t)" + std::to_string(cora_float_to_half((float)c->value));
+        else
+            value = "cora_float_to_half(" + value + ")";
+    }
     line(name_of(op->buffer.get()) + "[" + expr(op->index) + "] = " + value + ";");
 }
 

@@ -53,7 +53,10 @@ __device__ inline float cora_fmin(float a, float b) { return fminf(a, b); }
 __device__ inline double cora_fmin(double a, double b) { return fmin(a, b); }
 // Over the first W lanes (W = 2 .. 32, a power of two): a block of W < 32 threads is one partial
 // warp, whose lanes 0 .. W-1 are the ones in the mask.
-template <int W> __device__ inline unsigned cora_lane_mask() { return W == 32 ? 0xffffffffu : (1u << W) - 1u; }
+template <int W> __device__ inline unsigned cora_lane_mask() {
+    static_assert(W >= 2 && W <= 32 && (W & (W - 1)) == 0, "a warp reduction over 2, 4, .., 32 lanes");
+    return 0xffffffffu >> (32 - W);
+}
 template <int W = 32, class T> __device__ inline T cora_warp_sum(T v) {
     for (int o = W / 2; o > 0; o >>= 1) v += __shfl_xor_sync(cora_lane_mask<W>(), v, o);
     return v;

@@ -53,6 +53,13 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
     // loads it into the tile.
     const bool tile_accumulates = cache_pos && red && first_reduction < inner;
     // float16 storage rounds every store, so partial results must never live there.
+    if (red && f->type.is_storage_only())
+        for (size_t k = 0; k < n; k++)
+            if (is_reduction[k] && is_gpu_thread(plan.kinds[k]))
+                throw_compile_error("Func '", f->name, "' holds ", f->type.str(), " and reduces across threads (loop '",
+                                    loops[k]->name,
+                                    "'): the threads' parts would be combined in its float16 "
+                                    "storage; reduce into a float32 Func and convert in a consumer");
     if (red && f->type.is_storage_only() && (!cache_pos || tile_accumulates))
         throw_compile_error("Func '", f->name, "' holds ", f->type.str(), " and its scheduled reduction loop '",
                             loops[first_reduction]->name, "' is outside ",

@@ -120,6 +120,10 @@ CORA_BUFFER_VIEW(int64_t, Int64)
 CORA_BUFFER_VIEW(uint16_t, Float16)
 #undef CORA_BUFFER_VIEW
 
+void Buffer::require_float32(const char *what) const {
+    if (type_ != Float32) throw_runtime_error("Buffer::", what, ": the buffer holds ", type_.str(), ", not float32");
+}
+
 int64_t Buffer::alignment() const {
     uintptr_t a = (uintptr_t)data_.get();
     int64_t al = 1;

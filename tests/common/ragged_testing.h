@@ -64,8 +64,9 @@ inline double value_at(const Buffer &b, int64_t i) {
     return b.type() == Float16 ? (double)cora_half_to_float(b.data<uint16_t>()[i]) : (double)b.data<float>()[i];
 }
 
-/** The tolerance for comparing `out` to a reference: float16 results are rounded to 11 bits (and
- * the reference's double sums may round the other way): two units in the last place. */
+/** The tolerance for comparing `out` to a reference: float16 results are rounded to 11 bits, and
+ * the reference's double sums may round the other way: about one unit in the last place at the
+ * bottom of a binade (2^-10 relative), so a result one binary16 step off still agrees. */
 inline double tolerance_for(const Buffer &out, double tol) { return out.type() == Float16 ? std::max(tol, 1e-3) : tol; }
 
 /** got agrees with want: within a relative tolerance, the same infinity, or both NaN (a reduction

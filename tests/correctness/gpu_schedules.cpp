@@ -678,9 +678,10 @@ TEST_CASE("float16 operands in shared memory, float32 accumulators, one rounding
             REQUIRE(count_occurrences(cp.source, "__shared__ uint16_t") == 2);
             REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];"));
             REQUIRE((out == Float16) == (cp.source.find("= cora_float_to_half(C_tile_[") != std::string::npos));
+            // The panels' copies move the bits; only a float16 C is rounded.
             for (const CudaBinary &b : cp.binaries) {
                 REQUIRE_THAT(b.ptx, Contains("cvt.f32.f16"));
-                if (out == Float16) REQUIRE_THAT(b.ptx, Contains("cvt.rn.f16.f32"));
+                REQUIRE((out == Float16) == (b.ptx.find("cvt.rn.f16.f32") != std::string::npos));
             }
             const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},   {32, 32, 8},
                                                                   {33, 65, 9}, {31, 32, 0}, {100, 37, 200}};
