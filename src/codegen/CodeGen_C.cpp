@@ -349,7 +349,8 @@ void CodeGen_C::visit_node(const Assert *op) {
 
 bool CodeGen_C::emit_vector_loop(const For *op) {
     const int64_t *w = as_const_int(op->extent);
-    if (!w || *w < 2 || *w > 64) return false;
+    // GCC's vector extension takes power-of-two lane counts only (a row of 20: an `omp simd` loop).
+    if (!w || *w < 2 || *w > 64 || (*w & (*w - 1)) != 0) return false;
     std::map<const VarNode *, Expr> lets;
     Stmt body = op->body;
     while (const LetStmt *l = body.as<LetStmt>()) {
