@@ -218,6 +218,18 @@ public:
     Func &gpu_threads(const Dim &x);
     Func &gpu_threads(const Dim &x, const Dim &y);
     Func &gpu_threads(const Dim &x, const Dim &y, const Dim &z);
+    /** GPU: run the reduction loop `k` (extent 16) on tensor cores, one
+     * mma.sync.m16n8k16 (float16 operands, float32 accumulators) per warp and step of the loops
+     * outside it. The schedule must make each warp's 32 threads one 16 x 8 output tile laid out
+     * as the instruction's fragments: a 4 x 8 thread block, gpu_threads(t, g) with t over 4 and
+     * g over 8 (z free: one warp per index), and in each thread a 2 x 2 register nest inside `k`,
+     * row g + 8 * ih and column 2 * t + jl of the tile (split i into ih(2), g(8) and j into
+     * t(4), jl(2)). The operands are float16 (best: cache_read tiles in shared memory), the sum
+     * a float32 cache_write tile, nothing around the nest depends on the thread, and every
+     * thread axis is bound exactly (padded sizes). Elsewhere (CudaEmulated, the CUDA source on
+     * CPU threads) the same nest runs as loops or as an emulated warp instruction, so the
+     * schedule is checked on any machine. docs/gpu.md, "Tensor cores". */
+    Func &gpu_mma(const Dim &k);
 
 private:
     explicit Func(std::shared_ptr<ir::TensorNode> node) { node_ = std::move(node); }

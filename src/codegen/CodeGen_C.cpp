@@ -180,6 +180,11 @@ void CodeGen_C::visit_node(const For *op) {
         line("{");
         indent++;
         line("const int64_t " + name_of(op->var.get()) + " = " + expr(op->min) + " + " + index + ";");
+        // A body that does not read the index (a tile's zeroing, once sliced per thread; a
+        // tensor-core tile, whose fragments read it elsewhere) would draw an unused warning.
+        bool used = false;
+        visit_exprs(op->body, [&](const Expr &e) { used = used || e.get() == op->var.get(); });
+        if (!used) line("(void)" + name_of(op->var.get()) + ";");
         if (!exact) {
             line("if (" + index + " < " + expr(op->extent) + ") {");
             indent++;

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/MmaTile.h"
 #include "codegen/CRuntime.h"
 #include "codegen/EntryFunction.h"
 #include "util/Error.h"
@@ -42,6 +43,19 @@ __device__ inline uint16_t cora_float_to_half(float f) {
     uint16_t h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
+}
+#endif
+// Tensor cores (gpu_mma): two float16 halves in one register, the first in the low bits; one
+// mma.sync.m16n8k16.row.col with float32 accumulators updated in place (sm_80 and later). The
+// kernels run on CPU threads get an emulation of the warp instruction instead.
+__device__ inline unsigned cora_pack_half2(uint16_t lo, uint16_t hi) { return (unsigned)lo | ((unsigned)hi << 16); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ inline void cora_mma_m16n8k16(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1,
+                                         unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};"
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 #endif
 template <class T> __device__ inline T cora_min(T a, T b) { return a < b ? a : b; }
@@ -123,11 +137,24 @@ protected:
         // reads (e.g. once it reads a tile instead).
         bool used = false;
         visit_exprs(op->body, [&](const Expr &e) { used = used || e.get() == op->var.get(); });
-        if (used) return CodeGen_C::visit_node(op);
-        visit(op->body);
+        lets_[op->var.get()] = op->value; // for the tensor-core tiles' fragments (print_mma)
+        if (used)
+            CodeGen_C::visit_node(op);
+        else
+            visit(op->body);
+        lets_.erase(op->var.get());
     }
     void visit_node(const For *op) override {
+        if (is_gpu_thread(op->for_kind)) {
+            const For *&slot = thread_loops_[gpu_axis(op->for_kind)];
+            const For *saved = slot;
+            slot = op;
+            CodeGen_C::visit_node(op);
+            slot = saved;
+            return;
+        }
         if (is_gpu_bound(op->for_kind)) return CodeGen_C::visit_node(op);
+        if (op->for_kind == ForKind::GpuMma) return print_mma(op);
         if (op->for_kind == ForKind::GpuLanes) {
             // Shared by the block's threads (lower/SplitHostDevice.cpp puts it outside the thread
             // loops, where the whole block runs alike, so every thread reaches both barriers).
@@ -165,6 +192,38 @@ protected:
     void visit_node(const LaunchKernel *op) override {
         internal_failure("codegen_cuda: a launch of ", op->kernel, " inside a kernel");
     }
+
+private:
+    /** A gpu_mma nest (checked by check_mma_tiles) as one warp instruction: the lane's A and B
+     * fragments packed from the float16 operands (two halves per register, the lower k in the low
+     * bits), then mma.sync on its four accumulators in place (analysis/MmaTile.h). */
+    void print_mma(const For *op) {
+        CORA_CHECK(thread_loops_[0] && thread_loops_[1], "codegen_cuda: a gpu_mma loop outside thread loops");
+        const MmaTile tile = match_mma_tile(op, thread_loops_[0], thread_loops_[1], lets_);
+        const MmaFragments f = mma_fragments(tile);
+        auto element = [&](const VarPtr &buffer, const Expr &index) {
+            return name_of(buffer.get()) + "[" + expr(index) + "]";
+        };
+        line("{ // tensor cores: loop " + op->var->name + " as one mma.sync.m16n8k16 of the warp");
+        indent++;
+        std::string regs;
+        for (int r = 0; r < 4; r++) {
+            line("const unsigned cora_mma_a" + std::to_string(r) + " = cora_pack_half2(" + element(tile.a, f.a[r][0]) +
+                 ", " + element(tile.a, f.a[r][1]) + ");");
+            regs += ", cora_mma_a" + std::to_string(r);
+        }
+        for (int q = 0; q < 2; q++) {
+            line("const unsigned cora_mma_b" + std::to_string(q) + " = cora_pack_half2(" + element(tile.b, f.b[q][0]) +
+                 ", " + element(tile.b, f.b[q][1]) + ");");
+            regs += ", cora_mma_b" + std::to_string(q);
+        }
+        line("cora_mma_m16n8k16(" + element(tile.acc, f.c[0]) + ", " + element(tile.acc, f.c[1]) + ", " +
+             element(tile.acc, f.c[2]) + ", " + element(tile.acc, f.c[3]) + regs + ");");
+        indent--;
+        line("}");
+    }
+    const For *thread_loops_[3] = {nullptr, nullptr, nullptr};
+    std::map<const VarNode *, Expr> lets_;
 
 public:
     std::string kernel(const LoweredFunc &k) {

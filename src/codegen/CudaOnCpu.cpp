@@ -92,6 +92,38 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int lane_mask) {
     block_sync->sync();
     return other;
 }
+/** mma.sync.m16n8k16.row.col (float16 x float16 + float32) among one warp's threads (blocks of
+ * 4 x 8 (x z) threads, so a warp is one z): each lane leaves its fragments in its slot; after a
+ * barrier it computes its four outputs from its warp's slots, reading each element where the PTX
+ * ISA's fragment layout puts it (A: row g / g + 8 in registers 0, 2 / 1, 3, k = 2t, 2t + 1 and
+ * + 8; B: column g, the same ks; D: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)), so a
+ * wrong fragment index in the generated kernel gives a wrong result here too. */
+struct MmaSlot {
+    unsigned a[4], b[2];
+};
+std::vector<MmaSlot> mma_slots;
+inline float cora_mma_half(unsigned reg, int high) { return cora_half_to_float((uint16_t)(high ? reg >> 16 : reg)); }
+inline void cora_mma_m16n8k16(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
+                              unsigned a3, unsigned b0, unsigned b1) {
+    const long long self = threadIdx.x + (long long)blockDim.x * (threadIdx.y + (long long)blockDim.y * threadIdx.z);
+    mma_slots[(size_t)self] = {{a0, a1, a2, a3}, {b0, b1}};
+    block_sync->sync();
+    const long long lane = self % 32, warp = self - lane, g = lane / 4, t = lane % 4;
+    float *d[4] = {&d0, &d1, &d2, &d3}, out[4];
+    for (int r = 0; r < 4; r++) {
+        const long long row = g + 8 * (r / 2), col = 2 * t + r % 2;
+        float acc = *d[r];
+        for (int k = 0; k < 16; k++) {
+            const MmaSlot &sa = mma_slots[(size_t)(warp + (row % 8) * 4 + (k % 8) / 2)];
+            const MmaSlot &sb = mma_slots[(size_t)(warp + col * 4 + (k % 8) / 2)];
+            acc += cora_mma_half(sa.a[row / 8 + 2 * (k / 8)], k % 2) * cora_mma_half(sb.b[k / 8], k % 2);
+        }
+        out[r] = acc;
+    }
+    block_sync->sync();
+    for (int r = 0; r < 4; r++)
+        *d[r] = out[r];
+}
 inline float __int_as_float(int i) {
     float f;
     std::memcpy(&f, &i, sizeof f);
@@ -151,6 +183,7 @@ extern "C" int cora_cuda_on_cpu_launch(int kernel, const long long *grid, const 
     sync.n = n;
     block_sync = &sync;
     shuffle_slots.assign((size_t)n, 0.0);
+    mma_slots.assign((size_t)n, MmaSlot{});
     blockDim = {(unsigned)threads[0], (unsigned)threads[1], (unsigned)threads[2]};
     gridDim = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
     std::vector<std::thread> workers;

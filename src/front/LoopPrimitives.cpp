@@ -127,7 +127,7 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
     // A reduction loop may be unrolled, or bound to threads (a cross-thread reduction: each
     // thread reduces its part, then the block combines the parts; lower/ThreadReductions.cpp).
     const bool thread = a >= LoopAnnotation::GpuThreadX && a <= LoopAnnotation::GpuThreadZ;
-    if (a != LoopAnnotation::Unroll && !thread)
+    if (a != LoopAnnotation::Unroll && a != LoopAnnotation::GpuMma && !thread)
         reject_reduction_loop(*node, d, what, "its iterations update the same elements");
     for (auto &[dim, ann] : mutable_schedule(*node).annotations)
         if (ann == a && a >= LoopAnnotation::GpuBlockX)
@@ -140,6 +140,15 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
 Func &Func::parallel(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Parallel, "parallel"); }
 Func &Func::vectorize(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Vectorize, "vectorize"); }
 Func &Func::unroll(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Unroll, "unroll"); }
+Func &Func::gpu_mma(const Dim &k) {
+    if (!is_known_dim(*node_, k.node().get()))
+        throw_compile_error("gpu_mma in Func '", name(),
+                            "': not a loop of this Func: ", why_not_a_loop(*node_, k.node().get()));
+    if (!is_reduction_loop(*node_, k.node().get()))
+        throw_compile_error("gpu_mma in Func '", name(), "': '", k.name(),
+                            "' is not a loop of the reduction; name the 16-step loop split from the sum's dim");
+    return annotate(*this, node_, k, LoopAnnotation::GpuMma, "gpu_mma");
+}
 Func &Func::gpu_blocks(const Dim &x) { return annotate(*this, node_, x, LoopAnnotation::GpuBlockX, "gpu_blocks.x"); }
 Func &Func::gpu_blocks(const Dim &x, const Dim &y) {
     gpu_blocks(x);

@@ -18,12 +18,14 @@ namespace cora::front {
 using DimPtr = std::shared_ptr<const ir::DimNode>;
 
 /** How a loop runs, as the schedule says. The Gpu values bind it to a CUDA grid axis (x, y, z) of
- * blocks or of threads within a block (ir::ForKind has the same six). */
+ * blocks or of threads within a block (ir::ForKind has the same six); GpuMma runs a 16-step
+ * reduction loop as one tensor-core instruction per warp (Func::gpu_mma). */
 enum class LoopAnnotation : uint8_t {
     Serial,
     Parallel,
     Vectorize,
     Unroll,
+    GpuMma,
     GpuBlockX,
     GpuBlockY,
     GpuBlockZ,

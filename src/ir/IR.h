@@ -29,8 +29,9 @@ namespace cora::ir {
     X(Mul)                                                                                                             \
     X(Div)                                                                                                             \
     X(Mod)                                                                                                             \
-    X(Min) X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall)          \
-        X(Access) X(Load) X(Reduce)
+    X(Min)                                                                                                             \
+    X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access)       \
+        X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For)                                                                                                             \
@@ -248,6 +249,10 @@ enum class ForKind : uint8_t {
     Parallel,
     Vectorized,
     Unrolled,
+    /** A reduction loop of extent 16 over a 2 x 2 register nest (Func::gpu_mma): as a loop
+     * everywhere, except in CUDA, where each warp runs it as one mma.sync.m16n8k16 (the nest's
+     * checks and the fragment layout: analysis/MmaTile.h). */
+    GpuMma,
     GpuBlockX,
     GpuBlockY,
     GpuBlockZ,

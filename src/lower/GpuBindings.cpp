@@ -21,7 +21,7 @@ void check_gpu_bindings(const LoopPlan &plan, Target target) {
     const size_t n = kinds.size();
     if (!is_gpu(target)) {
         for (size_t k = 0; k < n; k++)
-            if (is_gpu_bound(kinds[k]))
+            if (is_gpu_bound(kinds[k]) || kinds[k] == ForKind::GpuMma)
                 throw_compile_error("Func '", f, "': loop '", plan.loops[k]->name, "' is bound to ",
                                     for_kind_name(kinds[k]),
                                     ", but the target is the host CPU; compile with CompileOptions::target = "

@@ -304,6 +304,15 @@ LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
                                         print(plan.extents[k]), ", not a constant; split it first");
                 kinds[k] = a == LoopAnnotation::Vectorize ? ForKind::Vectorized : ForKind::Unrolled;
             }
+            if (a == LoopAnnotation::GpuMma) {
+                const int64_t *e = as_const_int(plan.extents[k]);
+                if (!e || *e != 16)
+                    throw_compile_error("gpu_mma in Func '", f->name, "': loop '", loops[k]->name, "' has extent ",
+                                        print(plan.extents[k]),
+                                        "; a tensor-core step (mma.sync.m16n8k16) reduces over exactly 16: split "
+                                        "the reduction by 16 and name the inner loop");
+                kinds[k] = ForKind::GpuMma;
+            }
         }
     // Annotations on dims that are no longer loops (split after being marked).
     for (auto &[d, a] : sch.annotations)

@@ -154,6 +154,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
             k.body = pass.run("warp_reductions", Stage::Materialized,
                               [&] { return warp_reductions(k.body, k.exact_bindings); });
         }
+    for (const LoweredFunc &k : device_kernels)
+        pass.run_step("check_mma_tiles", [&] { check_mma_tiles(k); });
 
     LoweredModule m;
     m.name = name;

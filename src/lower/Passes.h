@@ -47,5 +47,8 @@ Stmt slice_thread_tiles(const Stmt &kernel_body);
 /** Target::Cuda: a float reduction over exactly one warp of threads combines its parts with
  * __shfl_xor_sync instead of shared memory (WarpReductions.cpp). */
 Stmt warp_reductions(const Stmt &kernel_body, const std::vector<ForKind> &exact_bindings);
+/** GPU targets: every gpu_mma loop of the kernel is a tensor-core tile every lane of its warp
+ * reaches (TensorCoreTiles.cpp); CompileError otherwise. */
+void check_mma_tiles(const LoweredFunc &kernel);
 
 } // namespace cora::ir

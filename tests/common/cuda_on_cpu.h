@@ -10,6 +10,13 @@
 
 namespace cora::testing {
 
+/** Target::CudaEmulated: the device kernels run on the CPU block by block, thread loops as loops. */
+inline CompileOptions emulated() {
+    CompileOptions o;
+    o.target = Target::CudaEmulated;
+    return o;
+}
+
 inline CudaKernel cuda_on_cpu(const Pipeline &p) { return compile_cuda_kernel(p, {}, CudaBackend::CpuThreads); }
 
 /** The kernels' IR, one after another. */

@@ -4,6 +4,8 @@
 // the reference on the edge-case batches, and the CUDA source compiled by NVRTC for sm_80 and
 // sm_90 (when a CUDA toolkit is installed). A differential test runs random GPU schedules.
 #include "common/cuda_on_cpu.h"
+#include "common/gemm_schedules.h"
+#include "common/nvrtc_checks.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
 #include "trmm/trmm_gpu_def.h"
@@ -25,37 +27,10 @@ using namespace cora;
 using Catch::Matchers::Contains;
 using testing::check_against_reference;
 using testing::count_occurrences;
+using testing::emulated;
+using testing::require_cuda_compiles;
 
 namespace {
-
-CompileOptions emulated() {
-    CompileOptions o;
-    o.target = Target::CudaEmulated;
-    return o;
-}
-
-/** NVRTC compiles the pipeline's kernels for sm_80 and sm_90, each a visible entry of the PTX;
- * returns the program (source only, with the reason printed, when no toolkit is installed). */
-CudaProgram require_cuda_compiles(const Pipeline &p) {
-    std::string why;
-    if (!cuda_compiler_available(&why)) {
-        WARN("SKIPPED: NVRTC compilation of '" << p.name() << "': " << why);
-        return compile_cuda(p, {});
-    }
-    CudaProgram cp = compile_cuda(p, {80, 90});
-    INFO(cp.source);
-    REQUIRE(cp.binaries.size() == 2);
-    REQUIRE(!cp.kernels.empty());
-    for (const CudaBinary &b : cp.binaries) {
-        INFO("sm_" << b.arch << " log: " << b.log);
-        REQUIRE(b.log.find("warning") == std::string::npos);
-        REQUIRE(b.cubin.size() > 0);
-        REQUIRE_THAT(b.ptx, Contains(".target sm_" + std::to_string(b.arch)));
-        for (const std::string &k : cp.kernels)
-            REQUIRE_THAT(b.ptx, Contains(".entry " + k + "("));
-    }
-    return cp;
-}
 
 struct Ragged {
     Dim batch{"batch"}, seq{"seq"}, tok{"tok"}, to{"to"}, ti{"ti"};
@@ -657,17 +632,14 @@ TEST_CASE("float16 operands in shared memory, float32 accumulators, one rounding
     // The sliced shared-memory GEMM below with float16 A, B (and C): the panels stay float16 in
     // shared memory (half the bytes), each thread's 4 x 4 accumulators are float32 registers
     // across the k-panels, and C is rounded once, at the write-back.
-    Dim i("i"), j("j"), k("k"), io("io"), ii("ii"), it("it"), ir("ir"), jo("jo"), ji("ji"), jt("jt"), jr("jr"),
-        ko("ko"), ki("ki");
+    Dim i("i"), j("j"), k("k");
     Param M("M", 0, 200), N("N", 0, 200), K("K", 0, 200);
     Tensor A("A", {{i, M}, {k, K}}, Float16), Bm("Bm", {{k, K}, {j, N}}, Float16);
     for (Type out : {Float16, Float32}) {
         DYNAMIC_SECTION("output " << out.str()) {
             Func C("C", {{i, M}, {j, N}}, out);
             C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
-            C.split(i, io, ii, 32).split(ii, it, ir, 4).split(j, jo, ji, 32).split(ji, jt, jr, 4).split(k, ko, ki, 8);
-            C.reorder({io, jo, ko, it, jt, ki, ir, jr}).gpu_blocks(jo, io).gpu_threads(jt, it);
-            C.cache_read(A, ko).cache_read(Bm, ko).unroll(ir).unroll(jr).cache_write(jo);
+            testing::schedule_sliced_gemm(C, A, Bm, i, j, k);
             Pipeline p({C}, "gpu_gemm_f16_" + out.str());
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.kernel_ir[0]);
@@ -697,15 +669,12 @@ TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced
     // block's 64 x 64 outputs live across the panels. In CUDA each of the 16 x 16 threads keeps only
     // its 4 x 4 slice (slice_thread_tiles); the emulation keeps the block's tile. Both run here, the
     // CUDA source on CPU threads (common/cuda_on_cpu.h), against the reference.
-    Dim i("i"), j("j"), k("k"), io("io"), ii("ii"), it("it"), ir("ir"), jo("jo"), ji("ji"), jt("jt"), jr("jr"),
-        ko("ko"), ki("ki");
+    Dim i("i"), j("j"), k("k");
     Param M("M", 0, 200), N("N", 0, 200), K("K", 0, 200);
     Tensor A("A", {{i, M}, {k, K}}), Bm("Bm", {{k, K}, {j, N}});
     Func C("C", {{i, M}, {j, N}});
     C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
-    C.split(i, io, ii, 32).split(ii, it, ir, 4).split(j, jo, ji, 32).split(ji, jt, jr, 4).split(k, ko, ki, 8);
-    C.reorder({io, jo, ko, it, jt, ki, ir, jr}).gpu_blocks(jo, io).gpu_threads(jt, it);
-    C.cache_read(A, ko).cache_read(Bm, ko).unroll(ir).unroll(jr).cache_write(jo);
+    testing::schedule_sliced_gemm(C, A, Bm, i, j, k);
     Pipeline p({C}, "gemm_sliced");
     CudaProgram cp = require_cuda_compiles(p);
     INFO(cp.kernel_ir[0]);

@@ -5,6 +5,7 @@
 // CPU-threads backend instead (ctest: gpu_tests_on_cpu_threads), so the tests themselves are
 // checked on every machine.
 #define CATCH_CONFIG_RUNNER
+#include "common/gemm_schedules.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
 #include "trmm/trmm_gpu_def.h"
@@ -52,19 +53,58 @@ TEST_CASE("a GEMM with shared-memory panels matches the reference on the device"
 }
 
 TEST_CASE("a float16 GEMM (float32 accumulators, cvt conversions) matches the reference on the device", "[gpu]") {
-    Dim i("i"), j("j"), k("k"), io("io"), ii("ii"), it("it"), ir("ir"), jo("jo"), ji("ji"), jt("jt"), jr("jr"),
-        ko("ko"), ki("ki");
+    Dim i("i"), j("j"), k("k");
     Param M("M", 0, 300), N("N", 0, 300), K("K", 0, 300);
     Tensor A("A", {{i, M}, {k, K}}, Float16), Bm("Bm", {{k, K}, {j, N}}, Float16);
     Func C("C", {{i, M}, {j, N}}, Float16);
     C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
-    C.split(i, io, ii, 32).split(ii, it, ir, 4).split(j, jo, ji, 32).split(ji, jt, jr, 4).split(k, ko, ki, 8);
-    C.reorder({io, jo, ko, it, jt, ki, ir, jr}).gpu_blocks(jo, io).gpu_threads(jt, it);
-    C.cache_read(A, ko).cache_read(Bm, ko).unroll(ir).unroll(jr).cache_write(jo);
+    testing::schedule_sliced_gemm(C, A, Bm, i, j, k);
     Pipeline p({C}, "gpu_device_gemm_f16");
     CudaKernel kern = compile(p);
     testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C,
                               {{0, 5, 3}, {1, 1, 1}, {32, 32, 8}, {33, 65, 17}, {300, 257, 300}, {64, 1, 48}});
+}
+
+TEST_CASE("a tensor-core GEMM (mma.sync, float16 operands, float32 sums) matches the reference on the device",
+          "[gpu]") {
+    // The schedule tests/correctness/gpu_tensor_cores.cpp checks emulated; here the fragments
+    // meet the real instruction. Up to 512 x 512 x 512 (16 x 16 blocks of two warps).
+    testing::TileGemm gemm(Float16, Float32, 16);
+    gemm.schedule();
+    Pipeline p({gemm.C}, "gpu_device_mma_gemm");
+    CudaKernel kern = compile(p);
+    // On CPU threads (two barriers per emulated instruction) the largest size would take minutes.
+    const bool device = backend() == CudaBackend::Gpu;
+    testing::check_dense_gemm(p, kern, gemm.Mb, gemm.Nb, gemm.Kb, gemm.A, gemm.B, gemm.C,
+                              {{0, 1, 1},
+                               {1, 1, 1},
+                               {2, 3, 2},
+                               {device ? 16 : 4, device ? 16 : 3, device ? 32 : 4},
+                               {device ? 5 : 1, device ? 16 : 4, 1},
+                               {3, 2, 0}});
+}
+
+TEST_CASE("vgemm on tensor cores matches the reference on the device", "[gpu]") {
+    apps::VgemmTensorCores v;
+    Pipeline p = v.pipeline();
+    CudaKernel kern = compile(p);
+    const bool device = backend() == CudaBackend::Gpu;
+    const std::vector<std::vector<std::array<int32_t, 3>>> batches = {
+        {{1, 1, 1}},
+        {{2, 1, 3}, {0, 2, 1}, {1, 3, 0}, {3, 2, 2}},
+        device ? std::vector<std::array<int32_t, 3>>{{16, 8, 32}, {1, 16, 4}, {7, 3, 64}}
+               : std::vector<std::array<int32_t, 3>>{{2, 2, 2}}};
+    for (const auto &tiles : batches) {
+        RaggedShape s;
+        v.bind(s, tiles);
+        INFO("matrices " << tiles.size() << ", first " << tiles[0][0] << " x " << tiles[0][1] << " x " << tiles[0][2]
+                         << " tiles");
+        Buffer x = Buffer::alloc(v.X, s), y = Buffer::alloc(v.Y, s), c = Buffer::alloc(v.C, s);
+        testing::fill_random(x, 11);
+        testing::fill_random(y, 12);
+        kern.run(s, {{v.X, x}, {v.Y, y}, {v.C, c}});
+        testing::require_close(c, reference_evaluate(p, s, {{v.X, &x}, {v.Y, &y}})[0]);
+    }
 }
 
 TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers on the device", "[gpu]") {
