@@ -2,12 +2,14 @@
 # Runs inside a folder made by scripts/gpu-bundle.sh, on a GPU machine (or, with --cpu-only, on any):
 #   - the GPU schedule tests: lowering, the device code run emulated on the CPU, NVRTC for sm_80/sm_90
 #     (correctness_tests "[gpu]"), which need no GPU;
-#   - the device tests (gpu_tests): random GPU schedules and a shared-memory GEMM run on the GPU
-#     against the reference (exit 77 = no device: skipped);
+#   - the device tests (gpu_tests): random GPU schedules, a shared-memory GEMM, a float16 GEMM and
+#     tensor-core (mma.sync) GEMM and vgemm run on the GPU against the reference (exit 77 = no
+#     device: skipped);
 #   - the same device tests on CPU threads (the CUDA source run by a thread per CUDA thread);
 #   - the apps with --device cuda: trmm 4096, vgemm on the dataset's shapes, ragged attention
 #     (ragged against padded) on MNLI lengths;
-#   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS), its schedules emulated
+#   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS, vgemm and a square GEMM on
+#     tensor cores against cublasGemmEx), its schedules emulated
 #     first; its table is appended to the report.
 # Writes results/gpu-check.md with what ran and how it ended. Exit status: non-zero if a test failed.
 set -uo pipefail

@@ -1,7 +1,9 @@
 // GPU benchmark: cora's GPU schedules against cuBLAS on the same device, in one process (ratios
 // in one run). trmm M = N (cublasStrmm, padded cublasSgemm) and vgemm over the dataset's GEMM
 // shapes in batches of 64 (a cublasSgemm per matrix, cublasSgemmGroupedBatched with a group per
-// matrix, cublasSgemmStridedBatched padded to the batch's largest sizes). Each cora result is checked against cuBLAS's.
+// matrix, cublasSgemmStridedBatched padded to the batch's largest sizes), and on tensor cores (float16
+// operands, float32 sums) vgemm over the shapes rounded up to whole tiles and one square GEMM
+// against cublasGemmEx per matrix. Each cora result is checked against cuBLAS's.
 // Writes a table to --out. Without a GPU it says so and exits 77; `--emulate` runs the same schedules at small sizes on
 // the CPU (Target::CudaEmulated) against the reference instead, which needs no GPU.
 #include <cublas_v2.h>
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -73,11 +76,36 @@ double max_rel_error(const float *got, const float *want, size_t n) {
 using Trmm = apps::TrmmGpu;
 using Vgemm = apps::VgemmGpu;
 
+using VgemmTc = apps::VgemmTensorCores;
+
+/** Uniform in [-1, 1): float32, or float16 bits. */
 void fill(Buffer &b, uint32_t seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> d(-1, 1);
-    for (int64_t i = 0; i < b.size(); i++)
-        b.data<float>()[i] = d(rng);
+    for (int64_t i = 0; i < b.size(); i++) {
+        const float v = d(rng);
+        if (b.type() == Float16)
+            b.data<uint16_t>()[i] = cora_float_to_half(v);
+        else
+            b.data<float>()[i] = v;
+    }
+}
+
+/** The largest relative error of float32 `c` against the reference's first output. */
+double max_rel_error(const Buffer &c, const std::vector<double> &ref) {
+    double worst = 0;
+    for (int64_t e = 0; e < c.size(); e++)
+        worst =
+            std::max(worst, std::fabs(c.data<float>()[e] - ref[(size_t)e]) / std::max(1.0, std::fabs(ref[(size_t)e])));
+    return worst;
+}
+
+/** A batch's shapes in tensor-core tiles: M and N rounded up to 32, K to 16 (zero padding). */
+std::vector<std::array<int32_t, 3>> in_tiles(const std::vector<apps::GemmShape> &shapes) {
+    std::vector<std::array<int32_t, 3>> t;
+    for (const apps::GemmShape &g : shapes)
+        t.push_back({(g[0] + 31) / 32, (g[1] + 31) / 32, (g[2] + 15) / 16});
+    return t;
 }
 
 /** --emulate: the schedules above, run on the CPU at small sizes against the reference. */
@@ -95,10 +123,7 @@ int emulate() {
             fill(l, 1);
             fill(x, 2);
             k.run(s, {{t.L, l}, {t.X, x}, {t.C, c}});
-            auto ref = reference_evaluate(t.pipeline(), s, {{t.L, &l}, {t.X, &x}});
-            for (int64_t e = 0; e < c.size(); e++)
-                worst = std::max(worst, std::fabs(c.data<float>()[e] - ref[0][(size_t)e]) /
-                                            std::max(1.0, std::fabs(ref[0][(size_t)e])));
+            worst = std::max(worst, max_rel_error(c, reference_evaluate(t.pipeline(), s, {{t.L, &l}, {t.X, &x}})[0]));
         }
     }
     {
@@ -110,13 +135,22 @@ int emulate() {
         fill(x, 3);
         fill(y, 4);
         k.run(s, {{v.X, x}, {v.Y, y}, {v.C, c}});
-        auto ref = reference_evaluate(v.pipeline(), s, {{v.X, &x}, {v.Y, &y}});
-        for (int64_t e = 0; e < c.size(); e++)
-            worst = std::max(worst, std::fabs(c.data<float>()[e] - ref[0][(size_t)e]) /
-                                        std::max(1.0, std::fabs(ref[0][(size_t)e])));
+        worst = std::max(worst, max_rel_error(c, reference_evaluate(v.pipeline(), s, {{v.X, &x}, {v.Y, &y}})[0]));
     }
-    std::printf("emulated GPU schedules (trmm, vgemm) vs the reference: max relative error %.2e: %s\n", worst,
-                worst < 1e-4 ? "PASS" : "FAIL");
+    {
+        VgemmTc v;
+        Kernel k = v.pipeline().compile(emu);
+        RaggedShape s;
+        v.bind(s, in_tiles({{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 65, 2}}));
+        Buffer x = Buffer::alloc(v.X, s), y = Buffer::alloc(v.Y, s), c = Buffer::alloc(v.C, s);
+        fill(x, 5);
+        fill(y, 6);
+        k.run(s, {{v.X, x}, {v.Y, y}, {v.C, c}});
+        worst = std::max(worst, max_rel_error(c, reference_evaluate(v.pipeline(), s, {{v.X, &x}, {v.Y, &y}})[0]));
+    }
+    std::printf("emulated GPU schedules (trmm, vgemm, vgemm on tensor cores) vs the reference: max relative error "
+                "%.2e: %s\n",
+                worst, worst < 1e-4 ? "PASS" : "FAIL");
     return worst < 1e-4 ? 0 : 1;
 }
 
@@ -325,6 +359,71 @@ int main(int argc, char **argv) {
                           (long long)batches, (long long)batch, cora_total / batches, padded_total / batches,
                           padded_total / cora_total);
             table << row;
+        }
+        // Tensor cores (float16 operands, float32 sums): vgemm over the same shapes rounded up to
+        // whole tiles, and one square GEMM, against cublasGemmEx per matrix (default math mode:
+        // cuBLAS picks its tensor-core kernels too).
+        {
+            check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+            VgemmTc v;
+            CudaKernel k = compile_cuda_kernel(v.pipeline());
+            std::vector<std::pair<std::string, std::vector<std::array<int32_t, 3>>>> runs;
+            for (int64_t bi = 0; bi < batches; bi++)
+                runs.push_back(
+                    {"vgemm (whole tiles)", in_tiles(std::vector<apps::GemmShape>(shapes.begin() + bi * batch,
+                                                                                  shapes.begin() + (bi + 1) * batch))});
+            runs.push_back({"gemm " + std::to_string(trmm_size),
+                            {{(int32_t)((trmm_size + 31) / 32), (int32_t)((trmm_size + 31) / 32),
+                              (int32_t)((trmm_size + 15) / 16)}}});
+            std::map<std::string, std::array<double, 3>> totals; // cora ms, cuBLAS ms, worst error
+            for (const auto &[name, tiles] : runs) {
+                RaggedShape s;
+                v.bind(s, tiles);
+                Buffer x = Buffer::alloc(v.X, s), y = Buffer::alloc(v.Y, s), c = Buffer::alloc(v.C, s);
+                fill(x, 7);
+                fill(y, 8);
+                std::array<double, 3> &tot = totals[name];
+                tot[0] += k.time_ms(s, {{v.X, x}, {v.Y, y}, {v.C, c}}, (int)reps);
+                k.run(s, {{v.X, x}, {v.Y, y}, {v.C, c}});
+                void *dx = nullptr, *dy = nullptr;
+                DeviceArray dc((size_t)c.size());
+                check_cuda(cudaMalloc(&dx, std::max<size_t>((size_t)x.size(), 1) * 2), "cudaMalloc");
+                check_cuda(cudaMalloc(&dy, std::max<size_t>((size_t)y.size(), 1) * 2), "cudaMalloc");
+                check_cuda(cudaMemcpy(dx, x.data<uint16_t>(), (size_t)x.size() * 2, cudaMemcpyHostToDevice),
+                           "cudaMemcpy");
+                check_cuda(cudaMemcpy(dy, y.data<uint16_t>(), (size_t)y.size() * 2, cudaMemcpyHostToDevice),
+                           "cudaMemcpy");
+                check_cuda(cudaMemset(dc.p, 0, (size_t)c.size() * sizeof(float)), "cudaMemset");
+                tot[1] += time_ms((int)reps, [&] {
+                    size_t ox = 0, oy = 0, oc = 0;
+                    for (const auto &t : tiles) {
+                        int gm = t[0] * 32, gn = t[1] * 32, gk = t[2] * 16;
+                        if (gm > 0 && gn > 0 && gk > 0) // row-major C = X Y as column-major C^T = Y^T X^T
+                            check_cublas(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, gn, gm, gk, &one,
+                                                      static_cast<uint16_t *>(dy) + oy, CUDA_R_16F, gn,
+                                                      static_cast<uint16_t *>(dx) + ox, CUDA_R_16F, gk, &zero,
+                                                      dc.p + oc, CUDA_R_32F, gn, CUBLAS_COMPUTE_32F,
+                                                      CUBLAS_GEMM_DEFAULT),
+                                         "cublasGemmEx");
+                        ox += (size_t)gm * gk;
+                        oy += (size_t)gk * gn;
+                        oc += (size_t)gm * gn;
+                    }
+                });
+                std::vector<float> ref((size_t)c.size());
+                dc.download(ref.data(), ref.size());
+                tot[2] = std::max(tot[2], max_rel_error(c.data<float>(), ref.data(), ref.size()));
+                cudaFree(dx);
+                cudaFree(dy);
+            }
+            for (const auto &[name, tot] : totals) {
+                char row[512];
+                std::snprintf(row, sizeof row,
+                              "| %s, tensor cores (fp16 in, fp32 sums) | %.3f | cublasGemmEx per matrix | %.3f | %.2fx "
+                              "| %.1e |\n",
+                              name.c_str(), tot[0], tot[1], tot[1] / tot[0], tot[2]);
+                table << row;
+            }
         }
         cublasDestroy(h);
         std::fputs(table.str().c_str(), stdout);
