@@ -13,6 +13,7 @@
 #include "common/cli.h"
 #include "common/device.h"
 #include "common/timing.h"
+#include "cora_runtime.h"
 #include "vgemm/vgemm_gpu_def.h"
 #include "vgemm_problem.h"
 
@@ -61,9 +62,69 @@ int run_gpu(cora::apps::Device device, const VGemmProblem &p, const std::vector<
     return ok ? 0 : 1;
 }
 
+/** --tensor-cores: the tensor-core schedule (VgemmTensorCores, float16 operands, float32 sums) on
+ * the operands rounded to float16 and padded with zeros to whole tiles (M, N to 32, K to 16),
+ * checked against the per-matrix cblas_sgemm loop on the same rounded operands. */
+int run_gpu_tensor_cores(cora::apps::Device device, const VGemmProblem &p, int64_t runs) {
+    using namespace cora;
+    apps::VgemmTensorCores v;
+    std::vector<std::array<int32_t, 3>> tiles;
+    double tile_flop = 0;
+    for (int64_t b = 0; b < p.batch; b++) {
+        tiles.push_back({(p.ms[b] + 31) / 32, (p.ns[b] + 31) / 32, (p.ks[b] + 15) / 16});
+        tile_flop += 2.0 * 32 * tiles.back()[0] * 32 * tiles.back()[1] * 16 * tiles.back()[2];
+    }
+    RaggedShape shape;
+    v.bind(shape, tiles);
+    Buffer x = Buffer::alloc(v.X, shape), y = Buffer::alloc(v.Y, shape), c = Buffer::alloc(v.C, shape);
+    VGemmProblem rounded = p; // the reference reads what the tensor cores read
+    for (float &e : rounded.a)
+        e = cora_half_to_float(cora_float_to_half(e));
+    for (float &e : rounded.w)
+        e = cora_half_to_float(cora_float_to_half(e));
+    // Each matrix row-major in its whole tiles, zeros around it (x and y start zero: Buffer::alloc).
+    int64_t ox = 0, oy = 0;
+    for (int64_t b = 0; b < p.batch; b++) {
+        const int64_t pm = 32 * tiles[b][0], pn = 32 * tiles[b][1], pk = 16 * tiles[b][2];
+        for (int64_t i = 0; i < p.ms[b]; i++)
+            for (int64_t k = 0; k < p.ks[b]; k++)
+                x.data<uint16_t>()[ox + i * pk + k] = cora_float_to_half(p.a[p.a_off[b] + i * p.ks[b] + k]);
+        for (int64_t k = 0; k < p.ks[b]; k++)
+            for (int64_t j = 0; j < p.ns[b]; j++)
+                y.data<uint16_t>()[oy + k * pn + j] = cora_float_to_half(p.w[p.w_off[b] + k * p.ns[b] + j]);
+        ox += pm * pk;
+        oy += pk * pn;
+    }
+    std::string label;
+    double ms = apps::run_gpu_schedule(device, v.pipeline(), shape, {{v.X, x}, {v.Y, y}, {v.C, c}}, (int)runs, &label);
+    std::vector<float> c_ref((size_t)p.c_size());
+    rounded.per_matrix_loop(c_ref.data());
+    double err = 0, scale = 0;
+    int64_t oc = 0;
+    for (int64_t b = 0; b < p.batch; b++) {
+        const int64_t pn = 32 * tiles[b][1];
+        for (int64_t i = 0; i < p.ms[b]; i++)
+            for (int64_t j = 0; j < p.ns[b]; j++) {
+                const float want = c_ref[(size_t)(p.c_off[b] + i * p.ns[b] + j)];
+                err = std::max(err, (double)std::fabs(c.data<float>()[oc + i * pn + j] - want));
+                scale = std::max(scale, (double)std::fabs(want));
+            }
+        oc += 32 * tiles[b][0] * pn;
+    }
+    bool ok = err <= 1e-5 * std::max(1.0, scale) * std::sqrt((double)std::max(p.max_k, 1));
+    std::printf("%s, tensor cores (float16 operands, float32 sums; whole tiles do %.2fx the useful work)\n",
+                label.c_str(), tile_flop / std::max(p.flop, 1.0));
+    std::printf("check vs per-matrix cblas_sgemm on the float16-rounded operands: %s (max abs error %.3g)\n",
+                ok ? "PASS" : "FAIL", err);
+    std::printf("cora %9.3f ms  %7.1f GFLOP/s useful (GPU baselines: cora_gpu_bench, against cublasGemmEx)\n", ms,
+                gflops(p.flop, ms * 1e-3));
+    return ok ? 0 : 1;
+}
+
 int run(int argc, char **argv) {
     int64_t batch = 16, start = 0, runs = 3;
     std::string data = "large", device_name = "cpu";
+    bool tensor_cores = false;
     cora::apps::CommandLine cli("vgemm", "A batch of GEMMs with per-item M, N, K: cora's AOT library against the "
                                          "per-matrix cblas_sgemm loop and padded batched sgemm, checked and timed.");
     cli.integer("--batch", &batch, 1, 4096, "GEMMs in the batch")
@@ -74,9 +135,13 @@ int run(int argc, char **argv) {
         .integer("--runs", &runs, 1, 1000, "timed runs (the best is reported)")
         .text("--device", &device_name, "cpu|cuda|cuda-emulated|cuda-cpu-threads",
               "where cora runs: the CPU (AOT library), a CUDA GPU, the GPU schedule emulated on the CPU, or its CUDA "
-              "source on CPU threads");
+              "source on CPU threads")
+        .toggle("--tensor-cores", &tensor_cores,
+                "with a GPU --device: the tensor-core schedule (float16 operands, float32 sums, whole tiles)");
     if (!cli.parse(argc, argv)) return 0;
     const cora::apps::Device device = cora::apps::parse_device(device_name);
+    if (tensor_cores && device == cora::apps::Device::Cpu)
+        throw cora::apps::UsageError("--tensor-cores needs a GPU --device (cuda, cuda-emulated or cuda-cpu-threads)");
     const std::string shared = std::getenv("CORA_SHARED_DIR") ? std::getenv("CORA_SHARED_DIR") : CORA_SHARED_DIR;
     bool from_file = false;
     std::vector<GemmShape> shapes;
@@ -95,6 +160,7 @@ int run(int argc, char **argv) {
     std::printf("vgemm: batch %lld, %s shapes (%s), %d threads; useful %.3f GFLOP, padded/useful %.2f\n",
                 (long long)batch, data.c_str(), from_file ? "dataset" : "generated, dataset absent",
                 omp_get_max_threads(), p.flop * 1e-9, p.padded_flop() / p.flop);
+    if (tensor_cores) return run_gpu_tensor_cores(device, p, runs);
     if (device != cora::apps::Device::Cpu) return run_gpu(device, p, shapes, runs);
     if (std::string e = p.check_library_sizes(); !e.empty()) {
         std::fprintf(stderr, "vgemm: %s\n", e.c_str());
