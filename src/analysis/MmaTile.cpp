@@ -159,7 +159,8 @@ MmaTile match_mma_tile(const For *k_loop, const For *thread_x, const For *thread
     const MmaFragments f = mma_fragments(tile);
     for (int p = 0; p < 4; p++)
         for (int q = p + 1; q < 4; q++) {
-            const int64_t *d = as_const_int(simplify(Sub::make(f.c[q], f.c[p])));
+            const Expr difference = simplify(Sub::make(f.c[q], f.c[p])); // as_const_int points into it
+            const int64_t *d = as_const_int(difference);
             if (!d || *d == 0)
                 throw_compile_error(where, "the thread's four sums must be four different elements of '",
                                     update->buffer->name, "' (its register tile); found ", print(f.c[p]), " and ",
