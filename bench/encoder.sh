@@ -15,4 +15,8 @@ if [[ "$core" == "Prescott" ]]; then
   if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; elif grep -q avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
   echo "OpenBLAS reported Prescott; running with OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
 fi
+# glibc maps every block above 32 MB afresh and unmaps it on free, so each call of a program
+# that allocates large temporaries (cora's attention scores, PyTorch's padded ones) clears their
+# pages again; keep freed memory for reuse in both (apps/common/heap.h, which the encoder calls).
+export MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=2147483647
 /usr/bin/python3 bench/encoder.py build/apps/transformer/transformer_encoder "$@"

@@ -3,6 +3,7 @@
 // on the batch padded to its longest item, with a check against a double-precision reference.
 #include "common/cli.h"
 #include "common/data_files.h"
+#include "common/heap.h"
 #include "common/length_profile.h"
 #include "common/timing.h"
 #include "encoder_model.h"
@@ -341,5 +342,6 @@ int run(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+    cora::apps::keep_freed_memory();
     return run_app("transformer_encoder", [&] { return run(argc, argv); });
 }

@@ -9,6 +9,8 @@ namespace cora::apps {
 constexpr int64_t kHeadDim = 64;  ///< features per attention head (1 / sqrt(64) = 1 / 8 scales the scores)
 constexpr int64_t kTokenPad = 16; ///< bulk padding of the packed token dim
 constexpr int64_t kKeyTile = 16;  ///< keys per vector tile of the attention scores
+constexpr int64_t kScoreRows = 6; ///< query rows per register tile of the attention scores
+constexpr int64_t kValueRows = 4; ///< query rows per register tile of AttnV
 constexpr int32_t kMaxLen = 512;  ///< the longest sequence (the length arrays' declared range)
 constexpr float kLayerNormEps = 1e-5f;
 

@@ -23,7 +23,8 @@ const char *kernel_name(EncoderKernel k) {
     return "?";
 }
 
-void check_kernel(EncoderKernel which, const EncoderOptions &opt, int64_t heads, int64_t ff_blocks, uint32_t seed) {
+void check_kernel(EncoderKernel which, const EncoderOptions &opt, int64_t heads, int64_t ff_blocks, uint32_t seed,
+                  int32_t max_len = 17, int32_t pad = 16) {
     auto def = cora::apps::make_encoder_kernel(which, opt);
     std::string name = std::string("encoder_") + kernel_name(which) + (opt.causal ? "_causal" : "") +
                        (opt.mask_full ? "_masked" : "") + (opt.gelu ? "_gelu" : "");
@@ -33,8 +34,8 @@ void check_kernel(EncoderKernel which, const EncoderOptions &opt, int64_t heads,
     auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) {
         s.set(D.B, (int64_t)l.size()).set(D.len, l).set(D.NH, heads).set(D.FB, ff_blocks);
     };
-    // Lengths up to 17: 0, 1, the token padding 16 and one past it.
-    check_against_reference(p, k, def->inputs, bind, 17, 16, seed);
+    // By default lengths up to 17: 0, 1, the token padding 16 and one past it.
+    check_against_reference(p, k, def->inputs, bind, max_len, pad, seed);
 }
 
 } // namespace
@@ -47,6 +48,18 @@ TEST_CASE("encoder kernels match the reference", "[encoder]") {
     SECTION("causal attention") { check_kernel(EncoderKernel::Attention, {true, false}, 2, 1, 310); }
     SECTION("causal attention as full attention with a mask") {
         check_kernel(EncoderKernel::Attention, {true, false, true}, 2, 1, 312);
+    }
+    SECTION("attention across its register tiles") {
+        // Keys in tiles of two vectors (16 or 32) and query rows in tiles of 6 (scores) and 4
+        // (AttnV): lengths at a key tile, one past it, two tiles plus one, and at 12 (both row
+        // tiles) and around it; the remainders of both row tiles appear among them.
+        const int32_t key_tile = (int32_t)(2 * cora::apps::float_lanes(cora::host_vector_bits()));
+        check_kernel(EncoderKernel::Attention, {}, 2, 1, 313, 2 * key_tile + 1, key_tile);
+        check_kernel(EncoderKernel::Attention, {}, 1, 1, 314, 25, 12);
+        check_kernel(EncoderKernel::Attention, {true, false, true}, 1, 1, 315, 2 * key_tile + 1, key_tile);
+        // The tiles of the other ahead-of-time variants (x86-64-v3: 16-key tiles; 128-bit: 8).
+        for (int bits : {256, 128})
+            check_kernel(EncoderKernel::Attention, {false, false, false, bits}, 1, 1, 316, bits / 8 + 1, bits / 16);
     }
     SECTION("GELU feed-forward") { check_kernel(EncoderKernel::FeedForward1, {false, true}, 1, 2, 311); }
 }
