@@ -147,6 +147,10 @@ void CodeGen_C::visit_node(const Select *op) {
 void CodeGen_C::visit_node(const Cast *op) { os << op->type.c_name() << "(" << expr(op->value) << ")"; }
 
 void CodeGen_C::visit_node(const Call *op) {
+    if (op->name == "exp" && op->type == Float32) { // inline, so that loops over it vectorize
+        os << "cora_expf(" << expr(op->args[0]) << ")";
+        return;
+    }
     std::string fn = op->name == "abs" ? "fabs" : op->name;
     os << "std::" << fn << "(" << expr(op->args[0]) << ")";
 }
@@ -220,7 +224,17 @@ void CodeGen_C::visit_node(const For *op) {
     } else if (op->for_kind == ForKind::Unrolled) {
         line("#pragma unroll");
     }
-    line("for (int64_t " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
+    if (par || simd || (as_const_int(op->min) && as_const_int(op->extent))) {
+        // OpenMP's canonical loop form (it evaluates the bound once itself), or constant bounds.
+        line("for (int64_t " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
+    } else {
+        // The bound evaluated once, as the IR means it: a bound that reads memory (a length, an
+        // offset) is otherwise reloaded after every store the C compiler cannot separate from
+        // it, and a loop without a known trip count is not vectorized (softmax's exp pass).
+        const std::string end = "cora_end_" + v;
+        line("for (int64_t " + v + " = " + mn + ", " + end + " = " + mn + " + " + ext + "; " + v + " < " + end +
+             "; ++" + v + ") {");
+    }
     indent++;
     if (par) parallel_depth++;
     if (simd) simd_depth++;
