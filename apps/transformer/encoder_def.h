@@ -178,20 +178,28 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         // so each query row is its own tile; see below).
         const int64_t key_tile = triangle ? kKeyTile : 2 * float_lanes(vector_bits);
         KT.pad_storage(D.j, key_tile);
-        S.pad_storage(D.j, key_tile).pad_loop(D.j, key_tile).split(D.j, D.jo, D.ji, key_tile);
+        S.pad_storage(D.j, key_tile);
+        auto key_tiles = [&](Func &f) { f.pad_loop(D.j, key_tile).split(D.j, D.jo, D.ji, key_tile); };
         if (triangle) {
             // QK^T over the triangle: per query row, tiles of 16 keys (the last padded: only this
             // row's own keys, up to the next multiple of 16) accumulate over the 64 features.
+            key_tiles(S);
             S.reorder({D.b, D.h, D.i, D.jo, D.r, D.ji}).vectorize(D.ji).cache_write(D.jo);
         } else {
             // QK^T: register tiles of kScoreRows query rows x two vectors of keys (12 accumulators)
             // accumulate over the 64 features: each K^T vector loaded feeds kScoreRows FMAs
-            // (one row per tile ran at 0.6x this speed: a load per FMA).
+            // (one row per tile ran at 0.6x this speed: a load per FMA). The rows past the last
+            // whole tile are their own op, one row per tile, so no tile checks its rows.
+            Func rows_left = S.split_op(D.i, floor_mult(D.len(D.b), kScoreRows));
+            key_tiles(S);
+            key_tiles(rows_left);
             S.split(D.i, D.io, D.ii, kScoreRows)
                 .reorder({D.b, D.h, D.io, D.jo, D.r, D.ii, D.ji})
                 .vectorize(D.ji)
                 .unroll(D.ii)
                 .cache_write(D.jo);
+            rows_left.reorder({D.b, D.h, D.i, D.jo, D.r, D.ji}).vectorize(D.ji).cache_write(D.jo);
+            k->funcs.push_back(rows_left);
         }
         Mx.compute([&](Expr b, Expr h, Expr i) { return maximum(D.r, triangle ? i + 1 : D.len(b), S(b, h, i, D.r)); });
         E.compute([&](Expr b, Expr h, Expr i, Expr j) { return exp(S(b, h, i, j) - Mx(b, h, i)); });
@@ -211,6 +219,7 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
             // head features accumulate over the keys: each V vector loaded feeds kValueRows FMAs
             // (one token per tile: 0.55x this speed).
             const int64_t feature_tile = 2 * float_lanes(vector_bits);
+            Func rows_left = A.split_op(D.i, floor_mult(D.len(D.b), kValueRows));
             A.split(D.i, D.io, D.ii, kValueRows)
                 .split(D.d, D.dout, D.din, feature_tile)
                 .reorder({D.b, D.h, D.io, D.dout, D.r, D.ii, D.din})
@@ -218,9 +227,11 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
                 .unroll(D.ii)
                 .cache_write(D.dout)
                 .parallel(D.b);
+            rows_left.reorder({D.b, D.i, D.h, D.r, D.d}).vectorize(D.d).cache_write(D.h).parallel(D.b);
+            k->funcs.push_back(rows_left);
         }
         k->inputs = {QKV};
-        k->funcs = {KT, S, Mx, E, Sum, A};
+        k->funcs.insert(k->funcs.end(), {KT, S, Mx, E, Sum, A});
         break;
     }
     case EncoderKernel::OutNorm: detail::projection_norm(*k, D.hidden(), vector_bits); break;
