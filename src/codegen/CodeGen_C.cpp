@@ -147,8 +147,8 @@ void CodeGen_C::visit_node(const Select *op) {
 void CodeGen_C::visit_node(const Cast *op) { os << op->type.c_name() << "(" << expr(op->value) << ")"; }
 
 void CodeGen_C::visit_node(const Call *op) {
-    if (op->name == "exp" && op->type == Float32) { // inline, so that loops over it vectorize
-        os << "cora_expf(" << expr(op->args[0]) << ")";
+    if ((op->name == "exp" || op->name == "erf") && op->type == Float32) { // inline: loops over it vectorize
+        os << "cora_" << op->name << "f(" << expr(op->args[0]) << ")";
         return;
     }
     std::string fn = op->name == "abs" ? "fabs" : op->name;
