@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -37,6 +38,13 @@ inline std::vector<std::vector<int32_t>> length_cases(int32_t max_len, int32_t p
         cases.push_back(l);
     }
     return cases;
+}
+
+/** The float whose IEEE bits are `x` (for sweeps over bit patterns). */
+inline float bits_to_float(uint32_t x) {
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
 }
 
 inline std::string describe(const std::vector<int32_t> &l) {

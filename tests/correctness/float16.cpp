@@ -11,14 +11,9 @@
 
 using namespace cora;
 using Catch::Matchers::Contains;
+using testing::bits_to_float;
 
 namespace {
-
-float bits_to_float(uint32_t x) {
-    float f;
-    std::memcpy(&f, &x, sizeof f);
-    return f;
-}
 
 /** `h` is a nearest binary16 to the finite float `x` below 65520 in magnitude, the even one on a tie. */
 void require_nearest(float x, uint16_t h) {

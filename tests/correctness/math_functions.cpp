@@ -12,14 +12,9 @@
 
 using namespace cora;
 using Catch::Matchers::Contains;
+using testing::bits_to_float;
 
 namespace {
-
-float bits_to_float(uint32_t x) {
-    float f;
-    std::memcpy(&f, &x, sizeof f);
-    return f;
-}
 
 /** Error of `got` against `exact` in units in the last place of the float nearest to it
  * (subnormal results: in units of the smallest subnormal). */
@@ -27,6 +22,12 @@ double ulp_error(double exact, float got) {
     const float nearest = std::fabs((float)exact);
     const float ulp = std::nextafter(nearest, std::numeric_limits<float>::infinity()) - nearest;
     return std::fabs((double)got - exact) / (double)ulp;
+}
+
+/** Inputs every function is checked at, first in each test's list of special values. */
+std::vector<float> common_special_values() {
+    return {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+            std::numeric_limits<float>::quiet_NaN()};
 }
 
 /** `f` applied to every element of `xs` by a JIT-compiled kernel (default schedule). */
@@ -59,16 +60,9 @@ TEST_CASE("exp of float32 in generated code is within about 1 ulp and exact at t
         if (x > 88.7f) xs.push_back(x);
     for (float x = -87.5f; x > -104.5f; x -= 0.0137f) // subnormal results and underflow to 0
         xs.push_back(x);
-    const std::vector<float> special = {0.0f,
-                                        -0.0f,
-                                        std::numeric_limits<float>::infinity(),
-                                        -std::numeric_limits<float>::infinity(),
-                                        std::numeric_limits<float>::quiet_NaN(),
-                                        1e30f,
-                                        -1e30f,
-                                        std::numeric_limits<float>::max(),
-                                        -std::numeric_limits<float>::max(),
-                                        std::numeric_limits<float>::denorm_min()};
+    std::vector<float> special = common_special_values();
+    special.insert(special.end(), {1e30f, -1e30f, std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                                   std::numeric_limits<float>::denorm_min()});
     xs.insert(xs.end(), special.begin(), special.end());
     const std::vector<float> got = run_elementwise(
         "exp", [](Expr x) { return exp(x); }, xs);
@@ -109,13 +103,8 @@ TEST_CASE("erf of float32 in generated code is within 3 ulp and exact at the spe
     }
     for (float x = 0.49f; x < 0.51f; x += 1e-5f) // where the series hands over to 1 - erfc
         xs.push_back(x);
-    const std::vector<float> special = {0.0f,
-                                        -0.0f,
-                                        std::numeric_limits<float>::infinity(),
-                                        -std::numeric_limits<float>::infinity(),
-                                        std::numeric_limits<float>::quiet_NaN(),
-                                        20.0f,
-                                        -1e30f};
+    std::vector<float> special = common_special_values();
+    special.insert(special.end(), {20.0f, -1e30f});
     xs.insert(xs.end(), special.begin(), special.end());
     const std::vector<float> got = run_elementwise(
         "erf", [](Expr x) { return erf(x); }, xs);
