@@ -14,7 +14,8 @@ packages=(
   python3-torch                          # the encoder checked against PyTorch (nn.TransformerEncoder)
 )
 if [[ "${CORA_BENCH_DEPS:-0}" == "1" ]]; then
-  packages+=(libhalide14-0-dev libdnnl-dev python3-matplotlib)
+  # oneDNN's CMake config looks for OpenCL (its GPU runtime) and fails without the headers.
+  packages+=(libhalide14-0-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers python3-matplotlib)
 fi
 
 missing=()

@@ -1,5 +1,6 @@
 /** \file The C++ printer (CodeGen_C.h). */
 #include "codegen/CodeGen_C.h"
+#include "codegen/IndexTerms.h"
 
 #include <algorithm>
 #include <cmath>
@@ -164,7 +165,7 @@ void CodeGen_C::visit_node(const Access *op) {
 }
 
 void CodeGen_C::visit_node(const Load *op) {
-    std::string element = name_of(op->buffer.get()) + "[" + expr(op->index) + "]";
+    std::string element = name_of(op->buffer.get()) + "[" + index_expr(op->index) + "]";
     // float16 storage is uint16_t bits: a read widens to float (cora_runtime.h, or cvt on a GPU).
     os << (op->buffer->type.is_storage_only() ? "cora_half_to_float(" + element + ")" : element);
 }
@@ -175,7 +176,24 @@ std::string CodeGen_C::gpu_index(ForKind kind) {
     throw InternalError(std::string("codegen: a loop bound to ") + for_kind_name(kind) + " outside a device kernel");
 }
 
+std::string CodeGen_C::index_expr(const Expr &index) {
+    return expr(order_index_terms(index, [&](const VarNode *v) {
+        auto it = scope_depth_.find(v);
+        return it == scope_depth_.end() ? 0 : it->second;
+    }));
+}
+
 void CodeGen_C::visit_node(const For *op) {
+    // The loop's variable is at one level deeper than the code around it, until the loop ends.
+    struct LoopScope {
+        CodeGen_C &g;
+        const VarNode *v;
+        LoopScope(CodeGen_C &gen, const VarNode *var) : g(gen), v(var) { g.scope_depth_[v] = ++g.loop_depth_; }
+        ~LoopScope() {
+            g.scope_depth_.erase(v);
+            --g.loop_depth_;
+        }
+    } scope(*this, op->var.get());
     if (is_gpu_bound(op->for_kind)) {
         // One index per block or thread; those past this loop's extent (the launch covers the
         // largest extent of the loops bound to the axis) skip the body.
@@ -256,13 +274,13 @@ void CodeGen_C::visit_node(const Store *op) {
         // is converted here, any other value is rounded to nearest even when it is stored.
         const Load *copy = op->value.as<Load>();
         if (copy && copy->buffer->type == op->buffer->type)
-            value = name_of(copy->buffer.get()) + "[" + expr(copy->index) + "]";
+            value = name_of(copy->buffer.get()) + "[" + index_expr(copy->index) + "]";
         else if (const FloatImm *c = op->value.as<FloatImm>())
             value = "(uint16_t)" + std::to_string(cora_float_to_half((float)c->value));
         else
             value = "cora_float_to_half(" + value + ")";
     }
-    line(name_of(op->buffer.get()) + "[" + expr(op->index) + "] = " + value + ";");
+    line(name_of(op->buffer.get()) + "[" + index_expr(op->index) + "] = " + value + ";");
 }
 
 void CodeGen_C::visit_node(const IfThenElse *op) {
@@ -289,10 +307,12 @@ void CodeGen_C::scoped(const std::string &declaration, const Stmt &body) {
 }
 
 void CodeGen_C::visit_node(const LetStmt *op) {
+    scope_depth_[op->var.get()] = loop_depth_; // invariant in the loops inside it
     scoped("const " + op->var->type.c_name() + " " + name_of(op->var.get()) + " = " + expr(op->value) + ";", op->body);
 }
 
 void CodeGen_C::visit_node(const LocalVar *op) {
+    scope_depth_[op->var.get()] = loop_depth_;
     scoped(op->var->type.c_name() + " " + name_of(op->var.get()) + " = " + expr(op->init) + ";", op->body);
 }
 
@@ -396,7 +416,7 @@ bool CodeGen_C::emit_vector_loop(const For *op) {
             if (ld->buffer->type != t) return std::nullopt; // float16 storage widens element by element
             auto base = contiguous_base(ld->index);
             if (!base) return std::nullopt;
-            return "cora_vload<" + vt + ">(&" + name_of(ld->buffer.get()) + "[" + expr(*base) + "])";
+            return "cora_vload<" + vt + ">(&" + name_of(ld->buffer.get()) + "[" + index_expr(*base) + "])";
         }
         auto binary = [&](const Expr &a, const char *o, const Expr &b) -> std::optional<std::string> {
             // A side that does not use i stays scalar: the vector extension broadcasts it.
@@ -419,7 +439,7 @@ bool CodeGen_C::emit_vector_loop(const For *op) {
     line("{");
     indent++;
     line("typedef " + t.c_name() + " " + vt + " __attribute__((vector_size(" + std::to_string(t.bytes() * *w) + ")));");
-    line("cora_vstore(&" + name_of(st->buffer.get()) + "[" + expr(*base) + "], " + *v + ");");
+    line("cora_vstore(&" + name_of(st->buffer.get()) + "[" + index_expr(*base) + "], " + *v + ");");
     indent--;
     line("}");
     return true;

@@ -54,6 +54,12 @@ protected:
     std::vector<std::string> live_allocations_;
     /** `{ declaration body }`: a variable visible in `body` only. */
     void scoped(const std::string &declaration, const Stmt &body);
+    /** An address printed with its terms in loop order (IndexTerms.h): outer loops' first,
+     * constants last, so that unrolled offsets fold into one base. */
+    std::string index_expr(const Expr &index);
+    /** The loop depth of each loop and let variable in scope (IndexTerms.h), and the current one. */
+    std::map<const VarNode *, int> scope_depth_;
+    int loop_depth_ = 0;
 
     void visit_node(const IntImm *op) override;
     void visit_node(const FloatImm *op) override;

@@ -203,3 +203,27 @@ TEST_CASE("parallel loops: static over uniform bodies, dynamic chunks over ragge
         }
     }
 }
+
+TEST_CASE("register tiles: an address adds the unrolled tile rows last (codegen/IndexTerms.h)",
+          "[vector][index_terms]") {
+    // Y[t, n] = sum_k X[t, k] W[k, n] in 4 x 16 tiles over ragged tokens: X's read in the tile is
+    // (row of the tile's first token) + k + (ti * 40), so that after unrolling ti the four reads
+    // are constant offsets of one base (before: four loop-invariant bases, spilled in the 8x8
+    // block-sparse kernel).
+    Dim b("b"), s("s"), n("n"), k("k"), to("to"), ti("ti"), no("no"), ni("ni");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 40);
+    Tensor X("X", {{b, B}, {s, len(b)}, {k, 40}}), W("W", {{k, 40}, {n, 32}});
+    Func Y("Y", {{b, B}, {s, len(b)}, {n, 32}});
+    Y.compute([&](Expr bb, Expr ss, Expr nn) { return sum(k, 40, X(bb, ss, k) * W(k, nn)); });
+    Y.split(s, to, ti, 4).split(n, no, ni, 16).reorder({b, to, no, k, ti, ni});
+    Y.pad_storage(s, 4).cache_write(no).unroll(ti).vectorize(ni);
+    X.pad_storage(s, 4);
+    Pipeline p({Y}, "index_terms_tile");
+    Kernel kernel = p.compile();
+    INFO(kernel.source());
+    REQUIRE_THAT(kernel.source(), Contains("+ (ti_ * int64_t(40)))]"));
+    check_against_reference(
+        p, kernel, {X, W},
+        [&](RaggedShape &sh, const std::vector<int32_t> &l) { sh.set(B, (int64_t)l.size()).set(len, l); }, 40, 8, 331);
+}
