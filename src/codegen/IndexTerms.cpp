@@ -1,3 +1,4 @@
+/** \file Reordering the terms of a printed address (IndexTerms.h). */
 #include "codegen/IndexTerms.h"
 
 #include <algorithm>
