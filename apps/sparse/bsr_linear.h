@@ -34,6 +34,9 @@ struct BsrTiling {
     int64_t chunk_tokens = 24; ///< tokens per parallel chunk (a multiple of tile_tokens), also the bulk pad
     /** Unroll the loop over a block's columns: < 0 when block_cols <= 8, 0 no, > 0 yes. */
     int unroll_block_cols = -1;
+    /** With a static pattern (BsrMatrix from BsrData): dismantle the block rows and each row's
+     * present blocks, so the pattern is in the code (no column loads, constant offsets). */
+    bool dismantle = false;
 
     /** The tiling for `W`: chunks of 24 tokens keep a chunk's X rows in L2 (K = 3072: 295 KB) while
      * the present blocks stream from L2/L3; a weight too large for the last-level cache (dense
@@ -119,6 +122,7 @@ private:
             .split(k_, ko_, ki_, W.block_cols());
         if (W.block_rows() == 1) { // element-sparse rows (CSR): one output per row, nothing to vectorize
             f.reorder({tc_, n_, to_, ko_, ki_, ti_}).cache_write(to_).unroll(ti_).parallel(tc_);
+            if (t.dismantle) f.dismantle(n_).dismantle(ko_);
             return;
         }
         f.split(n_, nb_, r_, W.block_rows());
@@ -131,6 +135,7 @@ private:
         }
         f.cache_write(to_).unroll(ti_).parallel(tc_);
         if (unroll) f.unroll(ki_);
+        if (t.dismantle) f.dismantle(nb_).dismantle(ko_);
     }
 };
 

@@ -75,14 +75,24 @@ private:
 class LengthArray {
 public:
     LengthArray(const std::string &name, Expr count, int64_t min_value, int64_t max_value);
+    /** A length array whose values are known when compiling (a static pattern, a fixed length
+     * profile): its count is values.size(), reads at a constant index fold to the value, so a
+     * dismantled loop (Func::dismantle) over it gets constant extents; kernels still take the
+     * array at run time and check that it holds exactly these values. CompileError when a value
+     * lies outside [min_value, max_value]. */
+    static LengthArray constant(const std::string &name, const std::vector<int32_t> &values, int64_t min_value,
+                                int64_t max_value);
     const std::string &name() const;
     Expr count() const;
     int64_t min_value() const;
     int64_t max_value() const;
     Expr operator()(const Expr &index) const;
+    /** The values given to constant(), or null. */
+    const std::vector<int64_t> *static_values() const;
     const std::shared_ptr<const ir::UFNode> &node() const { return node_; }
 
 private:
+    LengthArray() = default;
     std::shared_ptr<const ir::UFNode> node_;
 };
 

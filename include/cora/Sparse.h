@@ -33,6 +33,8 @@
 
 namespace cora {
 
+struct BsrData;
+
 /** How the elements of one block are stored: row-major as in BSR (cuSPARSE, PyTorch), or
  * column-major (each block transposed), which makes a block's rows contiguous for products that
  * vectorize over the matrix's rows (Y = X W^T with a vector of outputs per column step). */
@@ -45,6 +47,14 @@ public:
      * dimension, naming them. */
     BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
               BlockOrder order = BlockOrder::RowMajor);
+    /** A matrix whose pattern is known when compiling (SparTA's static sparsity: pruned weights,
+     * a fixed attention mask): `pattern`'s sizes, block shape, block counts and block columns (its
+     * values are ignored; they come at run time). blocks_per_row is a LengthArray::constant and
+     * col has index_values, so a kernel that dismantles the block-row loop and the loop over a
+     * row's blocks (Func::dismantle) has the pattern in its code: no index loads, no code for
+     * absent blocks. Binding other BSR data to it is a RuntimeError (BsrData::bind, and every
+     * kernel call). CompileError when the pattern is not valid BSR, naming the inconsistency. */
+    BsrMatrix(const std::string &name, const BsrData &pattern, BlockOrder order = BlockOrder::RowMajor);
 
     const std::string &name() const { return name_; }
     int64_t rows() const { return rows_; }
@@ -54,6 +64,8 @@ public:
     int64_t row_blocks() const { return rows_ / block_rows_; }
     int64_t col_blocks() const { return cols_ / block_cols_; }
     BlockOrder order() const { return order_; }
+    /** Whether the pattern is known when compiling (the constructor from BsrData). */
+    bool has_static_pattern() const { return blocks_per_row.static_values() != nullptr; }
 
     /** Dims of `values`: block row, present block in that row, row and column inside a block. */
     Dim block_row, block, row_in_block, col_in_block;
@@ -75,6 +87,8 @@ public:
     Expr row_times(const Dim &k, const Expr &row, const std::function<Expr(const Expr &)> &dense) const;
 
 private:
+    BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
+              BlockOrder order, const BsrData *pattern);
     std::string name_;
     int64_t rows_, cols_, block_rows_, block_cols_;
     BlockOrder order_;
@@ -108,6 +122,8 @@ struct BsrData {
      * entry, monotonicity and last entry (= nnzb), each col in range and increasing within its row,
      * the values' count. */
     void validate() const;
+    /** validate() without the values: the sizes, block sizes, crow and col of a pattern. */
+    void validate_pattern() const;
 
     /** Validate against `m` (same sizes and block shape) and bind its block counts to `shape` (the
      * shape's prefix sums are then crow). RuntimeError, with `shape` unchanged, otherwise. */

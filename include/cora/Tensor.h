@@ -54,6 +54,15 @@ public:
      * packed position and the value; nothing written). CompileError for a Func, a float tensor
      * or min_value > max_value. */
     Tensor &index_range(int64_t min_value, int64_t max_value);
+    /** Declare an index tensor's elements known when compiling (a static sparsity pattern's
+     * column indices), in packed storage order, i.e. the order of the buffer a kernel reads: a
+     * read whose offset is constant (in a dismantled loop, Func::dismantle) folds to the value,
+     * so the kernel loads no index. Kernels still take the tensor at run time and check that it
+     * holds exactly these values (RuntimeError naming the position). CompileError unless
+     * index_range() was declared first and every value lies in it. */
+    Tensor &index_values(const std::vector<int32_t> &values);
+    /** The values given to index_values(), or null. */
+    const std::vector<int64_t> *static_values() const;
 
     // --- Storage transforms (memory layout only; values and indices never change). ---
 
@@ -82,6 +91,10 @@ protected:
     Tensor() = default;
     std::shared_ptr<ir::TensorNode> node_;
 };
+
+/** The most copies of a body that the dismantled loops of one nest may expand to (Func::dismantle):
+ * beyond it the generated code grows past what the C compiler handles in seconds. */
+inline constexpr int64_t kMaxDismantledCopies = 2048;
 
 /** A computed tensor: a loop domain (its shape) and a definition in terms of the domain dims. */
 class Func : public Tensor {
@@ -201,6 +214,14 @@ public:
     Func &vectorize(const Dim &d);
     /** Unroll the loop (its extent must be a constant). */
     Func &unroll(const Dim &d);
+    /** Expand the loop when compiling (SparTA's `dismantle`): one copy of its body per iteration,
+     * the index a constant in each, so reads of values known when compiling (LengthArray::constant,
+     * Tensor::index_values: a static sparsity pattern) fold to constants and the loops inside get
+     * constant extents. The loop's extent must be known once the dismantled loops outside it are
+     * expanded (e.g. the present blocks of block row `nb` after dismantling `nb`); absent blocks
+     * leave no code. A nest expands to at most kMaxDismantledCopies copies of the innermost
+     * dismantled body (CompileError beyond: the code would grow with the pattern). */
+    Func &dismantle(const Dim &d);
     /** GPU (CompileOptions::target Cuda or CudaEmulated): bind loops to the axes of the grid's
      * blocks, `x` to blockIdx.x, `y` to blockIdx.y, `z` to blockIdx.z; each block runs the loops'
      * body for one index. A nest's block loops are its outermost loops and make one kernel launch

@@ -1,6 +1,8 @@
 /** \file The entry function (EntryFunction.h). */
 #include "codegen/EntryFunction.h"
 
+#include <algorithm>
+
 #include "codegen/CRuntime.h"
 #include "codegen/CodeGen_C.h"
 
@@ -26,9 +28,22 @@ namespace {
  * body's variables, then runs `body`. */
 std::string emit_argv_function(CodeGen_C &g, const std::string &qualifiers, const std::string &symbol,
                                const std::vector<const ModuleArg *> &args, const std::string &extra_params,
-                               const Stmt &body, const std::vector<std::pair<VarPtr, std::string>> &bind) {
+                               const Stmt &body, const std::vector<std::pair<VarPtr, std::string>> &bind,
+                               const std::vector<ConstantArray> &constants) {
     g.os << qualifiers << "int32_t " << symbol << "(const cora_arg_t *args, int32_t nargs, " << extra_params
          << "char *error, int32_t error_size) {\n";
+    for (const ConstantArray &c : constants) { // values known when compiling, 16 to a line
+        std::string decl = "static const " + c.var->type.c_name() + " " + g.name_of(c.var.get()) + "[" +
+                           std::to_string(std::max<size_t>(c.values.size(), 1)) + "] = {";
+        g.line(decl + (c.values.empty() ? "0};" : ""));
+        for (size_t i = 0; i < c.values.size(); i += 16) {
+            std::string row;
+            for (size_t j = i; j < std::min(i + 16, c.values.size()); j++)
+                row += std::to_string(c.values[j]) + ",";
+            g.line("    " + row);
+        }
+        if (!c.values.empty()) g.line("};");
+    }
     // Foreign callers may pass no message buffer; a NULL argument array or output is an error.
     g.line("char cora_no_message[1];");
     g.line("if (!error || error_size <= 0) {");
@@ -141,7 +156,7 @@ std::string emit_function(CodeGen_C &g, const std::string &qualifiers, const std
         extra += out->type.c_name() + " *" + name + ", ";
         bind.emplace_back(out, name);
     }
-    return emit_argv_function(g, qualifiers, symbol, arg_list(f), extra, f.body, bind);
+    return emit_argv_function(g, qualifiers, symbol, arg_list(f), extra, f.body, bind, f.constants);
 }
 
 } // namespace cora::ir

@@ -19,13 +19,36 @@ int64_t checked_blocks(const std::string &name, const char *what, int64_t size, 
     return size / block;
 }
 
+/** The block counts: run-time ones, or the pattern's (validated first) as constants. */
+LengthArray blocks_array(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
+                         const BsrData *pattern) {
+    const int64_t row_blocks = checked_blocks(name, "rows", rows, block_rows);
+    const int64_t col_blocks = checked_blocks(name, "cols", cols, block_cols);
+    if (!pattern) return LengthArray(name + "_blocks", row_blocks, 0, col_blocks);
+    try {
+        pattern->validate_pattern();
+    } catch (const RuntimeError &e) {
+        throw_compile_error("BsrMatrix '", name, "': its static pattern is not valid BSR: ", e.what());
+    }
+    std::vector<int32_t> counts((size_t)row_blocks);
+    for (size_t i = 0; i < counts.size(); i++)
+        counts[i] = pattern->crow[i + 1] - pattern->crow[i];
+    return LengthArray::constant(name + "_blocks", counts, 0, col_blocks);
+}
+
 } // namespace
 
 BsrMatrix::BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
                      BlockOrder order)
+    : BsrMatrix(name, rows, cols, block_rows, block_cols, order, nullptr) {}
+
+BsrMatrix::BsrMatrix(const std::string &name, const BsrData &pattern, BlockOrder order)
+    : BsrMatrix(name, pattern.rows, pattern.cols, pattern.block_rows, pattern.block_cols, order, &pattern) {}
+
+BsrMatrix::BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
+                     BlockOrder order, const BsrData *pattern)
     : block_row(name + "_rb"), block(name + "_j"), row_in_block(name + "_r"), col_in_block(name + "_c"),
-      blocks_per_row(name + "_blocks", checked_blocks(name, "rows", rows, block_rows), 0,
-                     checked_blocks(name, "cols", cols, block_cols)),
+      blocks_per_row(blocks_array(name, rows, cols, block_rows, block_cols, pattern)),
       col(name + "_col", {{block_row, Expr(rows / block_rows)}, {block, blocks_per_row(block_row)}}, Int32),
       values(name + "_values",
              {{block_row, Expr(rows / block_rows)},
@@ -35,6 +58,7 @@ BsrMatrix::BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_
              Float32),
       name_(name), rows_(rows), cols_(cols), block_rows_(block_rows), block_cols_(block_cols), order_(order) {
     col.index_range(0, cols / block_cols - 1);
+    if (pattern) col.index_values(pattern->col);
     if (order == BlockOrder::ColumnMajor) values.reorder_storage({block_row, block, col_in_block, row_in_block});
 }
 

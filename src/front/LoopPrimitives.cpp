@@ -127,7 +127,7 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
     // A reduction loop may be unrolled, or bound to threads (a cross-thread reduction: each
     // thread reduces its part, then the block combines the parts; lower/ThreadReductions.cpp).
     const bool thread = a >= LoopAnnotation::GpuThreadX && a <= LoopAnnotation::GpuThreadZ;
-    if (a != LoopAnnotation::Unroll && a != LoopAnnotation::GpuMma && !thread)
+    if (a != LoopAnnotation::Unroll && a != LoopAnnotation::Dismantle && a != LoopAnnotation::GpuMma && !thread)
         reject_reduction_loop(*node, d, what, "its iterations update the same elements");
     for (auto &[dim, ann] : mutable_schedule(*node).annotations)
         if (ann == a && a >= LoopAnnotation::GpuBlockX)
@@ -140,6 +140,7 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
 Func &Func::parallel(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Parallel, "parallel"); }
 Func &Func::vectorize(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Vectorize, "vectorize"); }
 Func &Func::unroll(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Unroll, "unroll"); }
+Func &Func::dismantle(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Dismantle, "dismantle"); }
 Func &Func::gpu_mma(const Dim &k) {
     if (!is_known_dim(*node_, k.node().get()))
         throw_compile_error("gpu_mma in Func '", name(),

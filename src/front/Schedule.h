@@ -25,6 +25,7 @@ enum class LoopAnnotation : uint8_t {
     Parallel,
     Vectorize,
     Unroll,
+    Dismantle,
     GpuMma,
     GpuBlockX,
     GpuBlockY,

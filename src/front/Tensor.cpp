@@ -46,6 +46,20 @@ Tensor &Tensor::index_range(int64_t min_value, int64_t max_value) {
     return *this;
 }
 
+Tensor &Tensor::index_values(const std::vector<int32_t> &values) {
+    if (!node_->has_value_range)
+        throw_compile_error("index_values of '", node_->name,
+                            "': declare the tensor's index_range first (the kernel's checks and the prover use it)");
+    for (size_t i = 0; i < values.size(); i++)
+        if (values[i] < node_->min_value || values[i] > node_->max_value)
+            throw_compile_error("index_values of '", node_->name, "': value ", values[i], " at packed position ", i,
+                                " is outside its index_range [", node_->min_value, ", ", node_->max_value, "]");
+    node_->static_values = std::make_shared<const std::vector<int64_t>>(values.begin(), values.end());
+    return *this;
+}
+
+const std::vector<int64_t> *Tensor::static_values() const { return node_->static_values.get(); }
+
 Func::Func(const std::string &name, const Shape &domain, Type type) { node_ = make_tensor(name, domain, type, false); }
 
 Func &Func::compute(const Expr &value, const char *file, int line) {

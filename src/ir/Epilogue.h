@@ -13,8 +13,8 @@
 namespace cora::ir {
 
 /** The only Reduce of `value` that is not nested inside another Reduce (one node, possibly read
- * more than once, as in `x * erf(x)`), or nullptr when there is none or more than one (then no reduction dim is schedulable and lower_reductions computes
- * each reduction in place). */
+ * more than once, as in `x * erf(x)`), or nullptr when there is none or more than one (then no reduction dim is
+ * schedulable and lower_reductions computes each reduction in place). */
 const Reduce *scheduled_reduce(const Expr &value);
 
 /** `value` with its scheduled Reduce replaced by `acc` (the finished reduction); undefined when

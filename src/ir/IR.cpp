@@ -172,6 +172,7 @@ const char *for_kind_name(ForKind k) {
     case ForKind::Parallel: return "parallel";
     case ForKind::Vectorized: return "vectorized";
     case ForKind::Unrolled: return "unrolled";
+    case ForKind::Dismantled: return "dismantled";
     case ForKind::GpuMma: return "gpu_mma";
     case ForKind::GpuBlockX: return "gpu_blocks.x";
     case ForKind::GpuBlockY: return "gpu_blocks.y";

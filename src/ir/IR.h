@@ -30,8 +30,9 @@ namespace cora::ir {
     X(Div)                                                                                                             \
     X(Mod)                                                                                                             \
     X(Min)                                                                                                             \
-    X(Max) X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access)       \
-        X(Load) X(Reduce)
+    X(Max)                                                                                                             \
+    X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load)      \
+        X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For)                                                                                                             \
@@ -100,6 +101,10 @@ struct UFNode {
     int64_t min_value, max_value;       ///< inclusive value range: an axiom for the prover
     Expr count;                         ///< LengthArray: number of elements
     std::shared_ptr<const AuxSpec> aux; ///< Aux: how the prelude builds it
+    /** LengthArray: values known when compiling (LengthArray::constant), or null. Reads at a
+     * constant index fold to them (analysis/StaticValues.h); kernels check that the array passed
+     * at run time holds exactly these values. */
+    std::shared_ptr<const std::vector<int64_t>> static_values;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -249,6 +254,9 @@ enum class ForKind : uint8_t {
     Parallel,
     Vectorized,
     Unrolled,
+    /** Expanded in the IR by lower/DismantleLoops.cpp (Func::dismantle): one copy of the body
+     * per iteration, the index a constant in each. No loop of this kind outlives that pass. */
+    Dismantled,
     /** A reduction loop of extent 16 over a 2 x 2 register nest (Func::gpu_mma): as a loop
      * everywhere, except in CUDA, where each warp runs it as one mma.sync.m16n8k16 (the nest's
      * checks and the fragment layout: analysis/MmaTile.h). */

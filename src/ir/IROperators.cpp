@@ -243,6 +243,21 @@ LengthArray::LengthArray(const std::string &name, Expr count, int64_t min_value,
     u->count = count;
     node_ = u;
 }
+LengthArray LengthArray::constant(const std::string &name, const std::vector<int32_t> &values, int64_t min_value,
+                                  int64_t max_value) {
+    LengthArray la(name, IntImm::make((int64_t)values.size()), min_value, max_value);
+    auto u = std::make_shared<UFNode>(*la.node_);
+    auto v = std::make_shared<std::vector<int64_t>>(values.begin(), values.end());
+    for (size_t i = 0; i < v->size(); i++)
+        if ((*v)[i] < min_value || (*v)[i] > max_value)
+            throw_compile_error("LengthArray '", name, "': constant value ", (*v)[i], " at index ", i,
+                                " is outside its declared range [", min_value, ", ", max_value, "]");
+    u->static_values = std::move(v);
+    LengthArray out;
+    out.node_ = std::move(u);
+    return out;
+}
+const std::vector<int64_t> *LengthArray::static_values() const { return node_->static_values.get(); }
 const std::string &LengthArray::name() const { return node_->name; }
 Expr LengthArray::count() const { return node_->count; }
 int64_t LengthArray::min_value() const { return node_->min_value; }

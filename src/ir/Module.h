@@ -26,6 +26,14 @@ struct ModuleArg {
     std::string layout;
 };
 
+/** Values known when compiling that a function reads (the static pattern its arguments are
+ * checked against, lower/AddArgumentChecks.cpp): printed as a `static const` array of `var`'s
+ * element type at the top of the function's body. */
+struct ConstantArray {
+    VarPtr var;
+    std::vector<int64_t> values;
+};
+
 enum class FunctionKind {
     Entry,     ///< the kernel: checks its arguments, then computes the outputs
     SizeQuery, ///< AOT: checks the params and length arrays, writes each tensor argument's element count
@@ -46,6 +54,8 @@ struct LoweredFunc {
     /** Device kernels: the bound axes whose launch size is exactly the extent of their one loop
      * (no other loop bound to the axis, an extent known at launch): no bound check is needed. */
     std::vector<ForKind> exact_bindings;
+    /** The constant arrays the body reads (host functions). */
+    std::vector<ConstantArray> constants;
 };
 
 struct Module {

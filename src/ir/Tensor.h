@@ -57,6 +57,10 @@ struct TensorNode {
      * [min_value, max_value], an axiom for the prover that the kernel checks on every call. */
     bool has_value_range = false;
     int64_t min_value = 0, max_value = 0;
+    /** An index tensor's elements known when compiling, in packed storage order
+     * (Tensor::index_values), or null: reads at a constant offset fold to them, and kernels check
+     * that the buffer passed at run time holds exactly these values. */
+    std::shared_ptr<const std::vector<int64_t>> static_values;
     std::string defined_at; ///< "file:line" of the compute() call, for messages; empty when unknown
     /** How its loops are built: recorded by the front end, read by lowering (front/Schedule.h,
      * front::schedule_of). Null for inputs. */

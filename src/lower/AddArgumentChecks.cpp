@@ -5,7 +5,9 @@
  * kind's check (AuxKind::check: prefix sums consistent with the lengths, fusion maps inverting
  * their prefix sums), dependencies first; each tensor buffer has
  * exactly its layout's size, and every element of an index tensor (Tensor::index_range, e.g. BSR
- * column indices) is within its declared range; every remap array is a permutation. A failed
+ * column indices) is within its declared range; length arrays and index tensors with values known
+ * when compiling (LengthArray::constant, Tensor::index_values) hold exactly those values, compared
+ * with constant arrays the function declares; every remap array is a permutation. A failed
  * check stops the kernel with a message naming the argument, expected and actual values.
  * (Argument count and element types are checked by the generated entry before this.)
  * AOT kernels (build_aux_in_kernel) build their aux arrays after the param and length checks
@@ -17,8 +19,10 @@
 #include <set>
 
 #include "analysis/AuxKind.h"
+#include "analysis/StaticValues.h"
 #include "ir/IRPrinter.h"
 #include "lower/Passes.h"
+#include "util/Error.h"
 
 namespace cora::ir {
 
@@ -58,6 +62,32 @@ Stmt check_index_range(const ModuleArg &a) {
     return For::make(i, IntImm::make(0), a.expected_count, ForKind::Serial, body);
 }
 
+/** Every element of a length array or index tensor with values known when compiling equals
+ * its value (the kernel may have been specialised to them: Func::dismantle), compared with a
+ * constant array of the values. A different pattern passed at run time is an error, never a
+ * wrong result. */
+Stmt check_static_values(const ModuleArg &a, const std::vector<int64_t> &values, const char *what,
+                         std::vector<ConstantArray> &constants) {
+    VarPtr table = make_var(a.name + "_static", VarRole::Buffer, a.var->type);
+    constants.push_back(ConstantArray{table, values});
+    const int64_t n = (int64_t)values.size();
+    Stmt count = Assert::make(EQ::make(var_expr(a.count_var), IntImm::make(n)),
+                              {std::string(what) + " '" + a.name + "' has ",
+                               " elements; the kernel was compiled for its " + std::to_string(n) + " constant values"},
+                              {var_expr(a.count_var)});
+    VarPtr i = make_var("i", VarRole::Index);
+    Expr v = Cast::make(Int64, Load::make(a.var, var_expr(i)));
+    Expr c = Cast::make(Int64, Load::make(table, var_expr(i)));
+    Stmt each = For::make(i, IntImm::make(0), IntImm::make(n), ForKind::Serial,
+                          Assert::make(EQ::make(v, c),
+                                       {std::string(what) + " '" + a.name + "': element ", " is ",
+                                        ", but the kernel was compiled for the constant value ",
+                                        " (a static pattern: pass the same "
+                                        "values, or compile for run-time ones)"},
+                                       {var_expr(i), v, c}));
+    return Block::make({count, each});
+}
+
 } // namespace
 
 CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &args,
@@ -65,6 +95,7 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
     // `inputs`: params and length arrays, which everything else is computed from; `checks`:
     // the rest, which may read aux arrays (built between the two in AOT kernels).
     std::vector<Stmt> inputs, checks;
+    std::vector<ConstantArray> constants;
     for (const ModuleArg &a : args) {
         switch (a.kind) {
         case ModuleArg::Kind::Param: {
@@ -89,6 +120,8 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
                      "]"},
                 {var_expr(i), v});
             inputs.push_back(For::make(i, IntImm::make(0), a.expected_count, ForKind::Serial, body));
+            if (a.uf->static_values)
+                inputs.push_back(check_static_values(a, *a.uf->static_values, "length array", constants));
             break;
         }
         case ModuleArg::Kind::AuxArray:
@@ -105,6 +138,13 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
                                           {"buffer for tensor '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
             if (a.kind == ModuleArg::Kind::Input && a.tensor->has_value_range) checks.push_back(check_index_range(a));
+            if (a.kind == ModuleArg::Kind::Input && a.tensor->static_values) {
+                const int64_t n = (int64_t)a.tensor->static_values->size();
+                if (const int64_t *size = as_const_int(StaticValues().fold(a.expected_count)); size && *size != n)
+                    throw_compile_error("index tensor '", a.name, "' has ", n, " index_values, but its layout holds ",
+                                        *size, " elements");
+                checks.push_back(check_static_values(a, *a.tensor->static_values, "index tensor", constants));
+            }
             break;
         }
     }
@@ -113,6 +153,7 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
         if (checked.insert(p.fn.get()).second) checks.push_back(check_permutation(p));
     checks.push_back(s);
     CheckedBodies out;
+    out.constants = constants;
     if (!ctx.build_aux_in_kernel) {
         inputs.insert(inputs.end(), checks.begin(), checks.end());
         out.entry = Block::make(inputs);

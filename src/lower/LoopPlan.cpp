@@ -304,6 +304,7 @@ LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
                                         print(plan.extents[k]), ", not a constant; split it first");
                 kinds[k] = a == LoopAnnotation::Vectorize ? ForKind::Vectorized : ForKind::Unrolled;
             }
+            if (a == LoopAnnotation::Dismantle) kinds[k] = ForKind::Dismantled; // extent checked when expanded
             if (a == LoopAnnotation::GpuMma) {
                 const int64_t *e = as_const_int(plan.extents[k]);
                 if (!e || *e != 16)

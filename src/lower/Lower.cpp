@@ -14,6 +14,8 @@
  *   3. lower_reductions: reductions become accumulator loops
  *   4. storage_lowering: storage transforms, dimension graph -> flat offsets through prefix-sum aux
  *      arrays, simplified (fusion maps cancel against prefix sums)
+ *   4b. dismantle_loops: dismantled loops expanded, one body per index, values known when
+ *      compiling (static sparsity patterns) folded into each
  *   5. allocate_intermediates: sizes computed by the library
  *   6. infer_arguments, then add_argument_checks (AOT: build_aux_arrays after the param and
  *      length checks, so callers pass no aux arrays, and a size query function)
@@ -130,6 +132,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     Stmt s = pass.run("hfuse", Stage::Scheduled, [&] { return apply_hfuse(ops, nests, ctx); });
     s = pass.run("lower_reductions", Stage::ReductionsLowered, [&] { return lower_reductions(s); });
     s = pass.run("storage_lowering", Stage::StorageLowered, [&] { return storage_lowering(s, ctx); });
+    s = pass.run("dismantle_loops", Stage::StorageLowered, [&] { return dismantle_loops(s, ctx); });
     s = pass.run("allocate_intermediates", Stage::StorageLowered, [&] { return allocate_intermediates(s, ctx); });
     std::vector<ModuleArg> args;
     pass.run_step("infer_arguments", [&] { args = infer_arguments(s, ctx); });
@@ -159,21 +162,32 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
 
     LoweredModule m;
     m.name = name;
-    LoweredFunc entry{FunctionKind::Entry, {}, {}, s, {}, {}, {}};
+    LoweredFunc entry{FunctionKind::Entry, {}, {}, s, {}, {}, {}, {}};
     for (const ModuleArg &a : args) { // AOT kernels build their aux arrays: callers pass none
         if (!(ctx.build_aux_in_kernel && a.kind == ModuleArg::Kind::AuxArray))
             entry.args.push_back(a);
         else
             m.built_aux_arrays.push_back(a.var);
     }
+    auto attach_constants = [&](LoweredFunc &f) { // the constant arrays its body reads
+        for (const ConstantArray &c : checked.constants) {
+            bool used = false;
+            visit_exprs(f.body, [&](const Expr &e) {
+                if (const Load *l = e.as<Load>()) used = used || l->buffer == c.var;
+            });
+            if (used) f.constants.push_back(c);
+        }
+    };
+    attach_constants(entry);
     m.functions.push_back(entry);
     if (checked.size_query.defined()) {
-        LoweredFunc sizes{FunctionKind::SizeQuery, {}, {checked.sizes}, {}, {}, {}, {}};
+        LoweredFunc sizes{FunctionKind::SizeQuery, {}, {checked.sizes}, {}, {}, {}, {}, {}};
         sizes.body = pass.run("materialize_ufs + simplify (size query)", Stage::Materialized, [&] {
             return decide_loop_execution(simplify(materialize_ufs(checked.size_query, args, ctx)));
         });
         for (const ModuleArg &a : args)
             if (a.kind == ModuleArg::Kind::Param || a.kind == ModuleArg::Kind::LengthArray) sizes.args.push_back(a);
+        attach_constants(sizes);
         m.functions.push_back(sizes);
     }
     for (const LoweredFunc &k : device_kernels) {

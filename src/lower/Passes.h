@@ -11,6 +11,8 @@ void select_inlined(LoweringContext &ctx);
 Expr inline_reads(const Expr &e, const LoweringContext &ctx);
 Stmt lower_reductions(const Stmt &s);
 Stmt storage_lowering(const Stmt &s, LoweringContext &ctx);
+/** Dismantled loops expanded, values known when compiling folded (DismantleLoops.cpp). */
+Stmt dismantle_loops(const Stmt &s, const LoweringContext &ctx);
 Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx);
 /** The kernel's arguments in ABI order, every aux array included (InferArguments.cpp). */
 std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx);
@@ -21,6 +23,8 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
 struct CheckedBodies {
     Stmt entry, size_query;
     VarPtr sizes;
+    /** The values known when compiling that the checks compare the arguments with. */
+    std::vector<ConstantArray> constants;
 };
 CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &args,
                                   const std::vector<Permutation> &permutations, const LoweringContext &ctx);

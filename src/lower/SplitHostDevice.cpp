@@ -431,7 +431,7 @@ private:
         }
         check_limits(what, grid, threads, host);
 
-        LoweredFunc kernel{FunctionKind::Device, {}, {}, nest, name, scope.free, exact};
+        LoweredFunc kernel{FunctionKind::Device, {}, {}, nest, name, scope.free, exact, {}};
         kernels_.push_back(kernel);
         host.push_back(LaunchKernel::make(name, grid, threads, scope.free));
         Stmt s = Block::make(host);

@@ -6,7 +6,7 @@
  *   - StorageLowered (after storage_lowering and allocate_intermediates): no Provide and no
  *     Access; every element is a Store/Load through a flat index.
  *   - Materialized (after materialize_ufs and later): no UFCall either: only loads of argument
- *     arrays, what code generation accepts.
+ *     arrays, what code generation accepts; and no dismantled loop (expanded after storage lowering).
  * Every Assert sits outside parallel loops (argument checks run before the work).
  * Tests: tests/unit/stage_check.cpp. */
 #include "lower/StageCheck.h"
@@ -51,6 +51,8 @@ public:
         IRVisitor::visit_node(op);
     }
     void visit_node(const For *op) override {
+        if (stage_ >= Stage::Materialized && op->for_kind == ForKind::Dismantled)
+            fail("a dismantled loop over '", op->var->name, "'");
         bool par = op->for_kind == ForKind::Parallel;
         parallel_ += par;
         IRVisitor::visit_node(op);

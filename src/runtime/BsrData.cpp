@@ -75,39 +75,7 @@ BsrData BsrData::from_block_mask(const std::vector<float> &dense, int64_t rows, 
 }
 
 void BsrData::validate() const {
-    if (rows < 0 || cols < 0) throw_runtime_error("BSR data: negative size ", rows, " x ", cols);
-    if (block_rows <= 0 || block_cols <= 0)
-        throw_runtime_error("BSR data: block size ", block_rows, " x ", block_cols, " must be positive");
-    if (rows % block_rows != 0 || cols % block_cols != 0)
-        throw_runtime_error("BSR data: block size ", block_rows, " x ", block_cols, " does not divide the matrix ",
-                            rows, " x ", cols);
-    int64_t mb = row_blocks(), kb = col_blocks();
-    if ((int64_t)crow.size() != mb + 1)
-        throw_runtime_error("BSR data: crow has ", crow.size(), " entries, expected row blocks + 1 = ", mb + 1);
-    if (crow[0] != 0) throw_runtime_error("BSR data: crow[0] is ", crow[0], ", expected 0");
-    for (int64_t i = 0; i < mb; i++) {
-        if (crow[(size_t)i + 1] < crow[(size_t)i])
-            throw_runtime_error("BSR data: crow is not non-decreasing: crow[", i + 1, "] = ", crow[(size_t)i + 1],
-                                " < crow[", i, "] = ", crow[(size_t)i]);
-        if (crow[(size_t)i + 1] - crow[(size_t)i] > kb)
-            throw_runtime_error("BSR data: block row ", i, " has ", crow[(size_t)i + 1] - crow[(size_t)i],
-                                " blocks, more than the ", kb, " block columns");
-    }
-    if (crow[(size_t)mb] != nnzb())
-        throw_runtime_error("BSR data: crow[", mb, "] = ", crow[(size_t)mb], " but col has ", nnzb(),
-                            " entries (the block counts disagree)");
-    for (int64_t i = 0; i < mb; i++) {
-        for (int32_t p = crow[(size_t)i]; p < crow[(size_t)i + 1]; p++) {
-            int32_t c = col[(size_t)p];
-            if (c < 0 || c >= kb)
-                throw_runtime_error("BSR data: col[", p, "] = ", c, " (block row ", i, ") is outside [0, ", kb - 1,
-                                    "]");
-            if (p > crow[(size_t)i] && c <= col[(size_t)p - 1])
-                throw_runtime_error("BSR data: col[", p, "] = ", c, " does not increase after col[", p - 1,
-                                    "] = ", col[(size_t)p - 1], " within block row ", i,
-                                    " (a block listed twice or unsorted)");
-        }
-    }
+    validate_pattern();
     int64_t expected = nnzb() * block_rows * block_cols;
     if ((int64_t)values.size() != expected)
         throw_runtime_error("BSR data: values has ", values.size(), " elements, expected nnzb x block = ", nnzb(),
@@ -133,6 +101,24 @@ void BsrData::bind(RaggedShape &shape, const BsrMatrix &m) const {
         throw_runtime_error("BSR data for '", m.name(), "' is ", rows, " x ", cols, " in blocks of ", block_rows, " x ",
                             block_cols, ", but the matrix is declared ", m.rows(), " x ", m.cols(), " in blocks of ",
                             m.block_rows(), " x ", m.block_cols());
+    if (const std::vector<int64_t> *counts = m.blocks_per_row.static_values()) {
+        // A static pattern: the kernels were compiled for it (and check it again on every call).
+        for (int64_t i = 0; i < row_blocks(); i++)
+            if (crow[(size_t)i + 1] - crow[(size_t)i] != (*counts)[(size_t)i])
+                throw_runtime_error("BSR data for '", m.name(), "': block row ", i, " has ",
+                                    crow[(size_t)i + 1] - crow[(size_t)i],
+                                    " blocks, but the matrix was declared with a "
+                                    "static pattern of ",
+                                    (*counts)[(size_t)i],
+                                    " there; bind the pattern the kernels "
+                                    "were compiled for");
+        const std::vector<int64_t> &cols_known = *m.col.static_values();
+        for (int64_t p = 0; p < nnzb(); p++)
+            if (col[(size_t)p] != cols_known[(size_t)p])
+                throw_runtime_error("BSR data for '", m.name(), "': present block ", p, " is in block column ",
+                                    col[(size_t)p], ", but the matrix was declared with a static pattern that has ",
+                                    cols_known[(size_t)p], " there; bind the pattern the kernels were compiled for");
+    }
     shape.set_offsets(m.blocks_per_row, crow);
 }
 

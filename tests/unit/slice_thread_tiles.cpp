@@ -107,7 +107,7 @@ TEST_CASE("CUDA on CPU threads reports a __syncthreads() only some threads of a 
             For::make(b, c(0), c(2), ForKind::GpuBlockX, Allocate::make(shared, c(8), body, MemoryType::GpuShared));
         Module m;
         m.name = "diverge";
-        m.functions.push_back(LoweredFunc{FunctionKind::Device, {}, {}, kernel_body, "cora_diverge_k0", {out}, {}});
+        m.functions.push_back(LoweredFunc{FunctionKind::Device, {}, {}, kernel_body, "cora_diverge_k0", {out}, {}, {}});
         std::string src = codegen_cuda_on_cpu(m);
         INFO(src);
         driver::JitResult jit = driver::jit_compile(src, "cora_cuda_on_cpu_launch", driver::JitOptions{"", "", 0});
