@@ -18,7 +18,9 @@
 // Each timed call is one Kernel::run (argument checks included) or one baseline call; the best of
 // --runs is kept. Every cora result is checked against sgemm's (max |diff| / max |y|; above 1e-4
 // the program reports FAIL and exits 1). --markdown=FILE writes the tables; --quick runs only the
-// 768x3072 shape of the first section; --only=linear|propagation|decomposition|conv runs one section.
+// 768x3072 shape of the first section; --only=linear|propagation|decomposition|conv|static runs one section.
+// Last, static patterns: the layer compiled for a run-time pattern against the same layer specialised
+// to its pattern (BsrMatrix from BsrData, dismantled block loops), with each one's compile time.
 #include <cblas.h>
 #include <omp.h>
 
@@ -33,9 +35,12 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -98,7 +103,7 @@ int run(int argc, char **argv) {
     std::string markdown;
     int runs = 3;
     bool quick = false;
-    std::string only; // one section: linear, propagation, decomposition or conv
+    std::string only; // one section: linear, propagation, decomposition, conv or static
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         if (a.rfind("--markdown=", 0) == 0)
@@ -123,8 +128,9 @@ int run(int argc, char **argv) {
         l = u(len_rng);
     std::vector<Case> cases;
     auto section = [&](const char *name) { return only.empty() || only == name; };
-    if (!section("linear") && !section("propagation") && !section("decomposition") && !section("conv")) {
-        std::fprintf(stderr, "block_sparse: --only=%s: expected linear, propagation, decomposition or conv\n",
+    if (!section("linear") && !section("propagation") && !section("decomposition") && !section("conv") &&
+        !section("static")) {
+        std::fprintf(stderr, "block_sparse: --only=%s: expected linear, propagation, decomposition, conv or static\n",
                      only.c_str());
         return 2;
     }
@@ -467,9 +473,104 @@ int run(int argc, char **argv) {
             "vs im2col + sgemm | vs sgemm alone | target |\n|---|---|---|---|---|---|---|---|\n" +
             conv_table;
     }
+    // Static patterns (BsrMatrix declared with its BsrData, Func::dismantle on the block rows and
+    // each row's blocks): the same layer compiled for the run-time pattern and specialised to it,
+    // timed alternately (best of 3 x --runs each). Each kernel is compiled into a fresh cache
+    // directory, so the compile time is the C compiler's real cost; the dismantled code grows with
+    // the pattern, so only patterns within kMaxDismantledCopies are listed.
+    std::string static_table;
+    if (!quick && section("static")) {
+        struct StaticCase {
+            const char *what;
+            int64_t out, in, block;
+            double density;
+        };
+        const StaticCase static_cases[] = {{"768x768", 768, 768, 32, 0.10},    {"768x768", 768, 768, 32, 0.25},
+                                           {"768x768", 768, 768, 8, 0.02},     {"768x768", 768, 768, 8, 0.05},
+                                           {"768x3072", 768, 3072, 1, 0.0002}, {"768x3072", 768, 3072, 1, 0.0005}};
+        int64_t tokens = 0;
+        for (int32_t l : bert)
+            tokens += l;
+        std::mt19937 rng(31);
+        std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+        char dir_template[] = "/tmp/cora_static_bench_XXXXXX";
+        const std::string scratch = mkdtemp(dir_template) ? dir_template : "";
+        if (scratch.empty()) throw std::runtime_error("cannot make a scratch directory under /tmp");
+        int fresh = 0;
+        for (const StaticCase &sc : static_cases) {
+            std::vector<float> dense((size_t)(sc.out * sc.in));
+            for (float &v : dense)
+                v = val(rng);
+            std::vector<uint8_t> mask =
+                exact_mask((size_t)(sc.out / sc.block * (sc.in / sc.block)), sc.density, (uint32_t)rng());
+            BsrData w = BsrData::from_block_mask(dense, sc.out, sc.in, sc.block, sc.block, mask);
+            std::vector<float> wd = w.to_dense();
+            TokenDims D(4096);
+            BsrMatrix Wr("W", sc.out, sc.in, sc.block, sc.block, BlockOrder::ColumnMajor);
+            BsrMatrix Ws("W", w, BlockOrder::ColumnMajor);
+            BsrTiling tiling = BsrTiling::for_matrix(Wr), specialised = tiling;
+            specialised.dismantle = true;
+            Tensor X = D.tokens("X", sc.in, tiling.chunk_tokens);
+            auto read = [&](Expr b, Expr s, Expr k) { return X(b, s, k); };
+            BsrLinear lr("Y", D, Wr, read, std::nullopt, false, tiling);
+            BsrLinear ls("Y", D, Ws, read, std::nullopt, false, specialised);
+            auto compile = [&](Func &y, double *seconds) {
+                CompileOptions o;
+                o.cache_dir = scratch + "/" + std::to_string(fresh++);
+                auto t0 = std::chrono::steady_clock::now();
+                Kernel k = Pipeline({y}, "bsr_static_bench").compile(o);
+                *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                return k;
+            };
+            double compile_r = 0, compile_s = 0;
+            Kernel kr = compile(lr.Y, &compile_r), ks = compile(ls.Y, &compile_s);
+            RaggedShape shape;
+            shape.set(D.B, (int64_t)bert.size()).set(D.len, bert);
+            w.bind(shape, Wr);
+            w.bind(shape, Ws);
+            Buffer x = Buffer::alloc(X, shape), yr = Buffer::alloc(lr.Y, shape), ys = Buffer::alloc(ls.Y, shape);
+            for (int64_t i = 0; i < tokens * sc.in; i++)
+                x.at(i) = val(rng);
+            Buffer col = w.col_buffer(Ws, shape), values = w.values_buffer(Ws, shape);
+            auto run_r = [&] { kr.run(shape, {{X, x}, {Wr.col, col}, {Wr.values, values}, {lr.Y, yr}}); };
+            auto run_s = [&] { ks.run(shape, {{X, x}, {Ws.col, col}, {Ws.values, values}, {ls.Y, ys}}); };
+            double best_r = 1e30, best_s = 1e30;
+            for (int round = 0; round < 3; round++) { // alternate, so drifting machine load hits both
+                best_r = std::min(best_r, seconds_best(runs, run_r));
+                best_s = std::min(best_s, seconds_best(runs, run_s));
+            }
+            std::vector<float> y_ref((size_t)(tokens * sc.out));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tokens, (int)sc.out, (int)sc.in, 1.0f,
+                        x.data<float>(), (int)sc.in, wd.data(), (int)sc.in, 0.0f, y_ref.data(), (int)sc.out);
+            double err = 0, scale = 0;
+            for (int64_t i = 0; i < tokens * sc.out; i++) {
+                err = std::max(err, (double)std::fabs(ys.at(i) - y_ref[(size_t)i]));
+                err = std::max(err, (double)std::fabs(yr.at(i) - y_ref[(size_t)i]));
+                scale = std::max(scale, (double)std::fabs(y_ref[(size_t)i]));
+            }
+            bool ok = err <= 1e-4 * std::max(scale, 1.0);
+            all_ok &= ok;
+            char line[512];
+            std::snprintf(line, sizeof line,
+                          "| %s | %lldx%lld | %.2f%% (%lld blocks) | %lld | %.2f | %.2f | %.2fx | %.2f / %.1f | %.0f / "
+                          "%.0f |%s\n",
+                          sc.what, (long long)sc.block, (long long)sc.block, w.density() * 100, (long long)w.nnzb(),
+                          (long long)tokens, best_r * 1e3, best_s * 1e3, best_r / best_s, compile_r, compile_s,
+                          (double)kr.source().size() / 1024.0, (double)ks.source().size() / 1024.0,
+                          ok ? "" : " **FAIL**");
+            std::fputs(line, stdout);
+            std::fflush(stdout);
+            static_table += line;
+        }
+        std::filesystem::remove_all(scratch);
+        static_table = "\n| static pattern: weight | block | density | tokens | run-time pattern ms | specialised ms | "
+                       "speed-up | compile s (run-time / specialised) | source KB (run-time / specialised) |\n"
+                       "|---|---|---|---|---|---|---|---|---|\n" +
+                       static_table;
+    }
     if (!markdown.empty()) {
         std::ofstream out(markdown, std::ios::app);
-        out << table << prop_table << dec_table << conv_table;
+        out << table << prop_table << dec_table << conv_table << static_table;
         if (!out) {
             std::fprintf(stderr, "block_sparse: cannot write %s\n", markdown.c_str());
             return 2;
