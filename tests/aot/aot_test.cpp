@@ -5,6 +5,7 @@
 #include "common/ragged_testing.h"
 
 #include "aot_bsr.h"
+#include "aot_bsr_static.h"
 #include "aot_projection.h"
 #include "aot_projection_cuda.h"
 #include "aot_projection_cuda_f16.h"
@@ -233,6 +234,59 @@ TEST_CASE("AOT block-sparse product (block counts in, crow built, column indices
     REQUIRE_THAT(std::string(error), Contains("length array 'W_blocks': element 0 is 4, expected a value in [0, 3]"));
     for (float v : y)
         REQUIRE(v == 7.0f);
+}
+
+TEST_CASE("an AOT block-sparse library specialised to a static pattern matches the reference and checks the pattern",
+          "[aot][sparse][static]") {
+    cora_aot_test::BsrProduct def(true);
+    Pipeline pipe({def.Y}, "aot_bsr_static_reference");
+    std::mt19937 rng(22);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> dense(32 * 48);
+    for (float &v : dense)
+        v = u(rng);
+    BsrData w = BsrData::from_block_mask(dense, 32, 48, 8, 16, cora_aot_test::kBsrStaticMask);
+    std::vector<int32_t> counts(4);
+    for (size_t i = 0; i < 4; i++)
+        counts[i] = w.crow[i + 1] - w.crow[i];
+    for (int64_t tokens : {0, 1, 4, 5, 33}) {
+        INFO("tokens " << tokens);
+        RaggedShape shape;
+        shape.set(def.T, tokens);
+        w.bind(shape, def.W);
+        Buffer x = Buffer::alloc(def.X, shape), y = Buffer::alloc(def.Y, shape);
+        testing::fill_random(x, (uint32_t)tokens + 3);
+        Buffer col = w.col_buffer(def.W, shape), values = w.values_buffer(def.W, shape);
+        int64_t sizes[aot_bsr_static_size_count];
+        char error[256] = "";
+        REQUIRE(aot_bsr_static_buffer_sizes(tokens, counts.data(), 4, sizes, error, sizeof error) == 0);
+        REQUIRE(sizes[aot_bsr_static_size_W_col] == w.nnzb());
+        int32_t status =
+            aot_bsr_static(tokens, counts.data(), 4, x.data<float>(), x.size(), col.data<int32_t>(), col.size(),
+                           values.data<float>(), values.size(), y.data<float>(), y.size(), error, sizeof error);
+        INFO(error);
+        REQUIRE(status == 0);
+        testing::require_close(
+            y, def.Y, shape,
+            reference_evaluate(pipe, shape, {{def.X, &x}, {def.W.col, &col}, {def.W.values, &values}})[0]);
+    }
+    // Another pattern: other block counts (the size query says so too), or other columns; nothing written.
+    std::vector<float> x(5 * 48, 1.0f), y(5 * 32, 7.0f), values(4 * 128, 1.0f);
+    std::vector<int32_t> other_counts = {1, 1, 1, 1}, col = {1, 0, 0, 2}, moved_col = {1, 0, 1, 2};
+    int64_t sizes[aot_bsr_static_size_count];
+    char error[256] = "";
+    REQUIRE(aot_bsr_static_buffer_sizes(5, other_counts.data(), 4, sizes, error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("length array 'W_blocks': element 2 is 1, but the kernel was compiled "
+                                              "for the constant value 0"));
+    REQUIRE(aot_bsr_static(5, counts.data(), 4, x.data(), (int64_t)x.size(), moved_col.data(), 4, values.data(),
+                           (int64_t)values.size(), y.data(), (int64_t)y.size(), error, sizeof error) != 0);
+    REQUIRE_THAT(std::string(error), Contains("index tensor 'W_col': element 2 is 1, but the kernel was compiled for "
+                                              "the constant value 0"));
+    for (float v : y)
+        REQUIRE(v == 7.0f);
+    REQUIRE(aot_bsr_static(5, counts.data(), 4, x.data(), (int64_t)x.size(), col.data(), 4, values.data(),
+                           (int64_t)values.size(), y.data(), (int64_t)y.size(), error, sizeof error) == 0);
+    REQUIRE(y[0] != 7.0f);
 }
 
 TEST_CASE("a CUDA AOT library from cora_add_library (kernels on CPU threads) matches the reference", "[aot][gpu]") {

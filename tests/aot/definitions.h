@@ -49,17 +49,31 @@ struct RaggedScores {
 /** Y[t, n] = sum over the present blocks of W (32 x 48, 8 x 16 blocks, column-major within a
  * block) of X[t, k] W[n, k]: BSR metadata as a length array (block counts, whose prefix sums the
  * library builds) and an index tensor (column indices, checked on every call), register tiles. */
+/** The block mask ([4 block rows, 3 block columns]) of aot_bsr_static's pattern: rows with 1, 1, 0
+ * and 2 blocks. */
+inline const std::vector<uint8_t> kBsrStaticMask = {0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1};
+
+/** The static pattern itself (the values are zeros: only the pattern matters when compiling). */
+inline BsrData bsr_static_pattern() {
+    return BsrData::from_block_mask(std::vector<float>(32 * 48, 0.0f), 32, 48, 8, 16, kBsrStaticMask);
+}
+
 struct BsrProduct {
     Dim t{"t"}, kx{"kx"}, n{"n"}, k{"k"}, to{"to"}, ti{"ti"}, nb{"nb"}, r{"r"}, ko{"ko"}, ki{"ki"};
     Param T{"T", 0, 4096};
-    BsrMatrix W{"W", 32, 48, 8, 16, BlockOrder::ColumnMajor};
+    BsrMatrix W;
     Tensor X{"X", {{t, T}, {kx, 48}}};
     Func Y{"Y", {{t, T}, {n, 32}}};
 
-    BsrProduct() {
+    /** `static_pattern`: W is declared with bsr_static_pattern() and the block rows and their
+     * blocks are dismantled: the library carries the pattern and checks the one it is given. */
+    explicit BsrProduct(bool static_pattern = false)
+        : W(static_pattern ? BsrMatrix("W", bsr_static_pattern(), BlockOrder::ColumnMajor)
+                           : BsrMatrix("W", 32, 48, 8, 16, BlockOrder::ColumnMajor)) {
         Y.compute([&](Expr tt, Expr nn) { return W.row_times(k, nn, [&](Expr kk) { return X(tt, kk); }); });
         Y.split(t, to, ti, 4).split(n, nb, r, 8).split(k, ko, ki, 16).reorder({to, nb, ko, ki, ti, r});
         Y.cache_write(nb).vectorize(r).parallel(to);
+        if (static_pattern) Y.dismantle(nb).dismantle(ko);
     }
 };
 

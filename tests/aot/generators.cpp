@@ -36,8 +36,9 @@ private:
 
 class BsrProductGenerator : public Generator {
 public:
+    GeneratorParam static_pattern{this, "static_pattern", 0, "specialise to cora_aot_test::bsr_static_pattern()"};
     std::vector<Func> build() override {
-        def_ = std::make_unique<cora_aot_test::BsrProduct>();
+        def_ = std::make_unique<cora_aot_test::BsrProduct>(static_pattern != 0);
         return {def_->Y};
     }
 
