@@ -11,8 +11,6 @@ namespace {
 /** The longest prefix sum computed at compile time: beyond it the pattern is not a pattern. */
 constexpr int64_t kMaxStaticPrefix = int64_t{1} << 24;
 
-const int64_t *const_of(const Expr &e) { return as_const_int(e); }
-
 } // namespace
 
 class StaticFolder : public IRMutator {
@@ -26,7 +24,7 @@ protected:
         std::vector<int64_t> constants;
         for (Expr &a : args) {
             a = simplify(a);
-            if (const int64_t *c = const_of(a)) constants.push_back(*c);
+            if (const int64_t *c = as_const_int(a)) constants.push_back(*c);
         }
         if (constants.size() == args.size())
             if (std::optional<int64_t> v = values_.uf_value(*op->fn, constants)) return IntImm::make(*v, op->type);
@@ -36,7 +34,7 @@ protected:
         Expr index = simplify(mutate(op->index));
         auto it = values_.tensor_values_.find(op->buffer.get());
         if (it != values_.tensor_values_.end())
-            if (const int64_t *c = const_of(index); c && *c >= 0 && *c < (int64_t)it->second->size())
+            if (const int64_t *c = as_const_int(index); c && *c >= 0 && *c < (int64_t)it->second->size())
                 return IntImm::make((*it->second)[(size_t)*c], op->type);
         return index.same_as(op->index) ? self : Load::make(op->buffer, index);
     }
@@ -65,8 +63,9 @@ std::optional<int64_t> StaticValues::uf_value(const UFNode &fn, const std::vecto
     while ((int64_t)sums.size() <= x) {
         at[last] = IntImm::make((int64_t)sums.size() - 1);
         const int64_t *term = as_const_int(fold(substitute(fn.aux->summand, at)));
-        if (!term) return std::nullopt;
-        sums.push_back(sums.back() + *term);
+        int64_t next = 0;
+        if (!term || __builtin_add_overflow(sums.back(), *term, &next)) return std::nullopt;
+        sums.push_back(next);
     }
     return sums[(size_t)x];
 }
