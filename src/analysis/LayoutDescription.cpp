@@ -65,6 +65,9 @@ std::string describe_storage(AuxTable &table, const TensorNode &t, const FlatLay
     if (t.has_value_range)
         os << indent << "index tensor: every element in [" << t.min_value << ", " << t.max_value
            << "], checked on every call\n";
+    if (t.static_values)
+        os << indent << "values fixed when compiling (a static pattern of " << t.static_values->size()
+           << " elements): the kernel was specialised to them and checks every element on every call\n";
     return os.str();
 }
 

@@ -62,7 +62,8 @@ std::optional<int64_t> StaticValues::uf_value(const UFNode &fn, const std::vecto
     const VarNode *last = fn.aux->layout.back().dim->var.get();
     while ((int64_t)sums.size() <= x) {
         at[last] = IntImm::make((int64_t)sums.size() - 1);
-        const int64_t *term = as_const_int(fold(substitute(fn.aux->summand, at)));
+        const Expr summand = fold(substitute(fn.aux->summand, at)); // alive while `term` points into it
+        const int64_t *term = as_const_int(summand);
         int64_t next = 0;
         if (!term || __builtin_add_overflow(sums.back(), *term, &next)) return std::nullopt;
         sums.push_back(next);

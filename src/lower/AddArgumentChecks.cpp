@@ -140,7 +140,8 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
             if (a.kind == ModuleArg::Kind::Input && a.tensor->has_value_range) checks.push_back(check_index_range(a));
             if (a.kind == ModuleArg::Kind::Input && a.tensor->static_values) {
                 const int64_t n = (int64_t)a.tensor->static_values->size();
-                if (const int64_t *size = as_const_int(StaticValues().fold(a.expected_count)); size && *size != n)
+                const Expr layout_size = StaticValues().fold(a.expected_count);
+                if (const int64_t *size = as_const_int(layout_size); size && *size != n)
                     throw_compile_error("index tensor '", a.name, "' has ", n, " index_values, but its layout holds ",
                                         *size, " elements");
                 checks.push_back(check_static_values(a, *a.tensor->static_values, "index tensor", constants));

@@ -97,7 +97,8 @@ front::Schedule default_schedule(const TensorNode &f) {
         }
     }
     const LayoutDim &inner = dom.back();
-    const int64_t *e = as_const_int(simplify(inner.extent));
+    const Expr extent = simplify(inner.extent); // alive while `e` points into it
+    const int64_t *e = as_const_int(extent);
     if (!(next < dom.size() && e && *e >= 2 && storage_keeps_innermost_dim(f))) return s;
     if (!has_reduction(f.value)) {
         s.annotations.emplace_back(inner.dim, front::LoopAnnotation::Vectorize);

@@ -77,6 +77,9 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
         a.count_var = make_var(u->name + "_count", VarRole::Local, Int64);
         a.expected_count = u->count;
         a.layout = "int32 " + u->name + "[" + print(u->count) + "]\n";
+        if (u->static_values)
+            a.layout += "values fixed when compiling: the kernel was specialised to them and checks every element "
+                        "on every call\n";
         args.push_back(a);
     }
     std::map<std::string, int> aux_names;

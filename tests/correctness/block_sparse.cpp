@@ -196,8 +196,8 @@ TEST_CASE("BsrMatrix and index_range reject bad declarations", "[sparse][error]"
 TEST_CASE("block-sparse linear layers over ragged tokens match the reference and the dense product", "[sparse]") {
     const int64_t rows = 64, cols = 64, max_len = 40;
     std::mt19937 rng(2026);
-    for (BlockShape bs :
-         {BlockShape{8, 8}, BlockShape{16, 16}, BlockShape{32, 32}, BlockShape{4, 16}, BlockShape{16, 4}}) {
+    for (BlockShape bs : {BlockShape{8, 8}, BlockShape{16, 16}, BlockShape{32, 32}, BlockShape{4, 16},
+                          BlockShape{16, 4}, BlockShape{64, 64}}) {
         for (BlockOrder order : {BlockOrder::RowMajor, BlockOrder::ColumnMajor}) {
             bool with_bias = order == BlockOrder::ColumnMajor, build_in_kernel = bs.rows == 16 && bs.cols == 4;
             INFO("blocks " << bs.rows << "x" << bs.cols

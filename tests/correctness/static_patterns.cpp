@@ -198,6 +198,14 @@ TEST_CASE("a kernel compiled for a static pattern rejects any other pattern and 
     BsrLinear lin(
         "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling);
     Kernel kernel = Pipeline({lin.Y}, "static_checks").compile();
+    // The arguments' descriptions (AOT headers print them) say the pattern is fixed.
+    int described = 0;
+    for (const KernelArgInfo &a : kernel.arguments())
+        if (a.name == "W_col" || a.name == "W_blocks") {
+            REQUIRE_THAT(a.layout, Catch::Contains("values fixed when compiling"));
+            described++;
+        }
+    REQUIRE(described == 2);
     RaggedShape shape;
     shape.set(D.B, 2).set(D.len, {5, 9});
     Buffer x = Buffer::alloc(X, shape);
