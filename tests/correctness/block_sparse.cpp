@@ -3,6 +3,7 @@
 // loop over the matrix with the zero blocks materialised, on the edge cases: no block present,
 // all present, one block per row, empty rows, every block shape of the issue, ragged token counts
 // 0 and 1, both block orders, JIT and in-kernel (AOT) aux arrays; random patterns x random schedules.
+#include "common/block_sparse_testing.h"
 #include "common/ragged_testing.h"
 #include "sparse/bsr_conv.h"
 #include "sparse/bsr_linear.h"
@@ -13,66 +14,7 @@ using namespace cora;
 using cora::apps::BsrLinear;
 using cora::apps::BsrTiling;
 using cora::apps::TokenDims;
-
-namespace {
-
-enum class Pattern { None, All, OnePerRow, EmptyRows, Random };
-
-const char *pattern_name(Pattern p) {
-    switch (p) {
-    case Pattern::None: return "no block";
-    case Pattern::All: return "all blocks";
-    case Pattern::OnePerRow: return "one block per row";
-    case Pattern::EmptyRows: return "empty rows";
-    case Pattern::Random: return "random";
-    }
-    return "?";
-}
-
-/** A [mb, kb] block mask of the pattern. */
-std::vector<uint8_t> block_mask(Pattern p, int64_t mb, int64_t kb, std::mt19937 &rng) {
-    std::vector<uint8_t> m((size_t)(mb * kb), 0);
-    for (int64_t i = 0; i < mb; i++)
-        for (int64_t j = 0; j < kb; j++) {
-            uint8_t &x = m[(size_t)(i * kb + j)];
-            switch (p) {
-            case Pattern::None: break;
-            case Pattern::All: x = 1; break;
-            case Pattern::OnePerRow: x = j == (i * 7 + 3) % kb; break;
-            case Pattern::EmptyRows: x = i % 2 == 1 ? 0 : (uint8_t)(rng() % 2); break;
-            case Pattern::Random: x = (uint8_t)(rng() % 3 == 0); break;
-            }
-        }
-    return m;
-}
-
-std::vector<float> random_dense(int64_t rows, int64_t cols, std::mt19937 &rng) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<float> d((size_t)(rows * cols));
-    for (float &x : d)
-        x = u(rng);
-    return d;
-}
-
-/** Y[t, n] = act(sum_k X[t, k] W[n, k] + bias[n]) in double over the dense matrix. */
-std::vector<double> dense_linear(const std::vector<double> &x, int64_t tokens, const std::vector<float> &w,
-                                 int64_t rows, int64_t cols, const std::vector<float> *bias, bool relu) {
-    std::vector<double> y((size_t)(tokens * rows));
-    for (int64_t t = 0; t < tokens; t++)
-        for (int64_t n = 0; n < rows; n++) {
-            double acc = bias ? (*bias)[(size_t)n] : 0.0;
-            for (int64_t k = 0; k < cols; k++)
-                acc += x[(size_t)(t * cols + k)] * (double)w[(size_t)(n * cols + k)];
-            y[(size_t)(t * rows + n)] = relu ? std::max(acc, 0.0) : acc;
-        }
-    return y;
-}
-
-struct BlockShape {
-    int64_t rows, cols;
-};
-
-} // namespace
+using namespace cora::testing;
 
 TEST_CASE("BsrData converts dense matrices and block masks and back", "[sparse]") {
     std::mt19937 rng(7);
@@ -228,32 +170,10 @@ TEST_CASE("block-sparse linear layers over ragged tokens match the reference and
                 std::vector<float> dense = random_dense(rows, cols, rng);
                 BsrData w = BsrData::from_block_mask(dense, rows, cols, bs.rows, bs.cols,
                                                      block_mask(p, rows / bs.rows, cols / bs.cols, rng));
-                std::vector<float> wd = w.to_dense();
-                std::vector<float> bias_values((size_t)rows);
-                for (float &x : bias_values)
-                    x = (float)(rng() % 100) / 100.0f - 0.5f;
-                for (const auto &lengths : testing::length_cases((int32_t)max_len, 12, (uint32_t)rng(), 1)) {
-                    INFO(pattern_name(p) << ", " << testing::describe(lengths));
-                    RaggedShape shape;
-                    shape.set(D.B, (int64_t)lengths.size()).set(D.len, lengths);
-                    w.bind(shape, W);
-                    Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(lin.Y, shape);
-                    testing::fill_random(x, (uint32_t)rng());
-                    Buffer col = w.col_buffer(W, shape), values = w.values_buffer(W, shape);
-                    Buffer bias_buffer = Buffer::view(bias, shape, bias_values.data(), rows);
-                    std::vector<Binding> bindings = {{X, x}, {W.col, col}, {W.values, values}, {lin.Y, y}};
-                    if (with_bias) bindings.push_back({bias, bias_buffer});
-                    kernel.run(shape, bindings);
-                    std::vector<std::pair<Tensor, const Buffer *>> inputs = {
-                        {X, &x}, {W.col, &col}, {W.values, &values}};
-                    if (with_bias) inputs.push_back({bias, &bias_buffer});
-                    testing::require_close(y, lin.Y, shape, reference_evaluate(pipe, shape, inputs)[0]);
-                    std::vector<double> xv = testing::logical_values(x, X, shape);
-                    int64_t tokens = (int64_t)xv.size() / cols;
-                    testing::require_close(
-                        y, lin.Y, shape,
-                        dense_linear(xv, tokens, wd, rows, cols, with_bias ? &bias_values : nullptr, with_bias));
-                }
+                INFO(pattern_name(p));
+                check_bsr_linear(kernel, pipe, D, X, W, lin.Y, w,
+                                 with_bias ? std::optional<Tensor>(bias) : std::nullopt, with_bias, (int32_t)max_len,
+                                 rng);
             }
         }
     }

@@ -5,6 +5,7 @@
 // element blocks; token counts 0, 1, a chunk and one past, a batch of one); the pattern in the code
 // (no column loads in the loops, no code for absent blocks); a pattern other than the compiled one
 // rejected at bind and at every call with nothing written; the declaration and schedule errors.
+#include "common/block_sparse_testing.h"
 #include "common/ragged_testing.h"
 #include "sparse/bsr_linear.h"
 
@@ -14,59 +15,9 @@ using namespace cora;
 using cora::apps::BsrLinear;
 using cora::apps::BsrTiling;
 using cora::apps::TokenDims;
+using namespace cora::testing;
 
 namespace {
-
-enum class Pattern { None, All, OnePerRow, EmptyRows, Random };
-
-const char *pattern_name(Pattern p) {
-    switch (p) {
-    case Pattern::None: return "no block";
-    case Pattern::All: return "all blocks";
-    case Pattern::OnePerRow: return "one block per row";
-    case Pattern::EmptyRows: return "empty rows";
-    case Pattern::Random: return "random";
-    }
-    return "?";
-}
-
-std::vector<uint8_t> block_mask(Pattern p, int64_t mb, int64_t kb, std::mt19937 &rng) {
-    std::vector<uint8_t> m((size_t)(mb * kb), 0);
-    for (int64_t i = 0; i < mb; i++)
-        for (int64_t j = 0; j < kb; j++) {
-            uint8_t &x = m[(size_t)(i * kb + j)];
-            switch (p) {
-            case Pattern::None: break;
-            case Pattern::All: x = 1; break;
-            case Pattern::OnePerRow: x = j == (i * 5 + 1) % kb; break;
-            case Pattern::EmptyRows: x = i % 2 == 1 ? 0 : (uint8_t)(rng() % 2); break;
-            case Pattern::Random: x = (uint8_t)(rng() % 4 == 0); break;
-            }
-        }
-    return m;
-}
-
-std::vector<float> random_dense(int64_t rows, int64_t cols, std::mt19937 &rng) {
-    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    std::vector<float> d((size_t)(rows * cols));
-    for (float &x : d)
-        x = u(rng);
-    return d;
-}
-
-/** Y[t, n] = act(sum_k X[t, k] W[n, k] + bias[n]) in double over the dense matrix. */
-std::vector<double> dense_linear(const std::vector<double> &x, int64_t tokens, const std::vector<float> &w,
-                                 int64_t rows, int64_t cols, const std::vector<float> *bias, bool relu) {
-    std::vector<double> y((size_t)(tokens * rows));
-    for (int64_t t = 0; t < tokens; t++)
-        for (int64_t n = 0; n < rows; n++) {
-            double acc = bias ? (*bias)[(size_t)n] : 0.0;
-            for (int64_t k = 0; k < cols; k++)
-                acc += x[(size_t)(t * cols + k)] * (double)w[(size_t)(n * cols + k)];
-            y[(size_t)(t * rows + n)] = relu ? std::max(acc, 0.0) : acc;
-        }
-    return y;
-}
 
 /** The generated code after the last argument check: the computation. */
 std::string compute_part(const Kernel &k) {
@@ -82,9 +33,14 @@ size_t count(const std::string &text, const std::string &what) {
     return n;
 }
 
-struct BlockShape {
-    int64_t rows, cols;
-};
+/** Small tiles (8-token chunks of 4-token tiles) for the small matrices of these tests. */
+BsrTiling small_tiling(bool dismantle) {
+    BsrTiling t;
+    t.chunk_tokens = 8;
+    t.tile_tokens = 4;
+    t.dismantle = dismantle;
+    return t;
+}
 
 } // namespace
 
@@ -102,7 +58,6 @@ TEST_CASE("a static pattern specialises a block-sparse kernel: no index loads, a
             std::vector<float> dense = random_dense(rows, cols, rng);
             BsrData w = BsrData::from_block_mask(dense, rows, cols, bs.rows, bs.cols,
                                                  block_mask(p, rows / bs.rows, cols / bs.cols, rng));
-            std::vector<float> wd = w.to_dense();
             TokenDims D(max_len);
             BsrTiling tiling;
             tiling.chunk_tokens = 12;
@@ -130,29 +85,8 @@ TEST_CASE("a static pattern specialises a block-sparse kernel: no index loads, a
             else
                 CHECK(count(code, "W_values_[") % (size_t)w.nnzb() == 0);
 
-            std::vector<float> bias_values((size_t)rows);
-            for (float &x : bias_values)
-                x = (float)(rng() % 100) / 100.0f - 0.5f;
-            for (const auto &lengths : testing::length_cases((int32_t)max_len, 12, (uint32_t)rng(), 1)) {
-                INFO(testing::describe(lengths));
-                RaggedShape shape;
-                shape.set(D.B, (int64_t)lengths.size()).set(D.len, lengths);
-                w.bind(shape, W);
-                Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(lin.Y, shape);
-                testing::fill_random(x, (uint32_t)rng());
-                Buffer col = w.col_buffer(W, shape), values = w.values_buffer(W, shape);
-                Buffer bias_buffer = Buffer::view(bias, shape, bias_values.data(), rows);
-                std::vector<Binding> bindings = {{X, x}, {W.col, col}, {W.values, values}, {lin.Y, y}};
-                if (with_bias) bindings.push_back({bias, bias_buffer});
-                kernel.run(shape, bindings);
-                std::vector<std::pair<Tensor, const Buffer *>> inputs = {{X, &x}, {W.col, &col}, {W.values, &values}};
-                if (with_bias) inputs.push_back({bias, &bias_buffer});
-                testing::require_close(y, lin.Y, shape, reference_evaluate(pipe, shape, inputs)[0]);
-                std::vector<double> xv = testing::logical_values(x, X, shape);
-                testing::require_close(y, lin.Y, shape,
-                                       dense_linear(xv, (int64_t)xv.size() / cols, wd, rows, cols,
-                                                    with_bias ? &bias_values : nullptr, with_bias));
-            }
+            check_bsr_linear(kernel, pipe, D, X, W, lin.Y, w, with_bias ? std::optional<Tensor>(bias) : std::nullopt,
+                             with_bias, (int32_t)max_len, rng);
         }
     }
 }
@@ -162,9 +96,7 @@ TEST_CASE("a static pattern without dismantled loops runs the run-time kernel on
     std::mt19937 rng(3);
     BsrData w = BsrData::from_block_mask(random_dense(16, 32, rng), 16, 32, 8, 8, {1, 0, 1, 1, 0, 1, 0, 0});
     TokenDims D(20);
-    BsrTiling tiling;
-    tiling.chunk_tokens = 8;
-    tiling.tile_tokens = 4;
+    BsrTiling tiling = small_tiling(false);
     Tensor X = D.tokens("X", 32, tiling.chunk_tokens);
     BsrMatrix W("W", w, BlockOrder::ColumnMajor);
     BsrLinear lin(
@@ -189,10 +121,7 @@ TEST_CASE("a kernel compiled for a static pattern rejects any other pattern and 
     std::vector<float> dense = random_dense(16, 32, rng);
     BsrData w = BsrData::from_block_mask(dense, 16, 32, 8, 8, {1, 0, 1, 1, 0, 1, 0, 0});
     TokenDims D(16);
-    BsrTiling tiling;
-    tiling.chunk_tokens = 8;
-    tiling.tile_tokens = 4;
-    tiling.dismantle = true;
+    BsrTiling tiling = small_tiling(true);
     Tensor X = D.tokens("X", 32, tiling.chunk_tokens);
     BsrMatrix W("W", w);
     BsrLinear lin(
@@ -277,10 +206,7 @@ TEST_CASE("static values and dismantled loops: declaration and schedule errors",
 
     // Dismantling a loop whose extent only the run-time pattern knows.
     TokenDims D(16);
-    BsrTiling tiling;
-    tiling.chunk_tokens = 8;
-    tiling.tile_tokens = 4;
-    tiling.dismantle = true;
+    BsrTiling tiling = small_tiling(true);
     Tensor X = D.tokens("X", 32, tiling.chunk_tokens);
     BsrMatrix runtime_w("W", 16, 32, 8, 8);
     BsrLinear lin(
