@@ -65,12 +65,14 @@ public:
     std::vector<float> &input() { return x_; }
     /** Seconds spent in each of the five kernels by run() since construction (when profiling). */
     std::array<double, 5> kernel_seconds{};
+    int64_t profiled_runs = 0;
     bool profile = false;
 
     /** Runs every layer on input(); the result replaces it. */
     void run() {
         const int32_t *len = len_.data();
         const int64_t H = c_.hidden, F = c_.ff, n = tokens_count_;
+        if (profile) profiled_runs++;
         auto t = std::chrono::steady_clock::now();
         auto lap = [&](int k) {
             if (!profile) return;
@@ -162,7 +164,7 @@ int run(int argc, char **argv) {
         .text("--input", &input_file, "FILE", "float32 input tokens of the first batch, packed [tokens, hidden]")
         .text("--dump", &dump_file, "FILE", "write the first batch's output tokens there, packed float32")
         .toggle("--no-check", &no_check, "skip the check of the first batch against the reference")
-        .toggle("--profile", &profile, "print each kernel's share of the ragged time")
+        .toggle("--profile", &profile, "print each kernel's time, ragged and padded, beside its work ratio")
         .integer("--runs", &runs, 1, 1000, "timed runs per batch (the best is reported)")
         .integer("--threads", &threads, 0, 1024, "threads (0: all cores)");
     if (!cli.parse(argc, argv)) return 0;
@@ -272,7 +274,7 @@ int run(int argc, char **argv) {
             std::printf(", all layers): %s (max relative error %.2e)\n", pass ? "PASS" : "FAIL", max_rel);
         }
 
-        ragged.profile = profile;
+        ragged.profile = padded.profile = profile;
         double t_ragged = best_seconds((int)runs, [&] {
             ragged.input() = input;
             ragged.run();
@@ -312,14 +314,25 @@ int run(int argc, char **argv) {
             (long long)bi, (long long)tokens, max_len, work_ratio, t_ragged * 1e3, (double)tokens / t_ragged,
             t_padded * 1e3, t_padded / t_ragged);
         if (profile) {
+            // Per kernel: ragged and padded milliseconds per run (mean over the runs) and their
+            // ratio, beside the work ratio it should track (token-linear kernels save the padded
+            // tokens; attention saves the squares of the lengths).
             const char *names[5] = {"qkv", "attention", "out_norm", "ff1", "ff2_norm"};
-            double all = 0;
+            double all = 0, sq_useful = 0;
             for (double x : ragged.kernel_seconds)
                 all += x;
-            std::printf("  kernels (share of the ragged time over %lld runs):", (long long)runs);
-            for (size_t k = 0; k < 5; k++)
-                std::printf(" %s %.1f%%", names[k], 100.0 * ragged.kernel_seconds[k] / all);
-            std::printf("\n");
+            for (int32_t l : len)
+                sq_useful += (double)l * l;
+            const double token_ratio = (double)max_len * (double)len.size() / std::max<double>((double)tokens, 1);
+            const double square_ratio = (double)max_len * max_len * (double)len.size() / std::max(sq_useful, 1.0);
+            std::printf("  kernels, ms per run ragged / padded (padded/ragged; work ratio):\n");
+            for (size_t k = 0; k < 5; k++) {
+                const double r = ragged.kernel_seconds[k] / (double)std::max<int64_t>(ragged.profiled_runs, 1),
+                             p = padded.kernel_seconds[k] / (double)std::max<int64_t>(padded.profiled_runs, 1);
+                std::printf("    %-9s %8.2f / %8.2f ms (%.2fx; %.2fx)  %.1f%% of the ragged time\n", names[k], r * 1e3,
+                            p * 1e3, p / std::max(r, 1e-12), k == 1 ? square_ratio : token_ratio,
+                            100.0 * ragged.kernel_seconds[k] / all);
+            }
         }
         total_ragged += t_ragged;
         total_padded += t_padded;
