@@ -124,7 +124,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
             guards_kept += guards.kept;
             bound_loops_by_guards(plan, guards);
             CacheReads reads = apply_cache_reads(plan, ctx);
-            nests.push_back(build_loop_nest(plan, guards, reads));
+            nests.push_back(build_loop_nest(plan, guards, reads, ctx));
         }
     });
     ctx.prover->set_context("compute_at, hfuse and storage lowering");

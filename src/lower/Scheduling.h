@@ -125,7 +125,7 @@ struct CacheReads {
 CacheReads apply_cache_reads(const LoopPlan &plan, LoweringContext &ctx);
 
 /** The op's loop nest, with its cache_write tile or reduction init/update nests. (LoopNest.cpp) */
-Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads);
+Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads, LoweringContext &ctx);
 
 /** The ops in execution order: each Func, followed by the tails of its op splits. */
 std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx);

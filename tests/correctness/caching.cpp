@@ -190,3 +190,50 @@ TEST_CASE("a split reduction's outer loop runs outside the loops its extent uses
     REQUIRE_THROWS_WITH(Pipeline({YN}, "row_prefix_ragged").compile(),
                         Contains("loop 'ro' has extent") && Contains("which depends on loop 'i'"));
 }
+
+TEST_CASE("k-panels that visit every element: the first starts the tile, the last applies the epilogue", "[cache]") {
+    // A token GEMM with bias + ReLU, k-panels of 8 outside the 4-token tiles (as the encoder's
+    // projections). With K >= 1 every tile visits every panel, so nothing zeroes C before the
+    // panels and no pass applies the epilogue after them; with K possibly 0 (no panel at all),
+    // C is zeroed first and the epilogue runs in a pass after the panels.
+    Dim batch("batch"), s("s"), n("n"), r("r"), so("so"), si("si"), no("no"), ni("ni"), ro("ro"), ri("ri");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 19);
+    for (int64_t min_k : {1, 0}) {
+        DYNAMIC_SECTION("K >= " << min_k) {
+            Param K("K", min_k, 21);
+            Tensor X("X", {{batch, B}, {s, len(batch)}, {r, K}}), W("W", {{r, K}, {n, 16}}), bias("bias", {{n, 16}});
+            Func C("C", {{batch, B}, {s, len(batch)}, {n, 16}});
+            C.compute([&](Expr b, Expr t, Expr j) { return max(sum(r, K, X(b, t, r) * W(r, j)) + bias(j), 0.0f); });
+            C.split(s, so, si, 4)
+                .split(n, no, ni, 8)
+                .split(r, ro, ri, 8)
+                .reorder({batch, no, ro, so, ri, si, ni})
+                .unroll(si)
+                .vectorize(ni)
+                .cache_read(W, ro)
+                .cache_write(so);
+            Pipeline p({C}, "panels_fused_" + std::to_string(min_k));
+            Kernel k = p.compile();
+            const std::string ir = k.lowered();
+            INFO(ir);
+            size_t panels = ir.find("for ro in");
+            REQUIRE(panels != std::string::npos);
+            if (min_k == 1) {
+                REQUIRE_THAT(ir, Contains("if (ro == 0):"));
+                REQUIRE(ir.find("C[", 0) > panels); // C is not written before the panels
+                REQUIRE(count_occurrences(ir, "for so in") == 1);
+            } else {
+                REQUIRE_THAT(ir, !Contains("if (ro == 0):"));
+                REQUIRE(ir.find("C[", 0) < panels);               // zeroed before the panels
+                REQUIRE(count_occurrences(ir, "for so in") == 3); // init, panels, epilogue pass
+            }
+            check_against_reference(
+                p, k, {X, W, bias},
+                [&](RaggedShape &shape, const std::vector<int32_t> &l) {
+                    shape.set(B, (int64_t)l.size()).set(len, l).set(K, std::max<int64_t>(min_k, l.back() % 22));
+                },
+                19, 4, 97 + (uint32_t)min_k);
+        }
+    }
+}
