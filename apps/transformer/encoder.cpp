@@ -42,7 +42,8 @@ void ok(int32_t status, const char *kernel, const char *error) {
 /** The encoder on one batch shape: buffers sized by the kernels' size queries, reused across runs. */
 class Encoder {
 public:
-    /** `mask_full`: causal attention computed as full attention with a mask (the baseline). */
+    /** `w`: the weights in the kernels' layout (kernel_weights). `mask_full`: causal attention
+     * computed as full attention with a mask (the baseline). */
     Encoder(const EncoderConfig &c, const std::vector<LayerWeights> &w, std::vector<int32_t> lengths,
             bool mask_full = false)
         : c_(c), w_(w), len_(std::move(lengths)), mask_full_(mask_full) {
@@ -60,7 +61,7 @@ public:
         ok(encoder_qkv_buffer_sizes(B_, NH_, len_.data(), B_, qsizes, err_, sizeof err_), "encoder_qkv", err_);
         qkv_.resize((size_t)qsizes[encoder_qkv_size_QKV]);
     }
-    /** Packed rows (tokens, padded to a multiple of 16) x hidden. */
+    /** Packed rows (tokens, padded to a multiple of kTokenPad) x hidden. */
     int64_t rows() const { return tokens_count_ / c_.hidden; }
     std::vector<float> &input() { return x_; }
     /** Seconds spent in each of the five kernels by run() since construction (when profiling). */
@@ -195,6 +196,7 @@ int run(int argc, char **argv) {
     } else {
         weights = random_weights(cfg, 1);
     }
+    const std::vector<LayerWeights> panels = kernel_weights(cfg, weights); // the kernels' layout
     std::vector<int32_t> all_lengths;
     std::string source = "built-in MNLI length profile";
     if (!lengths_file.empty()) {
@@ -219,7 +221,7 @@ int run(int argc, char **argv) {
         std::vector<int32_t> len(all_lengths.begin() + bi * batch, all_lengths.begin() + (bi + 1) * batch);
         const int32_t max_len = *std::max_element(len.begin(), len.end());
         const int64_t tokens = std::accumulate(len.begin(), len.end(), int64_t(0));
-        Encoder ragged(cfg, weights, len), padded(cfg, weights, std::vector<int32_t>(len.size(), max_len));
+        Encoder ragged(cfg, panels, len), padded(cfg, panels, std::vector<int32_t>(len.size(), max_len));
 
         // Input tokens: the file's for the first batch, else deterministic random embeddings.
         std::vector<float> input((size_t)ragged.input().size());
@@ -287,7 +289,7 @@ int run(int argc, char **argv) {
         double t_prelude = ragged.prelude_seconds((int)runs);
         if (cfg.causal) {
             // The same model with causal attention computed as full attention and a mask.
-            Encoder masked(cfg, weights, len, true);
+            Encoder masked(cfg, panels, len, true);
             masked.input() = input;
             masked.run();
             double diff = 0;

@@ -7,14 +7,16 @@
  *   out_norm   X1 = LayerNorm(A . Wo + bo + X)
  *   ff1        F  = act(X1 . W1 + b1)                                          (ReLU or GELU)
  *   ff2_norm   X2 = LayerNorm(F . W2 + b2 + X1)
- * Tokens t = (b, s) are packed: every token tensor is stored with fuse_storage(b, s, tok, 16),
- * item after item with the total padded to a multiple of 16 tokens (bulk padding), so the GEMMs
- * run over all tokens of the batch as one loop (in 256-token blocks of 4-token register tiles)
- * with no per-item remainder.
+ * Tokens t = (b, s) are packed: every token tensor is stored with fuse_storage(b, s, tok, 48),
+ * item after item with the total padded to a multiple of 48 tokens (bulk padding), so the GEMMs
+ * run over all tokens of the batch as one loop (in blocks of whole register tiles of 4 or 6
+ * tokens) with no per-item remainder.
  * The attention kernel reads QKV in that layout and keeps its scores per item (len(b) x len(b)
  * per head, or the lower triangle when causal): consumers read producers stored with different
  * padding, and no kernel adds or removes padding.
- * Weights are row-major [in, out] (the transpose of PyTorch's Linear.weight). The model sizes are
+ * Weights W(r, n) are [in, out] (the transpose of PyTorch's Linear.weight), stored in column
+ * panels of 16: [out / 16][in][16] (EncoderDims::weight; the program packs them once per
+ * model, encoder_model.h: weight_panels). The model sizes are
  * run-time params: heads NH (hidden = 64 NH) and FB (feed-forward = 64 FB), so one library serves
  * every configuration whose head dim is 64 (the CoRA paper's 512/8/2048 and BERT-base
  * 768/12/3072). */
@@ -47,7 +49,7 @@ inline int64_t float_lanes(int vector_bits) { return vector_bits >= 128 ? vector
 struct EncoderDims {
     Dim b{"b"}, s{"s"}, tok{"tok"}, c{"c"}, n{"n"}, r{"r"}, h{"h"}, i{"i"}, j{"j"}, d{"d"}, to{"to"}, ti{"ti"},
         tio{"tio"}, tii{"tii"}, no{"no"}, ni{"ni"}, co{"co"}, ci{"ci"}, ko{"ko"}, ki{"ki"}, tb{"tb"}, tt{"tt"},
-        jo{"jo"}, ji{"ji"}, io{"io"}, ii{"ii"}, dout{"dout"}, din{"din"};
+        jo{"jo"}, ji{"ji"}, io{"io"}, ii{"ii"}, dout{"dout"}, din{"din"}, wo{"wo"}, wi{"wi"};
     Param B{"B", 1, 4096};
     LengthArray len{"len", B, 0, kMaxLen};
     Param NH{"NH", 1, 32};  ///< attention heads
@@ -61,6 +63,14 @@ struct EncoderDims {
         t.fuse_storage(b, s, tok, kTokenPad);
         return t;
     }
+    /** A token GEMM's weight W(r, n), `in` x `out`, stored in column panels of kWeightPanel:
+     * [out / kWeightPanel][in][kWeightPanel], so that a panel's k-rows are contiguous (read as
+     * [in][out], a panel's rows were each a cache line on its own page, out * 4 bytes apart). */
+    Tensor weight(const Expr &in, const Expr &out) const {
+        Tensor w("W", {{r, in}, {n, out}});
+        w.split_storage(n, wo, wi, kWeightPanel).reorder_storage({wo, r, wi});
+        return w;
+    }
     /** The output of a token GEMM (n < width); schedule_token_gemm schedules it. */
     Func token_gemm(const std::string &name, const Expr &width) const {
         return Func(name, {{b, B}, {s, len(b)}, {n, width}});
@@ -69,25 +79,31 @@ struct EncoderDims {
      * column panel passes over it; with the panels outermost, large batches streamed X from
      * memory once per panel: 0.40x sgemm at 9k tokens, now 0.88x); per block, a parallel loop
      * over column panels of 16 x vector-width floats, 256-deep k-panels of W packed once
-     * (cache_read) and 4-token register tiles (cache_write: 4 x 16 accumulators of a 512-bit
-     * target, 4 x 2 of a 256-bit one, so they stay in registers); the epilogue in a pass over
-     * the panel after its last k-panel. The threads share each block's panels rather than taking
-     * whole blocks: a small batch has few blocks (CoLA's 362 tokens: one of 256 and one of 112,
-     * so one thread idled more than half the time) and the panels split evenly at any token
-     * count (CoLA batch 32: 125 -> 93 ms, now tracking the work saved; RACE within 3%). */
+     * (cache_read) and register tiles (cache_write) that start from zero at the first k-panel
+     * and apply the epilogue at the last one's write-back. A 512-bit target's tiles are 4 tokens
+     * x 4 vectors (16 of its 32 registers accumulate); a 256-bit one's, 6 tokens x 2 vectors
+     * (12 of 16: 4 x 2 left the two FMA pipes short of independent chains, 0.88-0.92x sgemm
+     * against 0.92-0.97x for 6 x 2 on a Zen 3), in blocks of 240, the loop padded to 48 tokens
+     * (kTokenPad, the storage's padding) so that no tile is partial. The threads share each block's panels rather than
+     * taking whole blocks: a small batch has few blocks (CoLA's 362 tokens: one of 256 and one of 112, so one thread
+     * idled more than half the time) and the panels split evenly at any token count (CoLA batch 32: 125 -> 93 ms, now
+     * tracking the work saved; RACE within 3%). */
     void schedule_token_gemm(Func &f, const Tensor &W, int vector_bits) const {
-        const int64_t cols = vector_bits >= 512 ? 64 : (vector_bits >= 256 ? 16 : 8);
-        f.fuse(b, s, tok).pad_loop(tok, kTokenPad).fuse_storage(b, s, tok, kTokenPad);
-        f.split(tok, tb, tt, 256)
-            .split(tt, to, ti, 4)
+        const bool wide = vector_bits >= 512;
+        const int64_t cols = wide ? 64 : (vector_bits >= 256 ? 16 : 8);
+        const int64_t rows = wide ? 4 : 6;
+        static_assert(kTokenPad % 16 == 0 && kTokenPad % 48 == 0, "token tiles must divide the storage padding");
+        f.fuse(b, s, tok).pad_loop(tok, wide ? 16 : 48).fuse_storage(b, s, tok, kTokenPad);
+        f.split(tok, tb, tt, wide ? 256 : 240)
+            .split(tt, to, ti, rows)
             .split(n, no, ni, cols)
             .split(r, ko, ki, 256)
             .reorder({tb, no, ko, to, ki, ti, ni})
             .parallel(no)
             .unroll(ti)
             .vectorize(ni)
-            .cache_read(W, ko)
             .cache_write(to);
+        if (wide) f.cache_read(W, ko);
     }
 };
 
@@ -127,7 +143,7 @@ inline void layer_norm(EncoderKernelDef &k, const Func &Y, const Tensor &gamma, 
 inline void projection_norm(EncoderKernelDef &k, const Expr &in_width, int vector_bits) {
     EncoderDims &D = k.dims;
     Tensor In = D.tokens("In", in_width), Residual = D.tokens("Residual", D.hidden());
-    Tensor W("W", {{D.r, in_width}, {D.n, D.hidden()}}), bias("bias", {{D.n, D.hidden()}});
+    Tensor W = D.weight(in_width, D.hidden()), bias("bias", {{D.n, D.hidden()}});
     Tensor gamma("gamma", {{D.c, D.hidden()}}), beta("beta", {{D.c, D.hidden()}});
     Func Y = D.token_gemm("Y", D.hidden());
     Y.compute([&](Expr b, Expr s, Expr n) {
@@ -149,7 +165,7 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
     switch (which) {
     case EncoderKernel::Qkv: {
         Tensor X = D.tokens("X", D.hidden());
-        Tensor W("W", {{D.r, D.hidden()}, {D.n, 3 * D.hidden()}}), bias("bias", {{D.n, 3 * D.hidden()}});
+        Tensor W = D.weight(D.hidden(), 3 * D.hidden()), bias("bias", {{D.n, 3 * D.hidden()}});
         Func QKV = D.token_gemm("QKV", 3 * D.hidden());
         QKV.compute([&](Expr b, Expr s, Expr n) { return sum(D.r, D.hidden(), X(b, s, D.r) * W(D.r, n)) + bias(n); });
         D.schedule_token_gemm(QKV, W, vector_bits);
@@ -240,7 +256,7 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
     case EncoderKernel::OutNorm: detail::projection_norm(*k, D.hidden(), vector_bits); break;
     case EncoderKernel::FeedForward1: {
         Tensor X = D.tokens("X", D.hidden());
-        Tensor W("W", {{D.r, D.hidden()}, {D.n, D.ff()}}), bias("bias", {{D.n, D.ff()}});
+        Tensor W = D.weight(D.hidden(), D.ff()), bias("bias", {{D.n, D.ff()}});
         Func F = D.token_gemm("F", D.ff());
         F.compute([&](Expr b, Expr s, Expr n) {
             Expr x = sum(D.r, D.hidden(), X(b, s, D.r) * W(D.r, n)) + bias(n);

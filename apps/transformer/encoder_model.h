@@ -62,6 +62,30 @@ inline std::vector<LayerWeights> random_weights(const EncoderConfig &c, uint32_t
     return layers;
 }
 
+/** A weight matrix `w`, row-major [in, out], in the layout the kernels read (encoder_def.h,
+ * EncoderDims::weight): column panels of kWeightPanel, [out / kWeightPanel][in][kWeightPanel]
+ * (`out` is a multiple of 64). */
+inline std::vector<float> weight_panels(const std::vector<float> &w, int64_t in, int64_t out) {
+    std::vector<float> p(w.size());
+    for (int64_t r = 0; r < in; r++)
+        for (int64_t n = 0; n < out; n++)
+            p[(size_t)(((n / kWeightPanel) * in + r) * kWeightPanel + n % kWeightPanel)] = w[(size_t)(r * out + n)];
+    return p;
+}
+
+/** The weights as the kernels take them: matrices in column panels (weight_panels), vectors as
+ * they are. Done once per model; the reference reads the row-major originals. */
+inline std::vector<LayerWeights> kernel_weights(const EncoderConfig &c, std::vector<LayerWeights> layers) {
+    const int64_t h = c.hidden, f = c.ff;
+    for (LayerWeights &l : layers) {
+        l.wqkv = weight_panels(l.wqkv, h, 3 * h);
+        l.wo = weight_panels(l.wo, h, h);
+        l.w1 = weight_panels(l.w1, h, f);
+        l.w2 = weight_panels(l.w2, f, h);
+    }
+    return layers;
+}
+
 constexpr char kWeightsMagic[8] = {'C', 'O', 'R', 'A', 'E', 'N', 'C', '1'};
 
 /** Reads a weights file: the magic "CORAENC1", five little-endian int32 (layers, hidden, heads,

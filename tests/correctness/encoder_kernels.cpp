@@ -62,4 +62,17 @@ TEST_CASE("encoder kernels match the reference", "[encoder]") {
             check_kernel(EncoderKernel::Attention, {false, false, false, bits}, 1, 1, 316, bits / 8 + 1, bits / 16);
     }
     SECTION("GELU feed-forward") { check_kernel(EncoderKernel::FeedForward1, {false, true}, 1, 2, 311); }
+    SECTION("token GEMMs with every target's schedule") {
+        // 512-bit: 4-token tiles, the loop padded to 16; 256-bit: 6-token tiles, padded to the
+        // storage's 48 (kTokenPad). Lengths up to 49: the padding and one past it; weights in
+        // column panels; k-panels starting and finishing the tiles (FF2: 2 panels of 256 at
+        // FB = 5, the last one partial).
+        for (int bits : {512, 256})
+            for (EncoderKernel which :
+                 {EncoderKernel::Qkv, EncoderKernel::FeedForward1, EncoderKernel::FeedForward2Norm})
+                DYNAMIC_SECTION(kernel_name(which) << ", " << bits << "-bit") {
+                    check_kernel(which, {false, false, false, bits}, 1, 5, 320 + (uint32_t)bits / 128, 49,
+                                 (int32_t)cora::apps::kTokenPad);
+                }
+    }
 }
