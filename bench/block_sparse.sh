@@ -9,17 +9,14 @@
 # Usage: bash bench/block_sparse.sh [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/common.sh
 build=${CORA_BENCH_BUILD_DIR:-build-bench}
 if ! grep -qs "CORA_BUILD_BENCH:BOOL=ON" "$build/CMakeCache.txt"; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON -DCORA_BUILD_TESTS=OFF
 fi
 nice -n 19 cmake --build "$build" --target cora_block_sparse -j "${CORA_BUILD_JOBS:-1}"
 
-core=$(/usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0"); l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())' 2>/dev/null || echo unknown)
-if [ "$core" = "Prescott" ] || [ "$core" = "prescott" ]; then
-  if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; elif grep -q avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
-  echo "OpenBLAS reported Prescott; running with OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
-fi
+fair_openblas_core
 
 # PyTorch's CPU BSR matmul, when this PyTorch has one (Debian's 1.13 is built without MKL: none).
 torch_bsr=$(/usr/bin/python3 - <<'PY' 2>/dev/null || echo "PyTorch not importable"
@@ -44,9 +41,7 @@ trap 'rm -f "$table"' EXIT
 OMP_NUM_THREADS=2 CORA_NUM_THREADS=2 "./$build/bench/cora_block_sparse" --markdown="$table" \
   --runs="${CORA_BENCH_RUNS:-3}" "$@"
 
-cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-isa=$(grep -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+describe_machine
 {
   echo "# Block-sparse linear layers vs dense GEMM"
   echo

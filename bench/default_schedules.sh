@@ -13,6 +13,7 @@
 # Usage: bash bench/default_schedules.sh [extra flags, e.g. --ops=gemm,vgemm or --benchmark_filter=...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/common.sh
 build=${CORA_BENCH_BUILD_DIR:-build-bench}
 reps=${CORA_BENCH_REPETITIONS:-5}
 if ! grep -qs "CORA_BUILD_BENCH:BOOL=ON" "$build/CMakeCache.txt"; then
@@ -55,9 +56,7 @@ for t in 2 1; do
     --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true "$@"
 done
 
-cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-isa=$(grep -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+describe_machine
 if [ -n "$(git status --porcelain --untracked-files=no -- src include prelude 2>/dev/null)" ]; then
   commit="$commit (with uncommitted changes in src/include/prelude)"
 fi

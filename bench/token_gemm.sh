@@ -9,15 +9,12 @@
 # Usage: bash bench/token_gemm.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/common.sh
 build=${CORA_BENCH_BUILD_DIR:-build-bench}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON -DCORA_BUILD_TESTS=OFF >/dev/null
 nice -n 19 cmake --build "$build" --target cora_token_gemm -j "${CORA_BUILD_JOBS:-1}"
 
-core=$(/usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0"); l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())' 2>/dev/null || echo unknown)
-if [ "$core" = "Prescott" ] || [ "$core" = "prescott" ]; then
-  if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; elif grep -q avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
-  echo "OpenBLAS reported Prescott; running with OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
-fi
+fair_openblas_core
 
 mkdir -p bench/results
 out=bench/results/token_gemm.md
@@ -31,9 +28,7 @@ for model in default bert; do
   done
 done
 
-cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
-isa=$(grep -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+describe_machine
 {
   echo "# The encoder's token GEMMs vs cblas_sgemm"
   echo

@@ -75,20 +75,19 @@ struct EncoderDims {
     Func token_gemm(const std::string &name, const Expr &width) const {
         return Func(name, {{b, B}, {s, len(b)}, {n, width}});
     }
-    /** Blocks of 256 packed tokens (a block of X, 512 KB at hidden 512, stays in L2 while every
-     * column panel passes over it; with the panels outermost, large batches streamed X from
-     * memory once per panel: 0.40x sgemm at 9k tokens, now 0.88x); per block, a parallel loop
-     * over column panels of 16 x vector-width floats, 256-deep k-panels of W packed once
-     * (cache_read) and register tiles (cache_write) that start from zero at the first k-panel
-     * and apply the epilogue at the last one's write-back. A 512-bit target's tiles are 4 tokens
-     * x 4 vectors (16 of its 32 registers accumulate); a 256-bit one's, 6 tokens x 2 vectors
-     * (12 of 16: 4 x 2 left the two FMA pipes short of independent chains, 0.88-0.92x sgemm
-     * against 0.92-0.97x for 6 x 2 on a Zen 3), in blocks of 240, the loop padded to 48 tokens
-     * (kTokenPad, the storage's padding) so that no tile is partial. The threads share each block's panels rather than
-     * taking whole blocks: a small batch has few blocks (CoLA's 362 tokens: one of 256 and one of 112, so one thread
-     * idled more than half the time) and the panels split evenly at any token count (CoLA batch 32: 125 -> 93 ms, now
-     * tracking the work saved; RACE within 3%). */
-    /** `deep`: the reduction is long (FF2's 2048 or 3072), so on AVX2 the k-panels run outside
+    /** Blocks of packed tokens (256 on AVX-512, 240 on AVX2: a block of X, about 512 KB at
+     * hidden 512, stays in L2 while every column panel passes over it; with the panels outermost,
+     * large batches streamed X from memory once per panel: 0.40x sgemm at 9k tokens); per block, a
+     * parallel loop over column panels of 16 x vector-width floats (the threads share a block's
+     * panels: a small batch has few blocks, CoLA batch 32: 125 -> 93 ms), 256-deep k-panels and
+     * register tiles (cache_write) that start from zero at the first k-panel and apply the
+     * epilogue at the last one's write-back. AVX-512: tiles of 4 tokens x 4 vectors (16 of 32
+     * registers accumulate), the loop padded to 16 tokens, W's 64-column panels copied per
+     * k-panel (cache_read). AVX2: tiles of 6 tokens x 2 vectors (12 of 16 registers; 4 x 2 left
+     * the two FMA pipes short of independent chains: FF1 0.88-0.92x sgemm, 6 x 2 0.91-0.93x),
+     * the loop padded to 48 (kTokenPad, the storage's padding) so that no tile is partial, W's
+     * stored 16-column panels read in place.
+     * `deep`: the reduction is long (FF2's 2048 or 3072), so on AVX2 the k-panels run outside
      * the column panels: a block's X is 1.9 MB at K = 2048, past a Zen 3's 512 KB L2, and each
      * column panel streamed it again; with the k-panel outside, its 240 KB slice of X stays in L2
      * for every column panel (ff2_norm over RACE's first 128 sequences: 594 -> 573 ms). */
@@ -96,7 +95,7 @@ struct EncoderDims {
         const bool wide = vector_bits >= 512;
         const int64_t cols = wide ? 64 : (vector_bits >= 256 ? 16 : 8);
         const int64_t rows = wide ? 4 : 6;
-        static_assert(kTokenPad % 16 == 0 && kTokenPad % 48 == 0, "token tiles must divide the storage padding");
+        static_assert(kTokenPad % 48 == 0, "both targets' padded token loops must fit the storage padding");
         f.fuse(b, s, tok).pad_loop(tok, wide ? 16 : 48).fuse_storage(b, s, tok, kTokenPad);
         f.split(tok, tb, tt, wide ? 256 : 240)
             .split(tt, to, ti, rows)
