@@ -12,7 +12,23 @@
 #     tensor cores against cublasGemmEx), its schedules emulated
 #     first; its table is appended to the report.
 # Writes results/gpu-check.md with what ran and how it ended. Exit status: non-zero if a test failed.
+#   bash gpu-check.sh [--cpu-only | --gpu-only]
+# --gpu-only leaves out the CPU part (emulated schedules, CPU threads), which gpu-bundle.sh already
+# ran where the bundle was built, so that a lease's minutes go to the device. Each step is stopped
+# after CORA_GPU_STEP_TIMEOUT seconds (default 600), and a step that would start after
+# CORA_GPU_DEADLINE seconds (default: none) is listed as not run: a short lease then still returns
+# the table of what did run.
 set -uo pipefail
+mode="${1:-}"
+case "$mode" in
+  "" | --cpu-only | --gpu-only) ;;
+  *)
+    echo "gpu-check: unknown option '$mode' (expected --cpu-only or --gpu-only)" >&2
+    exit 2
+    ;;
+esac
+step_timeout="${CORA_GPU_STEP_TIMEOUT:-600}"
+deadline="${CORA_GPU_DEADLINE:-0}"
 cd "$(dirname "$0")"
 export LD_LIBRARY_PATH="$PWD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CORA_CACHE_DIR="$PWD/kernel-cache"
@@ -38,10 +54,18 @@ run() {
   local name="$1"
   shift
   local t0=$SECONDS rc
-  "$@" >"results/$name.log" 2>&1
+  if ((deadline > 0 && SECONDS > deadline)); then
+    echo "| $name | not run (past the ${deadline} s deadline) | 0 |" >>"$report"
+    echo "gpu-check: $name: not run (deadline)"
+    return
+  fi
+  timeout -k 10 "$step_timeout" "$@" >"results/$name.log" 2>&1
   rc=$?
   local result="passed"
-  if ((rc == 77)); then
+  if ((rc == 124 || rc == 137)); then
+    result="TIMED OUT after ${step_timeout} s (see results/$name.log)"
+    status=1
+  elif ((rc == 77)); then
     result="skipped: $(grep -m1 SKIPPED "results/$name.log")"
   elif ((rc != 0)); then
     result="FAILED (exit $rc; see results/$name.log)"
@@ -51,11 +75,31 @@ run() {
   echo "gpu-check: $name: $result"
 }
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64" # cuBLAS for the benchmark
-run gpu_schedules ./correctness_tests "[gpu]"
-CORA_TEST_CUDA_BACKEND=cpu-threads run device_tests_on_cpu_threads ./gpu_tests "~a GEMM with shared-memory panels*"
-[[ -x ./cora_gpu_bench ]] && run bench_schedules_emulated ./cora_gpu_bench --emulate
-if [[ "${1:-}" != "--cpu-only" ]]; then
-  run device_tests ./gpu_tests
+# A library the bundle lacks here shows up as one line, not as every step failing the same way.
+missing=$(for b in ./correctness_tests ./gpu_tests ./cora_gpu_bench ./trmm ./vgemm ./ragged_attention; do
+  [[ -x $b ]] && ldd "$b" | grep "not found" | sed "s|^|$b: |"
+done)
+[[ -n "$missing" ]] && { echo "- missing libraries: $(echo "$missing" | tr '\n' ';')" >>"$report"; echo "$missing"; }
+if [[ "$mode" != "--gpu-only" ]]; then
+  run gpu_schedules ./correctness_tests "[gpu]"
+  CORA_TEST_CUDA_BACKEND=cpu-threads run device_tests_on_cpu_threads ./gpu_tests "~a GEMM with shared-memory panels*"
+  [[ -x ./cora_gpu_bench ]] && run bench_schedules_emulated ./cora_gpu_bench --emulate
+fi
+if [[ "$mode" != "--cpu-only" ]]; then
+  # One process per test case: a kernel fault poisons its CUDA context, and the cases after it
+  # in the same process would fail for that reason alone.
+  run device_apps_schedules ./gpu_tests -d yes "the apps' GPU schedules*"
+  run device_random_schedules ./gpu_tests -d yes "random GPU schedules*"
+  run device_smem_gemm ./gpu_tests -d yes "a GEMM with shared-memory panels*"
+  run device_f16_gemm ./gpu_tests -d yes "a float16 GEMM*"
+  run device_mma_gemm ./gpu_tests -d yes "a tensor-core GEMM*"
+  run device_mma_vgemm ./gpu_tests -d yes "vgemm on tensor cores*"
+  if [[ -x ./cora_gpu_bench ]]; then
+    shapes=()
+    [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
+    run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
+    [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
+  fi
   run app_trmm_cuda ./trmm --m 4096 --runs 10 --device cuda
   gemm_data=large
   [[ -f vbatch_gemm_data.txt ]] && gemm_data=vbatch_gemm_data.txt
@@ -63,14 +107,9 @@ if [[ "${1:-}" != "--cpu-only" ]]; then
   lengths=()
   [[ -f mnli_train_lengths.txt ]] && lengths=(--lengths mnli_train_lengths.txt)
   run app_attention_cuda ./ragged_attention --batch 128 --heads 8 --runs 10 --device cuda "${lengths[@]}"
-  if [[ -x ./cora_gpu_bench ]]; then
-    shapes=()
-    [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
-    run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
-    [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
-  fi
   for app in app_trmm_cuda app_vgemm_cuda app_attention_cuda; do
-    { echo; echo "\`$app\`:"; echo '```'; cat "results/$app.log"; echo '```'; } >>"$report"
+    [[ -f "results/$app.log" ]] || continue
+    { echo; echo "\`$app\`:"; echo '```'; tail -n 40 "results/$app.log"; echo '```'; } >>"$report"
   done
 else
   run device_tests_without_gpu ./gpu_tests

@@ -197,6 +197,13 @@ int main(int argc, char **argv) {
         table << "# GPU benchmark: cora vs cuBLAS (" << prop.name << ", fp32 without TF32, median of " << reps
               << ")\n\n| workload | cora ms | baseline | baseline ms | cora speed-up | max rel. error "
                  "|\n|---|---|---|---|---|---|\n";
+        // Each row is printed as soon as it is measured: a run cut short still shows what it got.
+        auto emit = [&table](const char *row) {
+            table << row;
+            std::fputs(row, stdout);
+            std::fflush(stdout);
+        };
+        std::fputs(table.str().c_str(), stdout);
         const float one = 1, zero = 0;
 
         // trmm
@@ -235,10 +242,10 @@ int main(int argc, char **argv) {
             char row[512];
             std::snprintf(row, sizeof row, "| trmm %d | %.3f | cublasStrmm | %.3f | %.2fx | %.1e |\n", sz, cora_ms,
                           strmm_ms, strmm_ms / cora_ms, err);
-            table << row;
+            emit(row);
             std::snprintf(row, sizeof row, "| trmm %d | %.3f | padded cublasSgemm | %.3f | %.2fx | |\n", sz, cora_ms,
                           sgemm_ms, sgemm_ms / cora_ms);
-            table << row;
+            emit(row);
         }
 
         // vgemm
@@ -349,16 +356,16 @@ int main(int argc, char **argv) {
                           "| vgemm %lld x %lld | %.3f | cublasSgemm per matrix | %.3f | %.2fx | %.1e |\n",
                           (long long)batches, (long long)batch, cora_total / batches, loop_total / batches,
                           loop_total / cora_total, worst);
-            table << row;
+            emit(row);
             std::snprintf(row, sizeof row,
                           "| vgemm %lld x %lld | %.3f | cublasSgemmGroupedBatched | %.3f | %.2fx | |\n",
                           (long long)batches, (long long)batch, cora_total / batches, grouped_total / batches,
                           grouped_total / cora_total);
-            table << row;
+            emit(row);
             std::snprintf(row, sizeof row, "| vgemm %lld x %lld | %.3f | padded StridedBatched | %.3f | %.2fx | |\n",
                           (long long)batches, (long long)batch, cora_total / batches, padded_total / batches,
                           padded_total / cora_total);
-            table << row;
+            emit(row);
         }
         // Tensor cores (float16 operands, float32 sums): vgemm over the same shapes rounded up to
         // whole tiles, and one square GEMM, against cublasGemmEx per matrix (default math mode:
@@ -422,11 +429,10 @@ int main(int argc, char **argv) {
                               "| %s, tensor cores (fp16 in, fp32 sums) | %.3f | cublasGemmEx per matrix | %.3f | %.2fx "
                               "| %.1e |\n",
                               name.c_str(), tot[0], tot[1], tot[1] / tot[0], tot[2]);
-                table << row;
+                emit(row);
             }
         }
         cublasDestroy(h);
-        std::fputs(table.str().c_str(), stdout);
         if (!out.empty()) {
             std::ofstream f(out);
             if (!f) {
