@@ -20,8 +20,9 @@ inline void bind_triples(RaggedShape &s, const Param &count, const LengthArray &
 /** C_b = X_b Y_b over a batch of matrices of different sizes (M_b x K_b times K_b x N_b, each
  * row-major, packed one after another). Blocks over (column tiles, row tiles, matrix), the tile
  * counts launched at the batch's largest (blocks past a matrix's tiles do nothing); 16 x 16
- * threads of 4 x 4 accumulators per 64 x 64 tile; per k-panel of 16, X's and Y's panels in shared
- * memory, the accumulators across the panels (per-thread slices in CUDA). */
+ * threads of `tile/16` x `tile/16` accumulators per `tile` x `tile` tile (default 64; the GPU
+ * benchmark times 64 and 128); per k-panel of 16, X's and Y's panels in shared memory, the
+ * accumulators across the panels (per-thread slices in CUDA). */
 struct VgemmGpu {
     Dim batch{"batch"}, m{"m"}, n{"n"}, r{"r"}, mo{"mo"}, mi{"mi"}, mt{"mt"}, mr{"mr"}, no{"no"}, ni{"ni"}, nt{"nt"},
         nr{"nr"}, ro{"ro"}, ri{"ri"};
@@ -29,9 +30,10 @@ struct VgemmGpu {
     LengthArray Ms{"Ms", B, 0, 4096}, Ns{"Ns", B, 0, 4096}, Ks{"Ks", B, 0, 4096};
     Tensor X{"X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}}, Y{"Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}}};
     Func C{"C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}}};
-    VgemmGpu() {
+    explicit VgemmGpu(int64_t tile = 64) {
         C.compute([&](Expr b, Expr x, Expr y) { return sum(r, Ks(b), X(b, x, r) * Y(b, r, y)); });
-        C.split(m, mo, mi, 64).split(mi, mt, mr, 4).split(n, no, ni, 64).split(ni, nt, nr, 4).split(r, ro, ri, 16);
+        C.split(m, mo, mi, tile).split(mi, mt, mr, tile / 16).split(n, no, ni, tile).split(ni, nt, nr, tile / 16);
+        C.split(r, ro, ri, 16);
         C.reorder({batch, mo, no, ro, mt, nt, ri, mr, nr}).gpu_blocks(no, mo, batch).gpu_threads(nt, mt);
         C.cache_read(X, ro).cache_read(Y, ro);
         C.unroll(mr).unroll(nr).cache_write(no);

@@ -113,8 +113,8 @@ int emulate() {
     CompileOptions emu;
     emu.target = Target::CudaEmulated;
     double worst = 0;
-    {
-        Trmm t;
+    for (int64_t tile : {64, 128}) {
+        Trmm t(tile);
         Kernel k = t.pipeline().compile(emu);
         for (int64_t size : {1, 63, 64, 130}) {
             RaggedShape s;
@@ -126,8 +126,8 @@ int emulate() {
             worst = std::max(worst, max_rel_error(c, reference_evaluate(t.pipeline(), s, {{t.L, &l}, {t.X, &x}})[0]));
         }
     }
-    {
-        Vgemm v;
+    for (int64_t tile : {64, 128}) {
+        Vgemm v(tile);
         Kernel k = v.pipeline().compile(emu);
         RaggedShape s;
         v.bind(s, {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}});
@@ -206,9 +206,9 @@ int main(int argc, char **argv) {
         std::fputs(table.str().c_str(), stdout);
         const float one = 1, zero = 0;
 
-        // trmm
-        {
-            Trmm t;
+        // trmm, at both tile sizes of the schedule (the cuBLAS baselines timed again beside each)
+        for (int64_t tile : {64, 128}) {
+            Trmm t(tile);
             CudaKernel k = compile_cuda_kernel(t.pipeline());
             RaggedShape s;
             s.set(t.M, trmm_size).set(t.N, trmm_size);
@@ -240,17 +240,17 @@ int main(int argc, char **argv) {
                     "cublasSgemm");
             });
             char row[512];
-            std::snprintf(row, sizeof row, "| trmm %d | %.3f | cublasStrmm | %.3f | %.2fx | %.1e |\n", sz, cora_ms,
-                          strmm_ms, strmm_ms / cora_ms, err);
+            std::snprintf(row, sizeof row, "| trmm %d, tile %d | %.3f | cublasStrmm | %.3f | %.2fx | %.1e |\n", sz,
+                          (int)tile, cora_ms, strmm_ms, strmm_ms / cora_ms, err);
             emit(row);
-            std::snprintf(row, sizeof row, "| trmm %d | %.3f | padded cublasSgemm | %.3f | %.2fx | |\n", sz, cora_ms,
-                          sgemm_ms, sgemm_ms / cora_ms);
+            std::snprintf(row, sizeof row, "| trmm %d, tile %d | %.3f | padded cublasSgemm | %.3f | %.2fx | |\n", sz,
+                          (int)tile, cora_ms, sgemm_ms, sgemm_ms / cora_ms);
             emit(row);
         }
 
-        // vgemm
-        {
-            Vgemm v;
+        // vgemm, at both tile sizes
+        for (int64_t tile : {64, 128}) {
+            Vgemm v(tile);
             CudaKernel k = compile_cuda_kernel(v.pipeline());
             double cora_total = 0, loop_total = 0, grouped_total = 0, padded_total = 0, worst = 0;
             for (int64_t bi = 0; bi < batches; bi++) {
@@ -353,17 +353,17 @@ int main(int argc, char **argv) {
             }
             char row[512];
             std::snprintf(row, sizeof row,
-                          "| vgemm %lld x %lld | %.3f | cublasSgemm per matrix | %.3f | %.2fx | %.1e |\n",
-                          (long long)batches, (long long)batch, cora_total / batches, loop_total / batches,
+                          "| vgemm %lld x %lld, tile %d | %.3f | cublasSgemm per matrix | %.3f | %.2fx | %.1e |\n",
+                          (long long)batches, (long long)batch, (int)tile, cora_total / batches, loop_total / batches,
                           loop_total / cora_total, worst);
             emit(row);
             std::snprintf(row, sizeof row,
-                          "| vgemm %lld x %lld | %.3f | cublasSgemmGroupedBatched | %.3f | %.2fx | |\n",
-                          (long long)batches, (long long)batch, cora_total / batches, grouped_total / batches,
+                          "| vgemm %lld x %lld, tile %d | %.3f | cublasSgemmGroupedBatched | %.3f | %.2fx | |\n",
+                          (long long)batches, (long long)batch, (int)tile, cora_total / batches, grouped_total / batches,
                           grouped_total / cora_total);
             emit(row);
-            std::snprintf(row, sizeof row, "| vgemm %lld x %lld | %.3f | padded StridedBatched | %.3f | %.2fx | |\n",
-                          (long long)batches, (long long)batch, cora_total / batches, padded_total / batches,
+            std::snprintf(row, sizeof row, "| vgemm %lld x %lld, tile %d | %.3f | padded StridedBatched | %.3f | %.2fx | |\n",
+                          (long long)batches, (long long)batch, (int)tile, cora_total / batches, padded_total / batches,
                           padded_total / cora_total);
             emit(row);
         }

@@ -713,10 +713,12 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
         testing::require_close(out, reference_evaluate(p, s, ref_in)[0]);
     };
     SECTION("trmm") {
-        apps::TrmmGpu t;
+        const int64_t tile = GENERATE(64, 128);
+        apps::TrmmGpu t(tile);
         Pipeline p = t.pipeline();
         CudaProgram cp = require_cuda_compiles(p);
-        REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
+        REQUIRE_THAT(cp.kernel_ir[0],
+                     Contains("allocate on stack C_tile[float32 * " + std::to_string(tile * tile / 256) + "]"));
         Kernel emulated_kernel = p.compile(emulated());
         CudaKernel on_cpu = testing::cuda_on_cpu(p);
         for (int64_t size : {1, 17, 64, 130}) {
@@ -728,10 +730,12 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
         }
     }
     SECTION("vgemm") {
-        apps::VgemmGpu v;
+        const int64_t tile = GENERATE(64, 128);
+        apps::VgemmGpu v(tile);
         Pipeline p = v.pipeline();
         CudaProgram cp = require_cuda_compiles(p);
-        REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
+        REQUIRE_THAT(cp.kernel_ir[0],
+                     Contains("allocate on stack C_tile[float32 * " + std::to_string(tile * tile / 256) + "]"));
         Kernel emulated_kernel = p.compile(emulated());
         CudaKernel on_cpu = testing::cuda_on_cpu(p);
         for (const auto &shapes : std::vector<std::vector<std::array<int32_t, 3>>>{

@@ -133,20 +133,23 @@ TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers o
         out_dev.download(out);
         testing::require_close(out, reference_evaluate(p, s, ref_in)[0]);
     };
-    apps::TrmmGpu t;
-    CudaKernel trmm = compile(t.pipeline());
     // Smaller on CPU threads (a std::thread per CUDA thread): the same tails, less work.
     const bool on_gpu = backend() == CudaBackend::Gpu;
-    for (int64_t size : on_gpu ? std::vector<int64_t>{1, 63, 64, 300} : std::vector<int64_t>{1, 63, 130}) {
+    for (int64_t tile : {64, 128}) {
+        INFO("tile " << tile);
+        apps::TrmmGpu t(tile);
+        CudaKernel trmm = compile(t.pipeline());
+        for (int64_t size : on_gpu ? std::vector<int64_t>{1, 63, 64, 300} : std::vector<int64_t>{1, 63, 130}) {
+            RaggedShape s;
+            s.set(t.M, size).set(t.N, size + 5);
+            check(t.pipeline(), trmm, s, {t.L, t.X});
+        }
+        apps::VgemmGpu v(tile);
+        CudaKernel vgemm = compile(v.pipeline());
         RaggedShape s;
-        s.set(t.M, size).set(t.N, size + 5);
-        check(t.pipeline(), trmm, s, {t.L, t.X});
+        v.bind(s, {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}, {on_gpu ? 200 : 20, 100, 150}});
+        check(v.pipeline(), vgemm, s, {v.X, v.Y});
     }
-    apps::VgemmGpu v;
-    CudaKernel vgemm = compile(v.pipeline());
-    RaggedShape s;
-    v.bind(s, {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}, {on_gpu ? 200 : 20, 100, 150}});
-    check(v.pipeline(), vgemm, s, {v.X, v.Y});
     // A row reduction over 32 threads per row.
     Dim b("b"), kk("k"), ko("ko"), ki("ki");
     Param B("B", 1, 64);
