@@ -213,12 +213,21 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
             // Every element of the tile updated, without branches: the guards over the Func's
             // dims dropped, those over reduction loops (which decide what is summed) kept as a
             // select of the old value, so the operands loaded for one element serve the others.
+            // The term is a let ahead of the select: printed as C's ?: the select would evaluate
+            // its operands only when taken, and the CUDA compiler then loads them per element.
             Expr summed;
             for (size_t k : inner_all)
                 for (const Expr &c : guards.at[k + 1])
                     if (plan.uses_reduction_loop(c)) summed = summed.defined() ? And::make(summed, c) : c;
-            if (summed.defined()) updated = Select::make(summed, updated, Load::make(tile, tile_index));
-            parts.push_back(nest(inner_all, with_lets(Store::make(tile, tile_index, updated), false), false, true));
+            Stmt update = Store::make(tile, tile_index, updated);
+            if (summed.defined()) {
+                VarPtr term = make_var(f->name + "_term", VarRole::Local, element.type());
+                Expr old = Load::make(tile, tile_index);
+                update = LetStmt::make(
+                    term, element,
+                    Store::make(tile, tile_index, Select::make(summed, reduce_combine(red->op, old, var_expr(term)), old)));
+            }
+            parts.push_back(nest(inner_all, with_lets(update, false), false, true));
         } else {
             parts.push_back(nest(inner_all, with_lets(Store::make(tile, tile_index, updated), false), false));
         }
