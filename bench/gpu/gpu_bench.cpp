@@ -359,10 +359,11 @@ int main(int argc, char **argv) {
             emit(row);
             std::snprintf(row, sizeof row,
                           "| vgemm %lld x %lld, tile %d | %.3f | cublasSgemmGroupedBatched | %.3f | %.2fx | |\n",
-                          (long long)batches, (long long)batch, (int)tile, cora_total / batches, grouped_total / batches,
-                          grouped_total / cora_total);
+                          (long long)batches, (long long)batch, (int)tile, cora_total / batches,
+                          grouped_total / batches, grouped_total / cora_total);
             emit(row);
-            std::snprintf(row, sizeof row, "| vgemm %lld x %lld, tile %d | %.3f | padded StridedBatched | %.3f | %.2fx | |\n",
+            std::snprintf(row, sizeof row,
+                          "| vgemm %lld x %lld, tile %d | %.3f | padded StridedBatched | %.3f | %.2fx | |\n",
                           (long long)batches, (long long)batch, (int)tile, cora_total / batches, padded_total / batches,
                           padded_total / cora_total);
             emit(row);

@@ -223,9 +223,10 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
             if (summed.defined()) {
                 VarPtr term = make_var(f->name + "_term", VarRole::Local, element.type());
                 Expr old = Load::make(tile, tile_index);
-                update = LetStmt::make(
-                    term, element,
-                    Store::make(tile, tile_index, Select::make(summed, reduce_combine(red->op, old, var_expr(term)), old)));
+                update =
+                    LetStmt::make(term, element,
+                                  Store::make(tile, tile_index,
+                                              Select::make(summed, reduce_combine(red->op, old, var_expr(term)), old)));
             }
             parts.push_back(nest(inner_all, with_lets(update, false), false, true));
         } else {
