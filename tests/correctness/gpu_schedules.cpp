@@ -607,7 +607,7 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
             REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Bm_cache[float32 * 128]"));
             REQUIRE(count_occurrences(cp.kernel_ir[0], "gpu_lanes for lane") == 2);
             INFO(cp.source);
-            REQUIRE(count_occurrences(cp.source, "__shared__ float") == 2);
+            REQUIRE(count_occurrences(cp.source, "__shared__ __attribute__((aligned(16))) float") == 2);
             REQUIRE(count_occurrences(cp.source, "__syncthreads();") == 4);
             REQUIRE_THAT(kern.lowered(), Contains(", (16, 16, 1)>>>"));
             const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},      {16, 16, 8}, {17, 33, 9},
@@ -647,7 +647,7 @@ TEST_CASE("float16 operands in shared memory, float32 accumulators, one rounding
             REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Bm_cache[float16 * 256]"));
             REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
             INFO(cp.source);
-            REQUIRE(count_occurrences(cp.source, "__shared__ uint16_t") == 2);
+            REQUIRE(count_occurrences(cp.source, "__shared__ __attribute__((aligned(16))) uint16_t") == 2);
             REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];"));
             REQUIRE((out == Float16) == (cp.source.find("= cora_float_to_half(C_tile_[") != std::string::npos));
             // The panels' copies move the bits; only a float16 C is rounded.
