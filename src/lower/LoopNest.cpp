@@ -19,6 +19,9 @@
  * expects it). A reduction with an epilogue (ir/Epilogue.h) has it applied once per element when
  * the reduction is complete: at the tile's write-back, else in a pass over the element loops
  * after the reduction loops.
+ * On the GPU a tile's update that reads only cache_read tiles runs for every element of the tile:
+ * the guards over the Func's dims stay on its start and write-back only, those over reduction
+ * loops become a select after a let of the term (update_reads_stay_in_tiles).
  * Unscheduled reductions stay Reduce nodes for lower_reductions; both combine their values with
  * reduce_combine. A float16 Func accumulates in float32 (its tile, or lower_reductions' locals):
  * a scheduled reduction that would keep partial sums in its storage is a CompileError.
