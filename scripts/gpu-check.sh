@@ -94,6 +94,7 @@ if [[ "$mode" != "--cpu-only" ]]; then
   run device_f16_gemm ./gpu_tests -d yes "a float16 GEMM*"
   run device_mma_gemm ./gpu_tests -d yes "a tensor-core GEMM*"
   run device_mma_vgemm ./gpu_tests -d yes "vgemm on tensor cores*"
+  run device_shared_kernels ./gpu_tests -d yes "kernels sharing a device*"
   if [[ -x ./cora_gpu_bench ]]; then
     shapes=()
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)

@@ -108,8 +108,14 @@ public:
 
     /** Host-to-device transfers of shape arrays (the length and aux arrays the kernels read, packed)
      * so far: one per distinct shape contents in a row, whatever the number of runs; none for kernels
-     * that read no such array (a dense op). */
+     * that read no such array (a dense op). Counted for all the kernels that share a device. */
     int64_t shape_transfers() const;
+    /** From now on this kernel shares `other`'s device state (and that of every kernel sharing it):
+     * each one's DeviceBuffers are valid arguments of the others (a pipeline of kernels on device
+     * memory), and the shape arrays on the device are kept by contents for all of them, so kernels
+     * run on the same ragged shape upload its arrays once between them. RuntimeError when the two
+     * run on different backends (GPU, CPU threads). */
+    void share_device_with(const CudaKernel &other);
 
     const CudaProgram &program() const;
     /** The host entry's C++ source. */

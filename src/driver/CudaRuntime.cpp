@@ -19,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "codegen/CRuntime.h"
 #include "codegen/CodeGen_C.h"
@@ -248,6 +249,23 @@ private:
 
 } // namespace
 
+/** What kernels that share a device (CudaKernel::share_device_with) have in common: their memory
+ * space (each other's DeviceBuffers are valid arguments) and the shape arrays on the device. The
+ * arrays are kept by contents in one packed device buffer: a kernel whose arrays are all there
+ * uploads nothing, so kernels over the same ragged shape pay one transfer between them (more only
+ * when a later kernel reads an array the earlier ones did not). */
+struct SharedDeviceState {
+    CudaBackend backend = CudaBackend::Gpu;
+    std::mutex mu;                 ///< held for a whole host-entry call: staging and launches of one kernel at a time
+    std::shared_ptr<Device> owner; ///< the device `buffer` was allocated on (kept alive for its release)
+    void *buffer = nullptr;
+    std::vector<std::pair<std::vector<unsigned char>, size_t>> arrays; ///< contents and offset in `buffer`
+    int64_t transfers = 0;
+    ~SharedDeviceState() {
+        if (owner && buffer) owner->release(buffer);
+    }
+};
+
 struct CudaKernel::Impl {
     CudaBackend backend = CudaBackend::Gpu;
     ir::LoweredModule module;
@@ -255,15 +273,8 @@ struct CudaKernel::Impl {
     std::string host_source;
     driver::JitResult jit;
     cora_device_entry_fn entry = nullptr;
-    std::unique_ptr<Device> device;
-    /** The length and aux arrays of the last shape, packed, and their device copy (see run). */
-    std::mutex shape_mu;
-    std::vector<unsigned char> shape_bytes;
-    void *shape_device = nullptr;
-    int64_t shape_transfers = 0;
-    ~Impl() {
-        if (device && shape_device) device->release(shape_device);
-    }
+    std::shared_ptr<Device> device;
+    std::shared_ptr<SharedDeviceState> shared = std::make_shared<SharedDeviceState>();
 };
 
 struct DeviceBuffer::Impl {
@@ -302,7 +313,7 @@ struct RunContext {
         try {
             if (r->staged_offsets.empty()) r->staged_offsets = place_shape_arrays(*r->k, n, host, bytes);
             for (int32_t i = 0; i < n; i++)
-                device[i] = static_cast<unsigned char *>(r->k->shape_device) + r->staged_offsets[(size_t)i];
+                device[i] = static_cast<unsigned char *>(r->k->shared->buffer) + r->staged_offsets[(size_t)i];
             return CORA_OK;
         } catch (const std::exception &e) {
             std::snprintf(error, (size_t)error_size, "%s", e.what());
@@ -311,37 +322,74 @@ struct RunContext {
     }
     cora_device_t services() { return cora_device_t{this, &launch, &alloc, &release, &stage_shape}; }
 
-    /** The `n` arrays packed (8-byte aligned) in one device buffer that is uploaded only when its
-     * contents differ from the last shape's; their offsets in it. Called with k.shape_mu held. */
+    /** The offsets of the `n` arrays in the shared packed device buffer (8-byte aligned), which is
+     * uploaded again only when one of them is not there with the same contents. Then it keeps the
+     * arrays already there if some of them were found (another kernel of the same shape), else only
+     * these (a new shape), and never more than 4x these arrays' bytes. Called with the shared
+     * state's mutex held. */
     static std::vector<size_t> place_shape_arrays(CudaKernel::Impl &k, int32_t n, const void *const *host,
                                                   const int64_t *bytes) {
+        SharedDeviceState &st = *k.shared;
+        auto find = [&](const void *p, size_t size) -> std::optional<size_t> {
+            for (const auto &[contents, offset] : st.arrays)
+                if (contents.size() == size && (size == 0 || std::memcmp(contents.data(), p, size) == 0)) return offset;
+            return std::nullopt;
+        };
         std::vector<size_t> offset((size_t)n, 0);
-        size_t total = 0;
+        bool all_there = st.buffer != nullptr, some_there = false;
+        size_t wanted = 0;
         for (int32_t i = 0; i < n; i++) {
+            wanted += ((size_t)bytes[i] + 7) / 8 * 8;
+            std::optional<size_t> at = st.buffer ? find(host[i], (size_t)bytes[i]) : std::nullopt;
+            all_there = all_there && at.has_value();
+            some_there = some_there || at.has_value();
+            if (at) offset[(size_t)i] = *at;
+        }
+        if (all_there) return offset;
+        std::vector<std::pair<std::vector<unsigned char>, size_t>> arrays;
+        size_t total = 0;
+        if (some_there) {
+            for (const auto &a : st.arrays)
+                total += (a.first.size() + 7) / 8 * 8;
+            if (total + wanted <= 4 * std::max<size_t>(wanted, 8))
+                arrays = st.arrays;
+            else
+                total = 0;
+        }
+        for (int32_t i = 0; i < n; i++) {
+            const auto *p = static_cast<const unsigned char *>(host[i]);
+            const size_t size = (size_t)bytes[i];
+            bool placed = false;
+            for (const auto &[contents, at] : arrays)
+                if (!placed && contents.size() == size && (size == 0 || std::memcmp(contents.data(), p, size) == 0)) {
+                    offset[(size_t)i] = at;
+                    placed = true;
+                }
+            if (placed) continue;
             offset[(size_t)i] = total;
-            total += ((size_t)bytes[i] + 7) / 8 * 8;
+            arrays.emplace_back(std::vector<unsigned char>(p, p + size), total);
+            total += (size + 7) / 8 * 8;
         }
-        std::vector<unsigned char> packed(total);
-        for (int32_t i = 0; i < n; i++)
-            if (bytes[i] > 0) std::memcpy(packed.data() + offset[(size_t)i], host[i], (size_t)bytes[i]);
-        if (!k.shape_device || packed != k.shape_bytes) {
-            // Another shape: the launches still reading the old copy finish first.
-            k.device->synchronize_all();
-            if (k.shape_device) k.device->release(k.shape_device);
-            k.shape_device = nullptr;
-            k.shape_bytes.clear();
-            k.shape_device = k.device->alloc(std::max<size_t>(total, 8));
-            k.device->upload(k.shape_device, packed.data(), total);
-            k.shape_bytes = std::move(packed);
-            k.shape_transfers++;
-        }
+        std::vector<unsigned char> packed(std::max<size_t>(total, 8));
+        for (const auto &[contents, at] : arrays)
+            if (!contents.empty()) std::memcpy(packed.data() + at, contents.data(), contents.size());
+        // The launches still reading the old copy (of any kernel sharing it) finish first.
+        k.device->synchronize_all();
+        if (st.buffer) st.owner->release(st.buffer);
+        st.buffer = nullptr;
+        st.arrays.clear();
+        st.buffer = k.device->alloc(packed.size());
+        st.owner = k.device;
+        k.device->upload(st.buffer, packed.data(), packed.size());
+        st.arrays = std::move(arrays);
+        st.transfers++;
         return offset;
     }
 };
 
 /** Calls the host entry on `args` (tensor pointers on the device), launches queued on `stream`. */
 void call_entry(CudaKernel::Impl &k, const std::vector<cora_arg_t> &args, void *stream) {
-    std::lock_guard<std::mutex> lock(k.shape_mu);
+    std::lock_guard<std::mutex> lock(k.shared->mu);
     RunContext ctx{&k, stream, {}};
     cora_device_t services = ctx.services();
     char error[1024] = {0};
@@ -406,9 +454,10 @@ CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts, CudaBacke
     const int debug = opts.debug >= 0 ? opts.debug : 0;
     const driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
     if (backend == CudaBackend::Gpu)
-        impl->device = std::make_unique<GpuDevice>(driver, impl->program);
+        impl->device = std::make_shared<GpuDevice>(driver, impl->program);
     else
-        impl->device = std::make_unique<CpuThreadsDevice>(impl->module, jo);
+        impl->device = std::make_shared<CpuThreadsDevice>(impl->module, jo);
+    impl->shared->backend = backend;
     impl->host_source = impl->program.host_source;
     impl->jit = driver::jit_compile(impl->host_source, ir::entry_symbol(impl->module), jo);
     impl->entry = reinterpret_cast<cora_device_entry_fn>(impl->jit.entry);
@@ -419,8 +468,18 @@ const CudaProgram &CudaKernel::program() const { return impl_->program; }
 const std::string &CudaKernel::host_source() const { return impl_->host_source; }
 CudaBackend CudaKernel::backend() const { return impl_->backend; }
 int64_t CudaKernel::shape_transfers() const {
-    std::lock_guard<std::mutex> lock(impl_->shape_mu);
-    return impl_->shape_transfers;
+    std::lock_guard<std::mutex> lock(impl_->shared->mu);
+    return impl_->shared->transfers;
+}
+
+void CudaKernel::share_device_with(const CudaKernel &other) {
+    if (other.impl_->shared == impl_->shared) return;
+    auto where = [](CudaBackend b) { return b == CudaBackend::Gpu ? "on the GPU" : "on CPU threads"; };
+    if (other.impl_->backend != impl_->backend)
+        throw_runtime_error("kernel '", impl_->module.name, "' runs ", where(impl_->backend), " and kernel '",
+                            other.impl_->module.name, "' ", where(other.impl_->backend),
+                            ": they have no device memory to share");
+    impl_->shared = other.impl_->shared;
 }
 
 DeviceBuffer CudaKernel::alloc(const Tensor &t, const RaggedShape &shape) const {
@@ -462,9 +521,10 @@ void CudaKernel::run(const RaggedShape &shape, const std::vector<DeviceBinding> 
     std::vector<driver::BoundMemory> memory;
     for (const DeviceBinding &b : bindings) {
         if (!b.buffer) throw_runtime_error("null device buffer bound for tensor '", b.tensor.name(), "'");
-        if (b.buffer->impl_->kernel->device.get() != impl_->device.get())
+        if (b.buffer->impl_->kernel->shared != impl_->shared)
             throw_runtime_error("the device buffer bound for tensor '", b.tensor.name(),
-                                "' belongs to another kernel's device; allocate it with this kernel's alloc()");
+                                "' belongs to another kernel's device; allocate it with this kernel's alloc(), or "
+                                "share the kernels' device (CudaKernel::share_device_with)");
         memory.push_back({b.tensor, b.buffer->type(), b.buffer->device_pointer(), b.buffer->size(), false});
     }
     call_entry(*impl_, driver::make_args(impl_->module, shape, memory), stream);

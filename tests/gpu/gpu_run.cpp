@@ -165,6 +165,43 @@ TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers o
     check(sum_p, row_sum, rs, {A});
 }
 
+TEST_CASE("kernels sharing a device chain on device memory and upload a shape's arrays once", "[gpu]") {
+    Dim batch("batch"), m("m"), n("n"), k("k");
+    Param B("B", 1, 64);
+    LengthArray Ms("Ms", B, 0, 300), Ns("Ns", B, 0, 300), Ks("Ks", B, 0, 300);
+    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {k, Ks(batch)}}), Y("Y", {{batch, B}, {k, Ks(batch)}, {n, Ns(batch)}});
+    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+    C.compute([&](Expr b, Expr i, Expr j) { return sum(k, Ks(b), X(b, i, k) * Y(b, k, j)); });
+    C.gpu_blocks(m, batch).gpu_threads(n);
+    Tensor Cin("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+    Func D("D", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+    D.compute([&](Expr b, Expr i, Expr j) { return Cin(b, i, j) * 2.0f + 1.0f; });
+    D.gpu_blocks(m, batch).gpu_threads(n);
+    Pipeline gemm({C}, "gpu_device_shared_gemm"), scale({D}, "gpu_device_shared_scale");
+    CudaKernel k1 = compile(gemm), k2 = compile(scale);
+    k2.share_device_with(k1);
+    RaggedShape s;
+    s.set(B, 4).set(Ms, std::vector<int32_t>{3, 0, 200, 64}).set(Ns, std::vector<int32_t>{5, 2, 130, 1});
+    s.set(Ks, std::vector<int32_t>{4, 7, 1, 300});
+    Buffer x = Buffer::alloc(X, s), y = Buffer::alloc(Y, s), d = Buffer::alloc(D, s);
+    testing::fill_random(x, 21);
+    testing::fill_random(y, 22);
+    DeviceBuffer dx = k1.alloc(X, s), dy = k1.alloc(Y, s), dc = k1.alloc(C, s), dd = k2.alloc(D, s);
+    dx.upload(x);
+    dy.upload(y);
+    for (int rep = 0; rep < 2; rep++) {
+        k1.run(s, {{X, dx}, {Y, dy}, {C, dc}});
+        k2.run(s, {{Cin, dc}, {D, dd}});
+    }
+    dd.download(d);
+    REQUIRE(k1.shape_transfers() == 1);
+    const std::vector<double> c_ref = reference_evaluate(gemm, s, {{X, &x}, {Y, &y}})[0];
+    Buffer c = Buffer::alloc(Cin, s);
+    for (int64_t e = 0; e < c.size(); e++)
+        c.data<float>()[e] = (float)c_ref[(size_t)e];
+    testing::require_close(d, reference_evaluate(scale, s, {{Cin, &c}})[0]);
+}
+
 int main(int argc, char **argv) {
     std::string why;
     if (backend() == CudaBackend::Gpu && !cuda_device_available(&why)) {
