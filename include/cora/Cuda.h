@@ -114,7 +114,8 @@ public:
      * each one's DeviceBuffers are valid arguments of the others (a pipeline of kernels on device
      * memory), and the shape arrays on the device are kept by contents for all of them, so kernels
      * run on the same ragged shape upload its arrays once between them. RuntimeError when the two
-     * run on different backends (GPU, CPU threads). */
+     * run on different backends (GPU, CPU threads). Call it before running the kernel, not while
+     * another thread runs it; kernels that had joined this one's state keep that state. */
     void share_device_with(const CudaKernel &other);
 
     const CudaProgram &program() const;

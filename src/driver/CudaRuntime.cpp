@@ -255,7 +255,6 @@ private:
  * uploads nothing, so kernels over the same ragged shape pay one transfer between them (more only
  * when a later kernel reads an array the earlier ones did not). */
 struct SharedDeviceState {
-    CudaBackend backend = CudaBackend::Gpu;
     std::mutex mu;                 ///< held for a whole host-entry call: staging and launches of one kernel at a time
     std::shared_ptr<Device> owner; ///< the device `buffer` was allocated on (kept alive for its release)
     void *buffer = nullptr;
@@ -290,6 +289,7 @@ namespace {
 /** One run's cora_device_t services. */
 struct RunContext {
     CudaKernel::Impl *k;
+    SharedDeviceState *shared; ///< the state whose mutex this run holds (read once, at the call's start)
     void *stream = nullptr;
     std::vector<size_t> staged_offsets; ///< this run's shape arrays in the packed device buffer, once staged
 
@@ -311,9 +311,9 @@ struct RunContext {
                                char *error, int32_t error_size) {
         auto *r = static_cast<RunContext *>(c);
         try {
-            if (r->staged_offsets.empty()) r->staged_offsets = place_shape_arrays(*r->k, n, host, bytes);
+            if (r->staged_offsets.empty()) r->staged_offsets = place_shape_arrays(*r->k, *r->shared, n, host, bytes);
             for (int32_t i = 0; i < n; i++)
-                device[i] = static_cast<unsigned char *>(r->k->shared->buffer) + r->staged_offsets[(size_t)i];
+                device[i] = static_cast<unsigned char *>(r->shared->buffer) + r->staged_offsets[(size_t)i];
             return CORA_OK;
         } catch (const std::exception &e) {
             std::snprintf(error, (size_t)error_size, "%s", e.what());
@@ -327,9 +327,8 @@ struct RunContext {
      * arrays already there if some of them were found (another kernel of the same shape), else only
      * these (a new shape), and never more than 4x these arrays' bytes. Called with the shared
      * state's mutex held. */
-    static std::vector<size_t> place_shape_arrays(CudaKernel::Impl &k, int32_t n, const void *const *host,
-                                                  const int64_t *bytes) {
-        SharedDeviceState &st = *k.shared;
+    static std::vector<size_t> place_shape_arrays(CudaKernel::Impl &k, SharedDeviceState &st, int32_t n,
+                                                  const void *const *host, const int64_t *bytes) {
         auto find = [&](const void *p, size_t size) -> std::optional<size_t> {
             for (const auto &[contents, offset] : st.arrays)
                 if (contents.size() == size && (size == 0 || std::memcmp(contents.data(), p, size) == 0)) return offset;
@@ -389,8 +388,9 @@ struct RunContext {
 
 /** Calls the host entry on `args` (tensor pointers on the device), launches queued on `stream`. */
 void call_entry(CudaKernel::Impl &k, const std::vector<cora_arg_t> &args, void *stream) {
-    std::lock_guard<std::mutex> lock(k.shared->mu);
-    RunContext ctx{&k, stream, {}};
+    const std::shared_ptr<SharedDeviceState> shared = k.shared;
+    std::lock_guard<std::mutex> lock(shared->mu);
+    RunContext ctx{&k, shared.get(), stream, {}};
     cora_device_t services = ctx.services();
     char error[1024] = {0};
     int32_t rc = k.entry(args.data(), (int32_t)args.size(), &services, error, (int32_t)sizeof error);
@@ -457,7 +457,6 @@ CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts, CudaBacke
         impl->device = std::make_shared<GpuDevice>(driver, impl->program);
     else
         impl->device = std::make_shared<CpuThreadsDevice>(impl->module, jo);
-    impl->shared->backend = backend;
     impl->host_source = impl->program.host_source;
     impl->jit = driver::jit_compile(impl->host_source, ir::entry_symbol(impl->module), jo);
     impl->entry = reinterpret_cast<cora_device_entry_fn>(impl->jit.entry);

@@ -70,11 +70,14 @@ bool panels_visit_every_element(const LoopPlan &plan, const PlacedGuards &guards
  * `r < i + 1`) decide what is summed: they become a select of the old value (a branch would
  * again reload the operands per element). Only on the GPU, where it was measured; on the
  * CPU such guards mostly became loop bounds or were peeled off vector loops already. */
-bool update_reads_stay_in_tiles(const LoopPlan &plan, const CacheReads &reads, const std::vector<size_t> &inner_all) {
+bool update_reads_stay_in_tiles(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads,
+                                const std::vector<size_t> &inner_all) {
     bool on_gpu = false;
     for (ForKind k : plan.kinds)
         on_gpu = on_gpu || is_gpu_bound(k);
-    if (!on_gpu || !plan.red) return false;
+    // Floating-point sums only: an integer element could divide by a zero it reads for an
+    // element or a reduction step the guards excluded (a trap on the CPU-threads backend).
+    if (!on_gpu || !plan.red || !plan.op->type.value_type().is_float()) return false;
     std::set<const VarNode *> moving; // the tile's loops, and the lets computed from them
     for (size_t k : inner_all)
         moving.insert(plan.loops[k]->var.get());
@@ -87,10 +90,20 @@ bool update_reads_stay_in_tiles(const LoopPlan &plan, const CacheReads &reads, c
             for (const Expr &a : u->args)
                 for (const VarNode *v : moving)
                     if (uses_var(a, v)) in_bounds = false;
+        if (const Div *d = x.as<Div>(); d && !d->type.is_float() && !as_const_int(d->b)) in_bounds = false;
+        if (const Mod *d = x.as<Mod>(); d && !d->type.is_float() && !as_const_int(d->b)) in_bounds = false;
     };
+    // Everything now evaluated for every element of the tile: the term, its lets, the guards
+    // over reduction loops (the select's condition) and the loops' extents (a ragged extent
+    // lens(i) read for an i past the Func's end would read past the length array).
     visit_exprs(reads.element, check);
     for (const auto &[v, e] : reads.lets)
         visit_exprs(e, check);
+    for (size_t k : inner_all) {
+        visit_exprs(guards.loop_extents[k], check);
+        for (const Expr &c : guards.at[k + 1])
+            if (plan.uses_reduction_loop(c)) visit_exprs(c, check);
+    }
     return in_bounds;
 }
 
@@ -200,9 +213,12 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
                                 "': the tile has ", tile_size, " elements, more than ", kMaxTileElements,
                                 "; cache at an inner loop");
         std::vector<Stmt> parts;
+        const bool update_unguarded = update_reads_stay_in_tiles(plan, guards, reads, inner_all);
+        // With an unguarded update every element of the tile starts from the identity too (it
+        // is read and added to, though never stored).
         Stmt from_identity =
             red ? nest(inner_elements, Store::make(tile, tile_index, reduce_identity(red->op, f->type.value_type())),
-                       true)
+                       true, update_unguarded)
                 : Stmt();
         if (tile_accumulates) {
             Stmt from_storage =
@@ -212,7 +228,7 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
             parts.push_back(from_identity);
         }
         Expr updated = red ? combine(Load::make(tile, tile_index)) : element;
-        if (update_reads_stay_in_tiles(plan, reads, inner_all)) {
+        if (update_unguarded) {
             // Every element of the tile updated, without branches: the guards over the Func's
             // dims dropped, those over reduction loops (which decide what is summed) kept as a
             // select of the old value, so the operands loaded for one element serve the others.
