@@ -3,6 +3,7 @@
 // device kernels run on the CPU (Target::CudaEmulated: every block and thread in turn) against
 // the reference on the edge-case batches, and the CUDA source compiled by NVRTC for sm_80 and
 // sm_90 (when a CUDA toolkit is installed). A differential test runs random GPU schedules.
+#include "common/chained_gpu_pipelines.h"
 #include "common/cuda_on_cpu.h"
 #include "common/gemm_schedules.h"
 #include "common/nvrtc_checks.h"
@@ -356,58 +357,36 @@ TEST_CASE("device buffers: data stays on the device, a shape's arrays go there o
     REQUIRE(c2.data<float>()[0] == 0.0f);
 }
 
-TEST_CASE("kernels that share a device take each other's buffers and upload a shape's arrays once",
-          "[gpu][runtime]") {
+TEST_CASE("kernels that share a device take each other's buffers and upload a shape's arrays once", "[gpu][runtime]") {
     // Two pipelines over one ragged shape, chained on device memory (C = X Y, then D = 2 C + 1 from
     // C's device buffer), on the CPU-threads backend; the second kernel reads a subset of the
     // first one's shape arrays, so the pair uploads them once per shape.
-    Dim batch("batch"), m("m"), n("n"), k("k");
-    Param B("B", 1, 16);
-    LengthArray Ms("Ms", B, 0, 40), Ns("Ns", B, 0, 40), Ks("Ks", B, 0, 40);
-    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {k, Ks(batch)}}), Y("Y", {{batch, B}, {k, Ks(batch)}, {n, Ns(batch)}});
-    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-    C.compute([&](Expr b, Expr i, Expr j) { return sum(k, Ks(b), X(b, i, k) * Y(b, k, j)); });
-    C.gpu_blocks(m, batch).gpu_threads(n);
-    Tensor Cin("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-    Func D("D", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-    D.compute([&](Expr b, Expr i, Expr j) { return Cin(b, i, j) * 2.0f + 1.0f; });
-    D.gpu_blocks(m, batch).gpu_threads(n);
-    Pipeline gemm({C}, "gpu_shared_gemm"), scale({D}, "gpu_shared_scale");
-    CudaKernel k1 = testing::cuda_on_cpu(gemm), k2 = testing::cuda_on_cpu(scale);
+    testing::ChainedGpuPipelines t(16, 40, "gpu_shared");
+    CudaKernel k1 = testing::cuda_on_cpu(t.gemm), k2 = testing::cuda_on_cpu(t.scale);
     k2.share_device_with(k1);
     k2.share_device_with(k1); // again: nothing changes
-    auto shape_of = [&](const std::vector<int32_t> &ms, const std::vector<int32_t> &ns,
-                        const std::vector<int32_t> &ks) {
-        RaggedShape s;
-        s.set(B, (int64_t)ms.size()).set(Ms, ms).set(Ns, ns).set(Ks, ks);
-        return s;
-    };
-    RaggedShape s1 = shape_of({3, 0, 17}, {5, 2, 9}, {4, 7, 1}), s2 = shape_of({8}, {1}, {0});
+    RaggedShape s1 = t.shape({3, 0, 17}, {5, 2, 9}, {4, 7, 1}), s2 = t.shape({8}, {1}, {0});
     int64_t expected_transfers = 0;
     for (const RaggedShape *s : {&s1, &s1, &s2}) {
         expected_transfers += s == &s1 && expected_transfers == 1 ? 0 : 1;
-        Buffer x = Buffer::alloc(X, *s), y = Buffer::alloc(Y, *s), d = Buffer::alloc(D, *s);
+        Buffer x = Buffer::alloc(t.X, *s), y = Buffer::alloc(t.Y, *s), d = Buffer::alloc(t.D, *s);
         testing::fill_random(x, 5);
         testing::fill_random(y, 6);
-        DeviceBuffer dx = k1.alloc(X, *s), dy = k1.alloc(Y, *s), dc = k1.alloc(C, *s), dd = k2.alloc(D, *s);
+        DeviceBuffer dx = k1.alloc(t.X, *s), dy = k1.alloc(t.Y, *s), dc = k1.alloc(t.C, *s), dd = k2.alloc(t.D, *s);
         dx.upload(x);
         dy.upload(y);
-        k1.run(*s, {{X, dx}, {Y, dy}, {C, dc}});
-        k2.run(*s, {{Cin, dc}, {D, dd}}); // the first kernel's buffer, and its shape arrays
+        k1.run(*s, {{t.X, dx}, {t.Y, dy}, {t.C, dc}});
+        k2.run(*s, {{t.Cin, dc}, {t.D, dd}}); // the first kernel's buffer, and its shape arrays
         dd.download(d);
-        const std::vector<double> c_ref = reference_evaluate(gemm, *s, {{X, &x}, {Y, &y}})[0];
-        Buffer c = Buffer::alloc(Cin, *s);
-        for (int64_t e = 0; e < c.size(); e++)
-            c.data<float>()[e] = (float)c_ref[(size_t)e];
-        testing::require_close(d, reference_evaluate(scale, *s, {{Cin, &c}})[0]);
+        testing::require_close(d, t.reference(*s, x, y));
         REQUIRE(k1.shape_transfers() == expected_transfers);
         REQUIRE(k2.shape_transfers() == expected_transfers);
     }
     REQUIRE(expected_transfers == 2);
     // A kernel that shares nothing keeps its own arrays and rejects the others' buffers.
-    CudaKernel alone = testing::cuda_on_cpu(scale);
-    DeviceBuffer dc = k1.alloc(C, s1), dd = alone.alloc(D, s1);
-    REQUIRE_THROWS_WITH(alone.run(s1, {{Cin, dc}, {D, dd}}),
+    CudaKernel alone = testing::cuda_on_cpu(t.scale);
+    DeviceBuffer dc = k1.alloc(t.C, s1), dd = alone.alloc(t.D, s1);
+    REQUIRE_THROWS_WITH(alone.run(s1, {{t.Cin, dc}, {t.D, dd}}),
                         Contains("the device buffer bound for tensor 'C' belongs to another kernel's device"));
     REQUIRE(alone.shape_transfers() == 0);
 }

@@ -5,6 +5,7 @@
 // CPU-threads backend instead (ctest: gpu_tests_on_cpu_threads), so the tests themselves are
 // checked on every machine.
 #define CATCH_CONFIG_RUNNER
+#include "common/chained_gpu_pipelines.h"
 #include "common/gemm_schedules.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
@@ -166,40 +167,23 @@ TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers o
 }
 
 TEST_CASE("kernels sharing a device chain on device memory and upload a shape's arrays once", "[gpu]") {
-    Dim batch("batch"), m("m"), n("n"), k("k");
-    Param B("B", 1, 64);
-    LengthArray Ms("Ms", B, 0, 300), Ns("Ns", B, 0, 300), Ks("Ks", B, 0, 300);
-    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {k, Ks(batch)}}), Y("Y", {{batch, B}, {k, Ks(batch)}, {n, Ns(batch)}});
-    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-    C.compute([&](Expr b, Expr i, Expr j) { return sum(k, Ks(b), X(b, i, k) * Y(b, k, j)); });
-    C.gpu_blocks(m, batch).gpu_threads(n);
-    Tensor Cin("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-    Func D("D", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-    D.compute([&](Expr b, Expr i, Expr j) { return Cin(b, i, j) * 2.0f + 1.0f; });
-    D.gpu_blocks(m, batch).gpu_threads(n);
-    Pipeline gemm({C}, "gpu_device_shared_gemm"), scale({D}, "gpu_device_shared_scale");
-    CudaKernel k1 = compile(gemm), k2 = compile(scale);
+    testing::ChainedGpuPipelines t(64, 300, "gpu_device_shared");
+    CudaKernel k1 = compile(t.gemm), k2 = compile(t.scale);
     k2.share_device_with(k1);
-    RaggedShape s;
-    s.set(B, 4).set(Ms, std::vector<int32_t>{3, 0, 200, 64}).set(Ns, std::vector<int32_t>{5, 2, 130, 1});
-    s.set(Ks, std::vector<int32_t>{4, 7, 1, 300});
-    Buffer x = Buffer::alloc(X, s), y = Buffer::alloc(Y, s), d = Buffer::alloc(D, s);
+    RaggedShape s = t.shape({3, 0, 200, 64}, {5, 2, 130, 1}, {4, 7, 1, 300});
+    Buffer x = Buffer::alloc(t.X, s), y = Buffer::alloc(t.Y, s), d = Buffer::alloc(t.D, s);
     testing::fill_random(x, 21);
     testing::fill_random(y, 22);
-    DeviceBuffer dx = k1.alloc(X, s), dy = k1.alloc(Y, s), dc = k1.alloc(C, s), dd = k2.alloc(D, s);
+    DeviceBuffer dx = k1.alloc(t.X, s), dy = k1.alloc(t.Y, s), dc = k1.alloc(t.C, s), dd = k2.alloc(t.D, s);
     dx.upload(x);
     dy.upload(y);
     for (int rep = 0; rep < 2; rep++) {
-        k1.run(s, {{X, dx}, {Y, dy}, {C, dc}});
-        k2.run(s, {{Cin, dc}, {D, dd}});
+        k1.run(s, {{t.X, dx}, {t.Y, dy}, {t.C, dc}});
+        k2.run(s, {{t.Cin, dc}, {t.D, dd}});
     }
     dd.download(d);
     REQUIRE(k1.shape_transfers() == 1);
-    const std::vector<double> c_ref = reference_evaluate(gemm, s, {{X, &x}, {Y, &y}})[0];
-    Buffer c = Buffer::alloc(Cin, s);
-    for (int64_t e = 0; e < c.size(); e++)
-        c.data<float>()[e] = (float)c_ref[(size_t)e];
-    testing::require_close(d, reference_evaluate(scale, s, {{Cin, &c}})[0]);
+    testing::require_close(d, t.reference(s, x, y));
 }
 
 int main(int argc, char **argv) {
