@@ -329,8 +329,10 @@ struct RunContext {
      * state's mutex held. */
     static std::vector<size_t> place_shape_arrays(CudaKernel::Impl &k, SharedDeviceState &st, int32_t n,
                                                   const void *const *host, const int64_t *bytes) {
-        auto find = [&](const void *p, size_t size) -> std::optional<size_t> {
-            for (const auto &[contents, offset] : st.arrays)
+        using Arrays = std::vector<std::pair<std::vector<unsigned char>, size_t>>;
+        // The offset of an array with these contents among `in`, if there is one.
+        auto find = [](const Arrays &in, const void *p, size_t size) -> std::optional<size_t> {
+            for (const auto &[contents, offset] : in)
                 if (contents.size() == size && (size == 0 || std::memcmp(contents.data(), p, size) == 0)) return offset;
             return std::nullopt;
         };
@@ -339,13 +341,13 @@ struct RunContext {
         size_t wanted = 0;
         for (int32_t i = 0; i < n; i++) {
             wanted += ((size_t)bytes[i] + 7) / 8 * 8;
-            std::optional<size_t> at = st.buffer ? find(host[i], (size_t)bytes[i]) : std::nullopt;
+            std::optional<size_t> at = st.buffer ? find(st.arrays, host[i], (size_t)bytes[i]) : std::nullopt;
             all_there = all_there && at.has_value();
             some_there = some_there || at.has_value();
             if (at) offset[(size_t)i] = *at;
         }
         if (all_there) return offset;
-        std::vector<std::pair<std::vector<unsigned char>, size_t>> arrays;
+        Arrays arrays;
         size_t total = 0;
         if (some_there) {
             for (const auto &a : st.arrays)
@@ -358,13 +360,10 @@ struct RunContext {
         for (int32_t i = 0; i < n; i++) {
             const auto *p = static_cast<const unsigned char *>(host[i]);
             const size_t size = (size_t)bytes[i];
-            bool placed = false;
-            for (const auto &[contents, at] : arrays)
-                if (!placed && contents.size() == size && (size == 0 || std::memcmp(contents.data(), p, size) == 0)) {
-                    offset[(size_t)i] = at;
-                    placed = true;
-                }
-            if (placed) continue;
+            if (std::optional<size_t> at = find(arrays, p, size)) {
+                offset[(size_t)i] = *at;
+                continue;
+            }
             offset[(size_t)i] = total;
             arrays.emplace_back(std::vector<unsigned char>(p, p + size), total);
             total += (size + 7) / 8 * 8;
