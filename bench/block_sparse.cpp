@@ -24,6 +24,7 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include "common/error_check.h"
 #include "common/timing.h"
 #include "sparse/bsr_conv.h"
 #include "sparse/bsr_linear.h"
@@ -192,12 +193,12 @@ int run(int argc, char **argv) {
                                 x.data<float>(), (int)c.in, wd.data(), (int)c.in, 0.0f, y_ref.data(), (int)c.out);
                 };
                 double cora_s = seconds_best(runs, run_cora), sgemm_s = seconds_best(runs, run_sgemm);
-                double err = 0, scale = 0;
+                apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
                 for (int64_t i = 0; i < tokens * c.out; i++) {
-                    err = std::max(err, (double)std::fabs(y.at(i) - y_ref[(size_t)i]));
-                    scale = std::max(scale, (double)std::fabs(y_ref[(size_t)i]));
+                    check.add(y.at(i), y_ref[(size_t)i]);
                 }
-                bool ok = err <= 1e-4 * std::max(scale, 1.0);
+                double err = check.max_abs();
+                bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
                 all_ok &= ok;
                 double dnnl_s = 0;
 #ifdef CORA_BENCH_ONEDNN
@@ -287,12 +288,12 @@ int run(int argc, char **argv) {
         };
         std::vector<double> y_full, y_prop;
         double full_s = time_ff(w1, w2, &y_full), prop_s = time_ff(p1, p2, &y_prop);
-        double err = 0, scale = 0;
+        apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
         for (size_t i = 0; i < y_full.size(); i++) {
-            err = std::max(err, std::fabs(y_full[i] - y_prop[i]));
-            scale = std::max(scale, std::fabs(y_full[i]));
+            check.add(y_prop[i], y_full[i]);
         }
-        bool ok = err <= 1e-5 * std::max(scale, 1.0);
+        double err = check.max_abs();
+        bool ok = check.abs_within(1e-5 * std::max(check.scale(), 1.0));
         all_ok &= ok;
         char line[512];
         std::snprintf(
@@ -368,12 +369,12 @@ int run(int argc, char **argv) {
         double dec_s = seconds_best(runs, [&] {
             kd.run(sh, {{X, x}, {W.col, cw}, {W.values, vw}, {E.col, ce}, {E.values, ve}, {both.Y, yd}});
         });
-        double err = 0, scale = 0;
+        apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
         for (int64_t i = 0; i < tokens * out_f; i++) {
-            err = std::max(err, (double)std::fabs(yd.at(i) - y_ref[(size_t)i]));
-            scale = std::max(scale, (double)std::fabs(y_ref[(size_t)i]));
+            check.add(yd.at(i), y_ref[(size_t)i]);
         }
-        bool ok = err <= 1e-4 * std::max(scale, 1.0);
+        double err = check.max_abs();
+        bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
         all_ok &= ok;
         // Time per multiply-add (per token) of each part: their ratio is the cost rule's threshold.
         double block_mac = blocks_s / (double)(dec.blocks.nnzb() * bs * bs);
@@ -448,12 +449,12 @@ int run(int argc, char **argv) {
                     sgemm();
                 });
                 double sgemm_s = seconds_best(runs, sgemm);
-                double err = 0, scale = 0;
+                apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
                 for (int64_t i = 0; i < pixels * C; i++) {
-                    err = std::max(err, (double)std::fabs(yb.at(i) - y_ref[(size_t)i]));
-                    scale = std::max(scale, (double)std::fabs(y_ref[(size_t)i]));
+                    check.add(yb.at(i), y_ref[(size_t)i]);
                 }
-                bool ok = err <= 1e-4 * std::max(scale, 1.0);
+                double err = check.max_abs();
+                bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
                 all_ok &= ok;
                 char tgt[64] = "-";
                 if (density == 0.5)
@@ -542,13 +543,13 @@ int run(int argc, char **argv) {
             std::vector<float> y_ref((size_t)(tokens * sc.out));
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tokens, (int)sc.out, (int)sc.in, 1.0f,
                         x.data<float>(), (int)sc.in, wd.data(), (int)sc.in, 0.0f, y_ref.data(), (int)sc.out);
-            double err = 0, scale = 0;
+            apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
             for (int64_t i = 0; i < tokens * sc.out; i++) {
-                err = std::max(err, (double)std::fabs(ys.at(i) - y_ref[(size_t)i]));
-                err = std::max(err, (double)std::fabs(yr.at(i) - y_ref[(size_t)i]));
-                scale = std::max(scale, (double)std::fabs(y_ref[(size_t)i]));
+                check.add(ys.at(i), y_ref[(size_t)i]);
+                check.add(yr.at(i), y_ref[(size_t)i]);
             }
-            bool ok = err <= 1e-4 * std::max(scale, 1.0);
+            double err = check.max_abs();
+            bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
             all_ok &= ok;
             char line[512];
             std::snprintf(line, sizeof line,

@@ -180,10 +180,17 @@ struct Op {
         double scale = 0;
         for (float w : want)
             scale = std::max(scale, (double)std::fabs(w));
+        // A value that is not finite where the naive result is (or the reverse) fails: std::max(err,
+        // NaN) is err, so a NaN output would otherwise pass (apps/common/error_check.h).
         double err = 0;
-        for (size_t x = 0; x < want.size(); x++)
-            err =
-                std::max(err, std::fabs((double)got[x] - want[x]) / std::max((double)std::fabs(want[x]), 0.01 * scale));
+        for (size_t x = 0; x < want.size(); x++) {
+            const bool same_non_finite = (std::isnan(got[x]) && std::isnan(want[x])) ||
+                                         (std::isinf(got[x]) && (double)got[x] == (double)want[x]);
+            if (same_non_finite) continue;
+            const double d =
+                std::fabs((double)got[x] - want[x]) / std::max((double)std::fabs(want[x]), 0.01 * scale);
+            err = std::isfinite(d) ? std::max(err, d) : INFINITY;
+        }
         v.err = err;
         if (!(err <= 1e-3)) v.error = "max relative error " + std::to_string(err) + " against naive (limit 1e-3)";
     }

@@ -19,6 +19,7 @@
 
 #include "common/cli.h"
 #include "common/data_files.h"
+#include "common/error_check.h"
 #include "common/heap.h"
 #include "common/timing.h"
 #include "transformer/encoder_limits.h"
@@ -201,12 +202,10 @@ int main(int argc, char **argv) {
                              }));
                 let_thread_pools_sleep();
             }
-            double max_diff = 0, max_y = 0;
-            for (int64_t i = 0; i < T * c.out; i++) {
-                max_diff = std::max(max_diff, (double)std::fabs(Y[(size_t)i] - Yref[(size_t)i]));
-                max_y = std::max(max_y, (double)std::fabs(Yref[(size_t)i]));
-            }
-            const bool ok = max_diff <= 1e-4 * std::max(max_y, 1.0);
+            apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
+            for (int64_t i = 0; i < T * c.out; i++)
+                check.add(Y[(size_t)i], Yref[(size_t)i]);
+            const bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
             all_ok = all_ok && ok;
             const double ratio = base_s / cora_s;
             ratios.push_back(ratio);

@@ -5,7 +5,7 @@
 #   - the device tests (gpu_tests): random GPU schedules, a shared-memory GEMM, a float16 GEMM and
 #     tensor-core (mma.sync) GEMM and vgemm run on the GPU against the reference (exit 77 = no
 #     device: skipped);
-#   - the same device tests on CPU threads (the CUDA source run by a thread per CUDA thread);
+#   - the same device tests on CPU threads (the CUDA source run with a fiber per CUDA thread);
 #   - the apps with --device cuda: trmm 4096, vgemm on the dataset's shapes, ragged attention
 #     (ragged against padded) on MNLI lengths;
 #   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS, vgemm and a square GEMM on

@@ -25,12 +25,15 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-/** The whole of `text` as a decimal integer; false when it is not one or does not fit. */
+/** The whole of `text` as a decimal integer (an optional sign, then digits); false when it is not
+ * one or does not fit. Every byte counts: "7\0junk" (an embedded NUL, where strtoll stops) and
+ * " 7" are not 7. */
 inline bool parse_int64(const std::string &text, int64_t *out) {
+    if (text.empty() || !(text[0] == '-' || text[0] == '+' || (text[0] >= '0' && text[0] <= '9'))) return false;
     errno = 0;
     char *end = nullptr;
     long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno == ERANGE) return false;
+    if (end != text.c_str() + text.size() || errno == ERANGE) return false;
     *out = v;
     return true;
 }

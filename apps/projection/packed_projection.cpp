@@ -5,6 +5,7 @@
 #include <cora/cora.h>
 
 #include "common/cli.h"
+#include "common/error_check.h"
 #include "common/timing.h"
 
 #include <algorithm>
@@ -97,15 +98,16 @@ int run(int argc, char **argv) {
         kern.run(shape, {{X, x}, {W, w}, {Out, out}});
         auto ref = reference_evaluate(p, shape, {{X, &x}, {W, &w}})[0];
         std::vector<float> got = out.to_padded(Out, shape, {(int64_t)lengths.size(), 17, O});
-        double err = 0;
+        apps::ErrorCheck check;
         size_t at = 0;
         for (size_t bi = 0; bi < lengths.size(); bi++)
             for (int32_t si = 0; si < lengths[bi]; si++)
                 for (int64_t oi_ = 0; oi_ < O; oi_++)
-                    err = std::max(err, std::fabs(got[(bi * 17 + si) * O + oi_] - ref[at++]));
-        bool ok = err <= 1e-3;
+                    check.add(got[(bi * 17 + si) * O + oi_], ref[at++]);
+        bool ok = check.abs_within(1e-3);
         all_ok = all_ok && ok;
-        std::printf("   check vs reference: %s (max abs error %.2g)\n\n", ok ? "PASS" : "FAIL", err);
+        std::printf("   check vs reference: %s (max abs error %.2g%s)\n\n", ok ? "PASS" : "FAIL", check.max_abs(),
+                    check.non_finite_note().c_str());
     }
 
     // Time the first and last schedules on a ragged batch (lengths 1..128, one shape).

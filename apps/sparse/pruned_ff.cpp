@@ -14,6 +14,7 @@
 #include "bsr_linear.h"
 #include "bsr_weights_file.h"
 #include "common/cli.h"
+#include "common/error_check.h"
 #include "common/data_files.h"
 #include "common/length_profile.h"
 #include "common/timing.h"
@@ -183,12 +184,10 @@ int run(int argc, char **argv) {
     // Check: cora (propagated weights) against the dense product of the original weights.
     run_cora();
     run_dense();
-    double err = 0, scale = 0;
-    for (int64_t i = 0; i < tokens * hidden; i++) {
-        err = std::max(err, (double)std::fabs(out.at(i) - y_dense[(size_t)i]));
-        scale = std::max(scale, (double)std::fabs(y_dense[(size_t)i]));
-    }
-    bool ok = err <= 1e-4 * std::max(scale, 1.0);
+    apps::ErrorCheck check;
+    for (int64_t i = 0; i < tokens * hidden; i++)
+        check.add(out.at(i), y_dense[(size_t)i]);
+    bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
     if (!dump_file.empty()) {
         std::ofstream o(dump_file, std::ios::binary);
         o.write(reinterpret_cast<const char *>(out.data<float>()), (std::streamsize)(tokens * hidden * 4));
@@ -204,8 +203,8 @@ int run(int argc, char **argv) {
                 (long long)tokens, tokens > 0 ? (double)padded_tokens / (double)tokens : 1.0, omp_get_max_threads());
     std::printf("blocks kept: W1 %.1f%% -> %.1f%%, W2 %.1f%% -> %.1f%% after propagation\n", w1.density() * 100,
                 p1.density() * 100, w2.density() * 100, p2.density() * 100);
-    std::printf("check vs dense sgemm of the unpropagated weights: %s (max abs error %.3g)\n", ok ? "PASS" : "FAIL",
-                err);
+    std::printf("check vs dense sgemm of the unpropagated weights: %s (max abs error %.3g%s)\n", ok ? "PASS" : "FAIL",
+                check.max_abs(), check.non_finite_note().c_str());
     std::printf("cora block-sparse, packed tokens  %9.2f ms\n", cora_s * 1e3);
     std::printf("dense sgemm, packed tokens        %9.2f ms  (cora %.2fx faster)\n", dense_s * 1e3, dense_s / cora_s);
     std::printf("dense sgemm, padded batch         %9.2f ms  (cora %.2fx faster)\n", padded_s * 1e3, padded_s / cora_s);

@@ -2,6 +2,7 @@
 // by cora (encoder_def.h), run on packed tokens and — in the same process, with the same kernels —
 // on the batch padded to its longest item, with a check against a double-precision reference.
 #include "common/cli.h"
+#include "common/error_check.h"
 #include "common/data_files.h"
 #include "common/heap.h"
 #include "common/length_profile.h"
@@ -260,20 +261,20 @@ int run(int argc, char **argv) {
                                           std::max_element(len.begin(), len.end()) - len.begin()};
             std::sort(items.begin(), items.end());
             items.erase(std::unique(items.begin(), items.end()), items.end());
-            double max_rel = 0;
+            ErrorCheck errors;
             for (int64_t b : items) {
                 int64_t from = std::accumulate(len.begin(), len.begin() + b, int64_t(0)) * cfg.hidden;
                 std::vector<double> want = reference_item(cfg, weights, input.data() + from, len[(size_t)b]);
                 for (size_t k = 0; k < want.size(); k++)
-                    max_rel = std::max(max_rel, std::fabs(output[(size_t)from + k] - want[k]) /
-                                                    std::max(1.0, std::fabs(want[k])));
+                    errors.add(output[(size_t)from + k], want[k]);
             }
-            bool pass = max_rel <= 1e-4;
+            bool pass = errors.rel_within(1e-4);
             all_ok = all_ok && pass;
             std::printf("check vs double-precision reference (items");
             for (int64_t b : items)
                 std::printf(" %lld (length %d)", (long long)b, len[(size_t)b]);
-            std::printf(", all layers): %s (max relative error %.2e)\n", pass ? "PASS" : "FAIL", max_rel);
+            std::printf(", all layers): %s (max relative error %.2e%s)\n", pass ? "PASS" : "FAIL", errors.max_rel(),
+                        errors.non_finite_note().c_str());
         }
 
         ragged.profile = padded.profile = profile;
@@ -292,10 +293,10 @@ int run(int argc, char **argv) {
             Encoder masked(cfg, panels, len, true);
             masked.input() = input;
             masked.run();
-            double diff = 0;
+            ErrorCheck agreement;
             for (int64_t k = 0; k < tokens * cfg.hidden; k++)
-                diff = std::max(diff, (double)std::fabs(masked.input()[(size_t)k] - output[(size_t)k]) /
-                                          std::max(1.0, (double)std::fabs(output[(size_t)k])));
+                agreement.add(masked.input()[(size_t)k], output[(size_t)k]);
+            const double diff = agreement.mismatches() ? INFINITY : agreement.max_rel();
             let_thread_pools_sleep();
             double t_masked = best_seconds((int)runs, [&] {
                 masked.input() = input;

@@ -7,6 +7,7 @@
 
 #include "common/cli.h"
 #include "common/device.h"
+#include "common/error_check.h"
 #include "common/timing.h"
 #include "trmm/trmm_def.h"
 #include "trmm/trmm_gpu_def.h"
@@ -32,13 +33,12 @@ bool check_against_strmm(const Buffer &l, const Buffer &b, const float *got, int
     std::vector<float> want(b.data<float>(), b.data<float>() + b.size());
     cblas_strmm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)m, (int)n, 1.0f, l.data<float>(),
                 (int)m, want.data(), (int)n);
-    double err = 0, scale = 0;
-    for (size_t i = 0; i < want.size(); i++) {
-        err = std::max(err, (double)std::fabs(got[i] - want[i]));
-        scale = std::max(scale, (double)std::fabs(want[i]));
-    }
-    bool ok = err <= 1e-5 * std::max(1.0, scale) * std::sqrt((double)m);
-    std::printf("check vs cblas_strmm: %s (max abs error %.3g, max |C| %.3g)\n", ok ? "PASS" : "FAIL", err, scale);
+    apps::ErrorCheck check;
+    for (size_t i = 0; i < want.size(); i++)
+        check.add(got[i], want[i]);
+    bool ok = check.abs_within(1e-5 * std::max(1.0, check.scale()) * std::sqrt((double)m));
+    std::printf("check vs cblas_strmm: %s (max abs error %.3g, max |C| %.3g%s)\n", ok ? "PASS" : "FAIL",
+                check.max_abs(), check.scale(), check.non_finite_note().c_str());
     return ok;
 }
 

@@ -12,6 +12,7 @@
 
 #include "common/cli.h"
 #include "common/device.h"
+#include "common/error_check.h"
 #include "common/timing.h"
 #include "cora_runtime.h"
 #include "vgemm/vgemm_gpu_def.h"
@@ -49,14 +50,12 @@ int run_gpu(cora::apps::Device device, const VGemmProblem &p, const std::vector<
     double ms = apps::run_gpu_schedule(device, v.pipeline(), shape, {{v.X, x}, {v.Y, y}, {v.C, c}}, (int)runs, &label);
     std::vector<float> c_ref((size_t)p.c_size());
     p.per_matrix_loop(c_ref.data());
-    double err = 0, scale = 0;
-    for (size_t i = 0; i < c_ref.size(); i++) {
-        err = std::max(err, (double)std::fabs(c.data<float>()[i] - c_ref[i]));
-        scale = std::max(scale, (double)std::fabs(c_ref[i]));
-    }
-    bool ok = err <= 1e-5 * std::max(1.0, scale) * std::sqrt((double)std::max(p.max_k, 1));
-    std::printf("%s\ncheck vs per-matrix cblas_sgemm: %s (max abs error %.3g)\n", label.c_str(), ok ? "PASS" : "FAIL",
-                err);
+    apps::ErrorCheck check;
+    for (size_t i = 0; i < c_ref.size(); i++)
+        check.add(c.data<float>()[i], c_ref[i]);
+    bool ok = check.abs_within(1e-5 * std::max(1.0, check.scale()) * std::sqrt((double)std::max(p.max_k, 1)));
+    std::printf("%s\ncheck vs per-matrix cblas_sgemm: %s (max abs error %.3g%s)\n", label.c_str(), ok ? "PASS" : "FAIL",
+                check.max_abs(), check.non_finite_note().c_str());
     std::printf("cora %9.3f ms  %7.1f GFLOP/s (GPU baselines: cora_gpu_bench, against cuBLAS)\n", ms,
                 gflops(p.flop, ms * 1e-3));
     return ok ? 0 : 1;
@@ -99,23 +98,22 @@ int run_gpu_tensor_cores(cora::apps::Device device, const VGemmProblem &p, int64
     double ms = apps::run_gpu_schedule(device, v.pipeline(), shape, {{v.X, x}, {v.Y, y}, {v.C, c}}, (int)runs, &label);
     std::vector<float> c_ref((size_t)p.c_size());
     rounded.per_matrix_loop(c_ref.data());
-    double err = 0, scale = 0;
+    apps::ErrorCheck check;
     int64_t oc = 0;
     for (int64_t b = 0; b < p.batch; b++) {
         const int64_t pn = 32 * tiles[b][1];
         for (int64_t i = 0; i < p.ms[b]; i++)
             for (int64_t j = 0; j < p.ns[b]; j++) {
                 const float want = c_ref[(size_t)(p.c_off[b] + i * p.ns[b] + j)];
-                err = std::max(err, (double)std::fabs(c.data<float>()[oc + i * pn + j] - want));
-                scale = std::max(scale, (double)std::fabs(want));
+                check.add(c.data<float>()[oc + i * pn + j], want);
             }
         oc += 32 * tiles[b][0] * pn;
     }
-    bool ok = err <= 1e-5 * std::max(1.0, scale) * std::sqrt((double)std::max(p.max_k, 1));
+    bool ok = check.abs_within(1e-5 * std::max(1.0, check.scale()) * std::sqrt((double)std::max(p.max_k, 1)));
     std::printf("%s, tensor cores (float16 operands, float32 sums; whole tiles do %.2fx the useful work)\n",
                 label.c_str(), tile_flop / std::max(p.flop, 1.0));
-    std::printf("check vs per-matrix cblas_sgemm on the float16-rounded operands: %s (max abs error %.3g)\n",
-                ok ? "PASS" : "FAIL", err);
+    std::printf("check vs per-matrix cblas_sgemm on the float16-rounded operands: %s (max abs error %.3g%s)\n",
+                ok ? "PASS" : "FAIL", check.max_abs(), check.non_finite_note().c_str());
     std::printf("cora %9.3f ms  %7.1f GFLOP/s useful (GPU baselines: cora_gpu_bench, against cublasGemmEx)\n", ms,
                 gflops(p.flop, ms * 1e-3));
     return ok ? 0 : 1;
@@ -182,16 +180,16 @@ int run(int argc, char **argv) {
     run_cora();
     run_loop();
     run_tiles();
-    double err = 0, err_tiles = 0, scale = 0;
+    cora::apps::ErrorCheck check, check_tiles;
     for (size_t i = 0; i < c.size(); i++) {
-        err = std::max(err, (double)std::fabs(c[i] - c_ref[i]));
-        err_tiles = std::max(err_tiles, (double)std::fabs(c_tiles[i] - c_ref[i]));
-        scale = std::max(scale, (double)std::fabs(c_ref[i]));
+        check.add(c[i], c_ref[i]);
+        check_tiles.add(c_tiles[i], c_ref[i]);
     }
-    double tol = 1e-5 * std::max(1.0, scale) * std::sqrt((double)std::max(p.max_k, 1));
-    bool ok = err <= tol && err_tiles <= tol;
-    std::printf("check vs per-matrix cblas_sgemm: %s (max abs error %.3g micro-kernel, %.3g sgemm tiles)\n",
-                ok ? "PASS" : "FAIL", err, err_tiles);
+    double tol = 1e-5 * std::max(1.0, check.scale()) * std::sqrt((double)std::max(p.max_k, 1));
+    bool ok = check.abs_within(tol) && check_tiles.abs_within(tol);
+    std::printf("check vs per-matrix cblas_sgemm: %s (max abs error %.3g micro-kernel%s, %.3g sgemm tiles%s)\n",
+                ok ? "PASS" : "FAIL", check.max_abs(), check.non_finite_note().c_str(), check_tiles.max_abs(),
+                check_tiles.non_finite_note().c_str());
 
     double cora_s = best_seconds(runs, run_cora), tiles_s = best_seconds(runs, run_tiles);
     double loop_s = best_seconds(runs, run_loop), padded_s = best_seconds(runs, run_padded);

@@ -21,6 +21,7 @@
 
 #include "common/cli.h"
 #include "common/data_files.h"
+#include "common/error_check.h"
 #include "cora/cora.h"
 #include "trmm/trmm_gpu_def.h"
 #include "vgemm/vgemm_gpu_def.h"
@@ -65,11 +66,13 @@ struct DeviceArray {
     }
 };
 
+/** The largest relative error; infinity when a value is not finite where the reference is (or the
+ * reverse), so that a NaN output never passes (apps/common/error_check.h). */
 double max_rel_error(const float *got, const float *want, size_t n) {
-    double worst = 0;
+    apps::ErrorCheck check;
     for (size_t i = 0; i < n; i++)
-        worst = std::max(worst, std::fabs((double)got[i] - want[i]) / std::max(1.0, std::fabs((double)want[i])));
-    return worst;
+        check.add(got[i], want[i]);
+    return check.mismatches() ? INFINITY : check.max_rel();
 }
 
 // The schedules the apps run with --device cuda (shared-memory k-panels, per-thread accumulators).
@@ -93,11 +96,10 @@ void fill(Buffer &b, uint32_t seed) {
 
 /** The largest relative error of float32 `c` against the reference's first output. */
 double max_rel_error(const Buffer &c, const std::vector<double> &ref) {
-    double worst = 0;
+    apps::ErrorCheck check;
     for (int64_t e = 0; e < c.size(); e++)
-        worst =
-            std::max(worst, std::fabs(c.data<float>()[e] - ref[(size_t)e]) / std::max(1.0, std::fabs(ref[(size_t)e])));
-    return worst;
+        check.add(c.data<float>()[e], ref[(size_t)e]);
+    return check.mismatches() ? INFINITY : check.max_rel();
 }
 
 /** A batch's shapes in tensor-core tiles: M and N rounded up to 32, K to 16 (zero padding). */

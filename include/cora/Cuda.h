@@ -48,8 +48,9 @@ bool cuda_device_available(std::string *why = nullptr);
 /** Where a CudaKernel runs. */
 enum class CudaBackend {
     Gpu,        ///< this machine's GPU, through the CUDA driver API
-    CpuThreads, ///< the same CUDA source compiled for the CPU, a thread per CUDA thread of a block, __syncthreads a
-                ///< barrier (divergent ones reported): the whole CUDA path without a GPU, for tests; slow
+    CpuThreads, ///< the same CUDA source compiled for the CPU, a fiber per CUDA thread of a block on the launching
+                ///< thread, __syncthreads a barrier (divergent ones reported): the whole CUDA path without a GPU,
+                ///< for tests; one core runs every CUDA thread
 };
 
 class CudaKernel;

@@ -5,6 +5,7 @@
 #include "cora/Error.h"
 #include "cora/Expr.h"
 #include "cora/Generator.h"
+#include "cora/KernelBatch.h"
 #include "cora/Pipeline.h"
 #include "cora/Reference.h"
 #include "cora/Runtime.h"

@@ -540,11 +540,22 @@ std::string emulated_kernel_function(const LoweredFunc &kernel) {
 
 std::string entry_symbol(const Module &m) { return "cora_" + c_identifier(m.name); }
 
-std::string codegen_c(const Module &m) {
+std::string codegen_c_body(const Module &m, const std::string &symbol) {
     std::string kernels;
     for (const LoweredFunc *k : m.device_kernels())
         kernels += emulated_kernel_function(*k) + "\n";
-    return c_prologue() + "\n" + kernels + emit_function("extern \"C\" ", entry_symbol(m), m.entry());
+    return kernels + emit_function("extern \"C\" ", symbol, m.entry());
+}
+
+std::string codegen_c(const Module &m) { return c_prologue() + "\n" + codegen_c_body(m, entry_symbol(m)); }
+
+std::string codegen_c_batch(const std::vector<const Module *> &modules, const std::vector<std::string> &symbols) {
+    CORA_CHECK(modules.size() == symbols.size(), "codegen_c_batch: one symbol per module");
+    std::string src = c_prologue() + "\n";
+    for (size_t i = 0; i < modules.size(); i++)
+        src += "namespace cora_batch_" + std::to_string(i) + " {\n" + codegen_c_body(*modules[i], symbols[i]) +
+               "} // namespace cora_batch_" + std::to_string(i) + "\n\n";
+    return src;
 }
 
 } // namespace cora::ir

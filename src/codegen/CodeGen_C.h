@@ -130,8 +130,16 @@ std::vector<std::string> kernel_parameters(CodeGen_C &g, const LoweredFunc &kern
  * between barriers one after another). */
 std::string emulated_kernel_function(const LoweredFunc &kernel);
 
-/** The JIT source of a module: the prologue, its device kernels emulated (if any), then its entry
- * (EntryFunction.h). */
+/** The JIT source of a module: the prologue, then codegen_c_body with the module's entry_symbol. */
 std::string codegen_c(const Module &m);
+
+/** A module's code after the prologue: its device kernels emulated (if any), then its entry
+ * (EntryFunction.h) as `extern "C"` function `symbol`. */
+std::string codegen_c_body(const Module &m, const std::string &symbol);
+
+/** One JIT source for several modules (KernelBatch): the prologue once, then each module's body in
+ * a namespace of its own (`cora_batch_<i>`: their kernels' names may repeat), its entry named
+ * `symbols[i]` (the symbols must differ). One compiler run builds them all. */
+std::string codegen_c_batch(const std::vector<const Module *> &modules, const std::vector<std::string> &symbols);
 
 } // namespace cora::ir

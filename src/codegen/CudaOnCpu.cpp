@@ -4,17 +4,25 @@
  * Why. Target::CudaEmulated runs the device IR block by block with thread loops as loops; it
  * checks indexing and bounds, but not what only the CUDA path does: the printer, the kernel
  * signatures and launch parameters, per-thread locals (slice_thread_tiles), shared memory and
- * __syncthreads. Here each CUDA thread of a block is a std::thread: a local array is per thread,
- * `__shared__` is one array for the block (a function-local static; blocks run one after another),
- * `__syncthreads()` is a barrier of the block's threads. A barrier some threads of a block reach
- * and others do not (a divergent barrier: undefined in CUDA) is reported as an error instead of
- * hanging: a thread that has returned no longer counts at the barriers of its block.
+ * __syncthreads. Here each CUDA thread of a block is a fiber (a ucontext with a stack of its own)
+ * on the thread that launches: a local array is per CUDA thread, `__shared__` is one array for the
+ * block (a function-local static, per launching thread; blocks run one after another), and
+ * `__syncthreads()` switches to the next fiber until every thread of the block has reached it. A
+ * barrier some threads of a block reach and others do not (a divergent barrier: undefined in CUDA)
+ * is reported as an error instead of hanging: a thread that has returned no longer counts at the
+ * barriers of its block.
+ *
+ * Fibers, not std::threads (as this backend first used): a barrier of 256 OS threads on two cores
+ * is a storm of futex wake-ups and context switches; the suite's CUDA-on-CPU tests spent most of
+ * their time in the kernel (sys time 5x user time). A fiber switch is a register save and one
+ * signal-mask call. Under AddressSanitizer each switch is announced to it
+ * (__sanitizer_start_switch_fiber), so it knows which stack is live.
  *
  * The result defines `extern "C" int cora_cuda_on_cpu_launch(int32_t kernel, const int64_t *grid,
  * const int64_t *threads, void **params, char *error, int32_t error_size)`, the signature of
  * cora_device_t::launch without its context: kernel numbers and parameters as the host entry
- * (codegen_cuda_host) passes them. Pointers are host pointers. Slow (a thread per CUDA thread,
- * a mutex per barrier): for tests on small sizes. */
+ * (codegen_cuda_host) passes them. Pointers are host pointers. For tests on small sizes: one CPU
+ * core runs every CUDA thread of the launch. */
 #include "codegen/CodeGen_CUDA.h"
 
 #include "codegen/cora_runtime_h.inc"
@@ -26,69 +34,180 @@ namespace {
 
 const char *kOnCpuPrologue = R"(// CUDA kernels run by CPU threads (cora: codegen_cuda_on_cpu). Do not edit.
 #include <cmath>
-#include <condition_variable>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <thread>
 #include <vector>
 
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CORA_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CORA_ASAN_FIBERS 1
+#endif
+#endif
+#ifdef CORA_ASAN_FIBERS
+extern "C" void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+extern "C" void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old, size_t *size_old);
+#endif
+
 namespace cora_on_cpu {
+
+/** A lane's mma.sync operands (see cora_mma_m16n8k16 below). */
+struct MmaSlot {
+    unsigned a[4], b[2];
+};
 
 struct dim3 {
     unsigned x = 0, y = 0, z = 0;
 };
-thread_local dim3 threadIdx, blockIdx;
-dim3 blockDim, gridDim;
+// Per launching thread: the fibers of a launch all run on the thread that called it, so two host
+// threads may launch at the same time.
+thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-/** The barrier of one block's threads; a thread that returned no longer counts (see above). */
+/** One launch's CUDA threads as fibers (ucontext) on the calling thread, and the barrier of the
+ * block they run: a fiber runs until it reaches __syncthreads() or the end of its block, then the
+ * next one runs. When every fiber waits or has finished, the waiting ones are released; a thread
+ * that finished no longer counts (see above). One block after another, as CUDA may order them. */
 struct BlockSync {
-    std::mutex m;
-    std::condition_variable cv;
-    long long n = 0, arrived = 0, finished = 0, phase = 0, block = 0;
+    enum State { Runnable, Waiting, Finished, Exited };
+    struct Fiber {
+        ucontext_t context;
+        dim3 thread;
+        State state = Runnable;
+    };
+    std::vector<Fiber> fibers;
+    ucontext_t scheduler;
+    Fiber *current = nullptr;
+    long long n = 0, arrived = 0, finished = 0;
     bool diverged = false;
-    void release_if_complete() {
-        if (arrived > 0 && arrived + finished == n) {
-            arrived = 0;
-            phase++;
-            cv.notify_all();
+    char *stacks = nullptr;
+    size_t stack_bytes = 0, page = 0, region = 0;
+    void (*body)() = nullptr;      // a fiber's function (fiber_main)
+    void (*call)(void **) = nullptr; // the kernel, called once per block by every fiber
+    void **params = nullptr;
+    bool done = false; // set before the last resume: the fibers leave their loop
+    std::vector<double> shuffle_slots; // a value per thread (__shfl_xor_sync)
+    std::vector<MmaSlot> mma_slots;    // fragments per thread (mma.sync)
+#ifdef CORA_ASAN_FIBERS
+    const void *scheduler_stack = nullptr;
+    size_t scheduler_stack_size = 0;
+#endif
+
+    /** Reserves a stack per thread (guard page below each); false when the memory is not there. */
+    bool allocate(long long threads) {
+        n = threads;
+        page = (size_t)sysconf(_SC_PAGESIZE);
+        stack_bytes = 256 * 1024;
+        region = (size_t)n * (stack_bytes + page);
+        void *p = mmap(nullptr, region, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return false;
+        stacks = static_cast<char *>(p);
+        fibers.resize((size_t)n);
+        for (long long t = 0; t < n; t++) {
+            char *guard = stacks + (size_t)t * (stack_bytes + page);
+            mprotect(guard, page, PROT_NONE);
+            Fiber &f = fibers[(size_t)t];
+            f.thread = {(unsigned)(t % blockDim.x), (unsigned)(t / blockDim.x % blockDim.y),
+                        (unsigned)(t / ((long long)blockDim.x * blockDim.y))};
+            getcontext(&f.context);
+            f.context.uc_stack.ss_sp = guard + page;
+            f.context.uc_stack.ss_size = stack_bytes;
+            f.context.uc_link = &scheduler;
+            makecontext(&f.context, body, 0);
         }
+        return true;
+    }
+    ~BlockSync() {
+        if (stacks) munmap(stacks, region);
+    }
+    /** From the scheduler into fiber `f`. */
+    void resume(Fiber &f) {
+        current = &f;
+        threadIdx = f.thread;
+#ifdef CORA_ASAN_FIBERS
+        void *fake = nullptr;
+        __sanitizer_start_switch_fiber(&fake, f.context.uc_stack.ss_sp, f.context.uc_stack.ss_size);
+        swapcontext(&scheduler, &f.context);
+        __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#else
+        swapcontext(&scheduler, &f.context);
+#endif
+    }
+    /** From the current fiber back to the scheduler, leaving it in `state`. */
+    void yield(State state) {
+        Fiber &f = *current;
+        f.state = state;
+#ifdef CORA_ASAN_FIBERS
+        void *fake = nullptr;
+        __sanitizer_start_switch_fiber(&fake, scheduler_stack, scheduler_stack_size);
+        swapcontext(&f.context, &scheduler);
+        __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#else
+        swapcontext(&f.context, &scheduler);
+#endif
+    }
+    /** The first switch into a fiber ends here (ASan: where the scheduler's stack is noted). */
+    void started() {
+#ifdef CORA_ASAN_FIBERS
+        __sanitizer_finish_switch_fiber(nullptr, &scheduler_stack, &scheduler_stack_size);
+#endif
     }
     void sync() {
-        std::unique_lock<std::mutex> l(m);
         if (finished > 0) diverged = true;
-        long long p = phase;
         arrived++;
-        release_if_complete();
-        cv.wait(l, [&] { return phase != p; });
+        yield(Waiting);
     }
     void finish() {
-        std::unique_lock<std::mutex> l(m);
         if (arrived > 0) diverged = true;
-        long long b = block;
         finished++;
-        release_if_complete();
-        if (finished == n) {
-            finished = 0;
-            block++;
-            cv.notify_all();
-        } else {
-            cv.wait(l, [&] { return block != b; });
+        yield(Finished);
+    }
+    /** Runs one block: every fiber to its end of the block, releasing barriers as they fill. */
+    void run_block() {
+        for (;;) {
+            for (Fiber &f : fibers)
+                if (f.state == Runnable) resume(f);
+            if (arrived == 0) break; // every thread finished the block
+            arrived = 0;
+            for (Fiber &f : fibers)
+                if (f.state == Waiting) f.state = Runnable;
         }
+        finished = 0;
+        for (Fiber &f : fibers)
+            f.state = Runnable;
+    }
+    /** Lets every fiber leave its loop (after the last block). */
+    void run_exit() {
+        done = true;
+        for (Fiber &f : fibers)
+            resume(f);
+    }
+    /** The fiber's last switch: it is not resumed again. */
+    void exit_fiber() {
+        Fiber &f = *current;
+        f.state = Exited;
+#ifdef CORA_ASAN_FIBERS
+        __sanitizer_start_switch_fiber(nullptr, scheduler_stack, scheduler_stack_size);
+#endif
+        swapcontext(&f.context, &scheduler);
     }
 };
-BlockSync *block_sync = nullptr;
+thread_local BlockSync *block_sync = nullptr;
 
 inline void __syncthreads() { block_sync->sync(); }
 
 /** __shfl_xor_sync among the block's threads (the callers are one full warp): each thread leaves
  * its value in its slot, and after a barrier reads its partner's. */
-std::vector<double> shuffle_slots;
 template <class T> T __shfl_xor_sync(unsigned, T v, int lane_mask) {
     const long long self = threadIdx.x + (long long)blockDim.x * (threadIdx.y + (long long)blockDim.y * threadIdx.z);
-    shuffle_slots[(size_t)self] = (double)v;
+    block_sync->shuffle_slots[(size_t)self] = (double)v;
     block_sync->sync();
-    T other = (T)shuffle_slots[(size_t)(self ^ lane_mask)];
+    T other = (T)block_sync->shuffle_slots[(size_t)(self ^ lane_mask)];
     block_sync->sync();
     return other;
 }
@@ -98,14 +217,11 @@ template <class T> T __shfl_xor_sync(unsigned, T v, int lane_mask) {
  * ISA's fragment layout puts it (A: row g / g + 8 in registers 0, 2 / 1, 3, k = 2t, 2t + 1 and
  * + 8; B: column g, the same ks; D: (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)), so a
  * wrong fragment index in the generated kernel gives a wrong result here too. */
-struct MmaSlot {
-    unsigned a[4], b[2];
-};
-std::vector<MmaSlot> mma_slots;
 inline float cora_mma_half(unsigned reg, int high) { return cora_half_to_float((uint16_t)(high ? reg >> 16 : reg)); }
 inline void cora_mma_m16n8k16(float &d0, float &d1, float &d2, float &d3, unsigned a0, unsigned a1, unsigned a2,
                               unsigned a3, unsigned b0, unsigned b1) {
     const long long self = threadIdx.x + (long long)blockDim.x * (threadIdx.y + (long long)blockDim.y * threadIdx.z);
+    std::vector<MmaSlot> &mma_slots = block_sync->mma_slots;
     mma_slots[(size_t)self] = {{a0, a1, a2, a3}, {b0, b1}};
     block_sync->sync();
     const long long lane = self % 32, warp = self - lane, g = lane / 4, t = lane % 4;
@@ -132,7 +248,7 @@ inline float __int_as_float(int i) {
 
 #define __global__
 #define __device__
-#define __shared__ static
+#define __shared__ static thread_local
 )";
 
 } // namespace
@@ -164,6 +280,18 @@ std::string codegen_cuda_on_cpu(const Module &m) {
     src += "const KernelCall kernels[] = {" + (table.empty() ? std::string("nullptr") : table) + "};\n";
     src += "const int kernel_count = " + std::to_string(index) + ";\n";
     src += R"(
+/** Every fiber's function: the kernel for each block the scheduler runs, until it says done. */
+void fiber_main() {
+    BlockSync &s = *block_sync;
+    s.started();
+    while (!s.done) {
+        s.call(s.params);
+        s.finish();
+    }
+    s.exit_fiber();
+}
+)";
+    src += R"(
 } // namespace cora_on_cpu
 
 extern "C" int cora_cuda_on_cpu_launch(int kernel, const long long *grid, const long long *threads, void **params,
@@ -179,29 +307,28 @@ extern "C" int cora_cuda_on_cpu_launch(int kernel, const long long *grid, const 
                       threads[0], threads[1], threads[2]);
         return 3;
     }
-    BlockSync sync;
-    sync.n = n;
-    block_sync = &sync;
-    shuffle_slots.assign((size_t)n, 0.0);
-    mma_slots.assign((size_t)n, MmaSlot{});
     blockDim = {(unsigned)threads[0], (unsigned)threads[1], (unsigned)threads[2]};
     gridDim = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
-    std::vector<std::thread> workers;
-    for (long long t = 0; t < n; t++)
-        workers.emplace_back([&, t] {
-            threadIdx = {(unsigned)(t % threads[0]), (unsigned)(t / threads[0] % threads[1]),
-                         (unsigned)(t / (threads[0] * threads[1]))};
-            for (long long bz = 0; bz < grid[2]; bz++)
-                for (long long by = 0; by < grid[1]; by++)
-                    for (long long bx = 0; bx < grid[0]; bx++) {
-                        blockIdx = {(unsigned)bx, (unsigned)by, (unsigned)bz};
-                        kernels[kernel](params);
-                        sync.finish();
-                    }
-        });
-    for (std::thread &w : workers)
-        w.join();
-    block_sync = nullptr;
+    BlockSync sync;
+    sync.body = &fiber_main;
+    sync.call = kernels[kernel];
+    sync.params = params;
+    sync.shuffle_slots.assign((size_t)n, 0.0);
+    sync.mma_slots.assign((size_t)n, MmaSlot{});
+    if (!sync.allocate(n)) {
+        std::snprintf(error, (size_t)error_size, "kernel %d: cannot map stacks for %lld CPU fibers", kernel, n);
+        return 2;
+    }
+    BlockSync *outer = block_sync; // a launch from inside a kernel (none today) keeps its caller's
+    block_sync = &sync;
+    for (long long bz = 0; bz < grid[2]; bz++)
+        for (long long by = 0; by < grid[1]; by++)
+            for (long long bx = 0; bx < grid[0]; bx++) {
+                blockIdx = {(unsigned)bx, (unsigned)by, (unsigned)bz};
+                sync.run_block();
+            }
+    sync.run_exit();
+    block_sync = outer;
     if (sync.diverged) {
         std::snprintf(error, (size_t)error_size,
                       "kernel %d: a __syncthreads() that some threads of a block reach and others do not", kernel);

@@ -47,6 +47,11 @@ std::shared_ptr<LoadedLibrary> load(const fs::path &so, std::string *why) {
 } // namespace
 
 JitResult jit_compile(const std::string &source, const std::string &symbol, const JitOptions &opts) {
+    return jit_compile(source, std::vector<std::string>{symbol}, opts);
+}
+
+JitResult jit_compile(const std::string &source, const std::vector<std::string> &symbols, const JitOptions &opts) {
+    CORA_CHECK(!symbols.empty(), "jit_compile: no symbol to look up");
     KernelCache cache(opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir);
     std::vector<std::string> cxx = compiler_command(opts.cxx);
     // -fno-math-errno: kernels never read errno, and a math call that may write it (exp, sqrt) is a
@@ -104,8 +109,12 @@ JitResult jit_compile(const std::string &source, const std::string &symbol, cons
         if (!r.library)
             throw EnvironmentError("cora: cannot load the kernel just compiled, " + so.string() + ": " + why);
     }
-    r.entry = dlsym(r.library->handle, symbol.c_str());
-    if (!r.entry) throw InternalError("cora: kernel " + so.string() + " has no symbol " + symbol);
+    for (const std::string &symbol : symbols) {
+        void *entry = dlsym(r.library->handle, symbol.c_str());
+        if (!entry) throw InternalError("cora: kernel " + so.string() + " has no symbol " + symbol);
+        r.entries.push_back(entry);
+    }
+    r.entry = r.entries.front();
     return r;
 }
 

@@ -14,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cora::driver {
 
@@ -25,7 +26,8 @@ struct LoadedLibrary {
 
 struct JitResult {
     std::shared_ptr<LoadedLibrary> library;
-    void *entry = nullptr;
+    void *entry = nullptr;            ///< the first symbol's address
+    std::vector<void *> entries;      ///< each symbol's address, in the order asked
     double compile_seconds = 0;
     bool from_cache = false;
 };
@@ -37,6 +39,8 @@ struct JitOptions {
 };
 
 JitResult jit_compile(const std::string &source, const std::string &symbol, const JitOptions &opts);
+/** One library defining several symbols (KernelBatch: one compiler run for many kernels). */
+JitResult jit_compile(const std::string &source, const std::vector<std::string> &symbols, const JitOptions &opts);
 
 /** Marks the OpenMP runtimes loaded in this process as never to be unloaded (see above). */
 void pin_openmp_runtimes();

@@ -9,6 +9,7 @@
 #include "codegen/CodeGen_C.h"
 #include "cora_runtime.h"
 #include "driver/JIT.h"
+#include "driver/KernelImpl.h"
 #include "driver/Lowering.h"
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
@@ -19,14 +20,6 @@
 namespace cora {
 
 using namespace ir;
-
-struct Kernel::Impl {
-    LoweredModule module;
-    std::vector<KernelArgInfo> arg_info;
-    std::string source, lowered;
-    driver::JitResult jit;
-    cora_entry_fn entry = nullptr;
-};
 
 int32_t driver::type_code_of(Type t) {
     if (t == Int32) return CORA_TYPE_INT32;
@@ -39,11 +32,9 @@ int32_t driver::type_code_of(Type t) {
 
 namespace {
 
-int debug_level(const CompileOptions &o) { return o.debug >= 0 ? o.debug : util::env_debug_level(); }
-
 LowerOptions lower_options(const CompileOptions &o) {
     LowerOptions l;
-    l.debug = debug_level(o);
+    l.debug = driver::debug_level(o);
     l.target = o.target;
     if (o.use_z3 >= 0) {
         l.use_z3 = o.use_z3 != 0;
@@ -83,6 +74,22 @@ KernelArgInfo::Kind info_kind(ModuleArg::Kind k) {
 
 namespace driver {
 
+int debug_level(const CompileOptions &o) { return o.debug >= 0 ? o.debug : util::env_debug_level(); }
+
+std::shared_ptr<Kernel::Impl> prepare_cpu_kernel(const Pipeline &p, const CompileOptions &opts) {
+    if (opts.target == Target::Cuda)
+        throw_compile_error("pipeline '", p.name(),
+                            "': Pipeline::compile builds CPU kernels; for a CUDA device use compile_cuda_kernel() "
+                            "(cora/Cuda.h), or Target::CudaEmulated to run the device code on the CPU");
+    auto impl = std::make_shared<Kernel::Impl>();
+    impl->module = lower_pipeline(p, p.name(), opts);
+    impl->lowered = print_module(impl->module);
+    impl->source = ir::codegen_c(impl->module);
+    if (debug_level(opts) >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
+    impl->arg_info = argument_info(impl->module);
+    return impl;
+}
+
 std::string print_module(const ir::Module &m) {
     std::string s = print(m.entry().body);
     for (const ir::LoweredFunc *k : m.device_kernels())
@@ -113,17 +120,8 @@ std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
 }
 
 Kernel Pipeline::compile(const CompileOptions &opts) const {
-    if (opts.target == Target::Cuda)
-        throw_compile_error("pipeline '", name_,
-                            "': Pipeline::compile builds CPU kernels; for a CUDA device use compile_cuda_kernel() "
-                            "(cora/Cuda.h), or Target::CudaEmulated to run the device code on the CPU");
-    int debug = debug_level(opts);
-    auto impl = std::make_shared<Kernel::Impl>();
-    impl->module = driver::lower_pipeline(*this, name_, opts);
-    impl->lowered = driver::print_module(impl->module);
-    impl->source = codegen_c(impl->module);
-    if (debug >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
-    impl->arg_info = driver::argument_info(impl->module);
+    std::shared_ptr<Kernel::Impl> impl = driver::prepare_cpu_kernel(*this, opts);
+    int debug = driver::debug_level(opts);
     driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
     impl->jit = driver::jit_compile(impl->source, entry_symbol(impl->module), jo);
     impl->entry = reinterpret_cast<cora_entry_fn>(impl->jit.entry);
@@ -153,11 +151,17 @@ std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape
                                           const std::vector<BoundMemory> &bindings) {
     const RaggedShape::Impl &s = *shape.impl();
     s.validate_counts();
-    for (const BoundMemory &b : bindings) {
+    for (size_t i = 0; i < bindings.size(); i++) {
+        const BoundMemory &b = bindings[i];
         bool known = false;
         for (const ModuleArg &a : m.entry().args)
             known = known || (a.tensor && a.tensor == b.tensor.node());
         if (!known) throw_runtime_error("tensor '", b.tensor.name(), "' is not an argument of kernel '", m.name, "'");
+        // Bound twice: which buffer the caller meant is unknown (it used to be the last one).
+        for (size_t j = 0; j < i; j++)
+            if (bindings[j].tensor.node() == b.tensor.node())
+                throw_runtime_error("tensor '", b.tensor.name(), "' is bound twice in one run of kernel '", m.name,
+                                    "' (bindings ", j, " and ", i, "); bind each tensor once");
     }
     std::vector<cora_arg_t> args;
     for (const ModuleArg &a : m.entry().args) {

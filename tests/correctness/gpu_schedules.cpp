@@ -566,58 +566,95 @@ TEST_CASE("NVRTC's output is cached by content: source, architecture and NVRTC v
     fs::remove_all(dir);
 }
 
-TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
-    // Each schedule (common/random_gpu_schedule.h) runs emulated against the reference on the
-    // edge-case batches; every fourth, and each with a block-level tile or a reduction over threads,
-    // also as CUDA source on CPU threads; every tenth is compiled by NVRTC too.
-    std::mt19937 rng(20261124);
+namespace {
+
+/** Counts of what the random GPU schedules exercised. */
+struct RandomGpuCounts {
     int compiled = 0, nvrtc = 0, shared = 0, tiles = 0, on_threads = 0, sliced = 0, reductions = 0;
-    std::string why;
-    const bool have_nvrtc = cuda_compiler_available(&why);
-    for (int trial = 0; trial < 40; trial++) {
-        testing::RandomGpuCase c = testing::random_gpu_case(rng, "gpu_random_" + std::to_string(trial));
-        INFO("trial " << trial << ": " << c.description);
-        std::optional<Kernel> kern;
-        try {
-            kern.emplace(c.pipeline.compile(emulated()));
-        } catch (const CompileError &e) {
-            FAIL(e.what()); // every generated schedule is legal
-        }
-        check_against_reference(c.pipeline, *kern, c.inputs, c.bind, 40, 8, 100 + trial);
-        compiled++;
-        shared += kern->lowered().find("allocate in shared memory") != std::string::npos;
-        tiles += kern->lowered().find("allocate on stack") != std::string::npos;
-        if (have_nvrtc && trial % 10 == 0) {
-            require_cuda_compiles(c.pipeline);
-            nvrtc++;
-        }
-        // The CUDA source on CPU threads: every block-level tile, and every fourth schedule.
-        const bool over_threads = c.description.find("reduce over") != std::string::npos;
-        reductions += over_threads;
-        if (trial % 4 == 0 || over_threads || c.description.find("cache_write(block)") != std::string::npos) {
-            CudaKernel on_cpu = testing::cuda_on_cpu(c.pipeline);
-            check_against_reference(c.pipeline, on_cpu, c.inputs, c.bind, 40, 8, 100 + trial);
-            on_threads++;
-            // A block-level tile: the block's in the emulation, one thread's in CUDA.
-            auto tile_size = [](const std::string &ir) {
-                size_t at = ir.find("F_tile[float32 * ");
-                return at == std::string::npos ? 0L : std::stol(ir.substr(at + 17));
-            };
-            const int64_t whole = tile_size(kern->lowered()), slice = tile_size(testing::kernel_ir(on_cpu));
-            if (c.description.find("cache_write(block)") != std::string::npos) {
-                REQUIRE(slice > 0);
-                REQUIRE(slice <= whole); // equal: one thread per block, or threads over no tile dim
-                sliced += slice < whole;
-            }
+};
+
+/** Checks `c` (trial number `trial`), compiled emulated as `kern`: against the reference on the
+ * edge-case batches; every fourth, and each with a block-level tile or a reduction over threads,
+ * also as CUDA source on CPU threads; every tenth is compiled by NVRTC too. */
+void check_random_gpu_case(const testing::RandomGpuCase &c, const Kernel &kern, int trial, bool have_nvrtc,
+                           RandomGpuCounts &n) {
+    INFO("trial " << trial << ": " << c.description);
+    check_against_reference(c.pipeline, kern, c.inputs, c.bind, 40, 8, 100 + trial);
+    n.compiled++;
+    n.shared += kern.lowered().find("allocate in shared memory") != std::string::npos;
+    n.tiles += kern.lowered().find("allocate on stack") != std::string::npos;
+    if (have_nvrtc && trial % 10 == 0) {
+        require_cuda_compiles(c.pipeline);
+        n.nvrtc++;
+    }
+    // The CUDA source on CPU threads: every block-level tile, and every fourth schedule.
+    const bool over_threads = c.description.find("reduce over") != std::string::npos;
+    n.reductions += over_threads;
+    if (trial % 4 == 0 || over_threads || c.description.find("cache_write(block)") != std::string::npos) {
+        CudaKernel on_cpu = testing::cuda_on_cpu(c.pipeline);
+        check_against_reference(c.pipeline, on_cpu, c.inputs, c.bind, 40, 8, 100 + trial);
+        n.on_threads++;
+        // A block-level tile: the block's in the emulation, one thread's in CUDA.
+        auto tile_size = [](const std::string &ir) {
+            size_t at = ir.find("F_tile[float32 * ");
+            return at == std::string::npos ? 0L : std::stol(ir.substr(at + 17));
+        };
+        const int64_t whole = tile_size(kern.lowered()), slice = tile_size(testing::kernel_ir(on_cpu));
+        if (c.description.find("cache_write(block)") != std::string::npos) {
+            REQUIRE(slice > 0);
+            REQUIRE(slice <= whole); // equal: one thread per block, or threads over no tile dim
+            n.sliced += slice < whole;
         }
     }
-    std::cerr << "random GPU schedules: " << compiled << " run emulated (" << shared << " with shared memory, " << tiles
-              << " with per-thread tiles), " << on_threads << " run as CUDA on CPU threads (" << sliced
-              << " block tiles sliced per thread), " << reductions << " reductions over threads, " << nvrtc
-              << " compiled by NVRTC" << (have_nvrtc ? "" : " (SKIPPED: " + why + ")") << "\n";
-    REQUIRE(compiled == 40);
-    REQUIRE(sliced > 0);
-    REQUIRE(reductions > 0);
+}
+
+/** `trials` random GPU schedules (common/random_gpu_schedule.h) from `seed`, compiled emulated in
+ * batches of ten (KernelBatch: one compiler run each) and checked by check_random_gpu_case. */
+RandomGpuCounts run_random_gpu_schedules(uint32_t seed, int trials, const std::string &prefix) {
+    std::mt19937 rng(seed);
+    RandomGpuCounts n;
+    std::string why;
+    const bool have_nvrtc = cuda_compiler_available(&why);
+    constexpr int kBatch = 10;
+    for (int first = 0; first < trials; first += kBatch) {
+        std::vector<testing::RandomGpuCase> cases;
+        KernelBatch batch(emulated());
+        for (int trial = first; trial < std::min(trials, first + kBatch); trial++) {
+            cases.push_back(testing::random_gpu_case(rng, prefix + std::to_string(trial)));
+            INFO("trial " << trial << ": " << cases.back().description);
+            try {
+                batch.add(cases.back().pipeline);
+            } catch (const CompileError &e) {
+                FAIL(e.what()); // every generated schedule is legal
+            }
+        }
+        std::vector<Kernel> kernels = batch.compile();
+        REQUIRE(kernels.size() == cases.size());
+        for (size_t i = 0; i < cases.size(); i++)
+            check_random_gpu_case(cases[i], kernels[i], first + (int)i, have_nvrtc, n);
+    }
+    std::cerr << "random GPU schedules (seed " << seed << "): " << n.compiled << " run emulated (" << n.shared
+              << " with shared memory, " << n.tiles << " with per-thread tiles), " << n.on_threads
+              << " run as CUDA on CPU threads (" << n.sliced << " block tiles sliced per thread), " << n.reductions
+              << " reductions over threads, " << n.nvrtc << " compiled by NVRTC"
+              << (have_nvrtc ? "" : " (SKIPPED: " + why + ")") << "\n";
+    REQUIRE(n.compiled == trials);
+    return n;
+}
+
+} // namespace
+
+// Two test cases of 40 schedules each, so that ctest runs them side by side. The first seed's
+// schedules are the ones tests/gpu/gpu_run.cpp runs on a device.
+TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
+    RandomGpuCounts n = run_random_gpu_schedules(20261124, 40, "gpu_random_");
+    REQUIRE(n.sliced > 0);
+    REQUIRE(n.reductions > 0);
+}
+
+TEST_CASE("more random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
+    RandomGpuCounts n = run_random_gpu_schedules(20261126, 40, "gpu_random_more_");
+    REQUIRE(n.sliced + n.reductions > 0);
 }
 
 TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches the reference", "[gpu]") {

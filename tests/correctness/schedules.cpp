@@ -3,6 +3,7 @@
 #include "common/ragged_testing.h"
 #include "common/random_schedule.h"
 
+#include <memory>
 #include <iostream>
 #include <optional>
 
@@ -23,14 +24,77 @@ struct Workload {
     std::function<std::string(std::vector<Func> &all, std::mt19937 &rng, std::vector<bool> &placed)> place = {};
 };
 
+/** One legal random schedule waiting for its batch to be compiled. */
+struct ScheduledCase {
+    std::string desc;
+    std::vector<Func> outs;
+    std::unique_ptr<Pipeline> pipe;
+};
+
+/** Runs a compiled schedule on two shapes (a rotating edge case and a random batch) against the
+ * reference evaluator. */
+void check_schedule(Workload &w, const ScheduledCase &c, const Kernel &k, const std::vector<int32_t> &edge,
+                    const std::vector<int32_t> &random_batch, uint32_t seed) {
+    INFO(w.name << " schedule: " << c.desc);
+    for (const std::vector<int32_t> *lengths : {&edge, &random_batch}) {
+        INFO(testing::describe(*lengths));
+        RaggedShape shape;
+        w.shape(shape, *lengths);
+        std::vector<Buffer> ins;
+        for (size_t i = 0; i < w.inputs.size(); i++) {
+            ins.push_back(Buffer::alloc(w.inputs[i], shape));
+            testing::fill_random(ins.back(), seed + (uint32_t)i);
+        }
+        std::vector<Buffer> out_bufs;
+        for (const Func &o : c.outs)
+            out_bufs.push_back(Buffer::alloc(o, shape));
+        std::vector<Binding> bind;
+        std::vector<std::pair<Tensor, const Buffer *>> ref_in;
+        for (size_t i = 0; i < ins.size(); i++) {
+            bind.emplace_back(w.inputs[i], ins[i]);
+            ref_in.emplace_back(w.inputs[i], &ins[i]);
+        }
+        for (size_t i = 0; i < c.outs.size(); i++)
+            bind.emplace_back(c.outs[i], out_bufs[i]);
+        k.run(shape, bind);
+        auto ref = reference_evaluate(*c.pipe, shape, ref_in);
+        for (size_t i = 0; i < c.outs.size(); i++)
+            testing::require_close(out_bufs[i], c.outs[i], shape, ref[i], 1e-4);
+    }
+}
+
+/** `trials` legal random schedules of `w`, compiled in batches of `kBatch` (one compiler run each:
+ * KernelBatch), each checked against the reference. */
 void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reduction) {
+    constexpr size_t kBatch = 12;
     std::mt19937 rng(seed);
     auto cases = testing::length_cases(20, 4, seed, 1);
     int legal = 0, illegal = 0, op_splits = 0, fused_splits = 0, placed_ops = 0, reduction_loops = 0, caches = 0,
-        built_aux = 0;
+        built_aux = 0, checked = 0;
+    // A third of the kernels build their aux arrays themselves, as AOT libraries do: a batch has
+    // one CompileOptions, so each batch holds one kind.
+    std::vector<ScheduledCase> pending;
+    std::optional<KernelBatch> batch;
+    bool batch_builds_aux = false;
+    auto flush = [&] {
+        if (pending.empty()) return;
+        std::vector<Kernel> kernels = batch->compile();
+        REQUIRE(kernels.size() == pending.size());
+        for (size_t i = 0; i < pending.size(); i++) {
+            checked++;
+            check_schedule(w, pending[i], kernels[i], cases[(size_t)checked % 5], cases.back(), seed);
+        }
+        pending.clear();
+    };
     // Random reorders are often illegal (a vloop moved outside the loop its extent uses); count
     // legal schedules, not attempts.
     for (int t = 0; legal < trials && t < 16 * trials; t++) {
+        if (pending.empty()) {
+            CompileOptions options;
+            batch_builds_aux = rng() % 3 == 0;
+            options.build_aux_in_kernel = batch_builds_aux;
+            batch.emplace(options);
+        }
         std::vector<Func> all;
         std::vector<Func> outs = w.build(all);
         std::string desc;
@@ -45,15 +109,11 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
             all[0].hfuse(std::vector<Func>(all.begin() + 1, all.end()));
             desc += " hfuse(all)";
         }
-        // A third of the kernels build their aux arrays themselves, as AOT libraries do.
-        CompileOptions options;
-        options.build_aux_in_kernel = rng() % 3 == 0;
-        if (options.build_aux_in_kernel) desc += " [aux arrays built in the kernel]";
+        if (batch_builds_aux) desc += " [aux arrays built in the kernel]";
         INFO(w.name << " schedule: " << desc);
-        Pipeline pipe(outs, w.name);
-        std::optional<Kernel> k;
+        auto pipe = std::make_unique<Pipeline>(outs, w.name);
         try {
-            k.emplace(pipe.compile(options));
+            batch->add(*pipe);
         } catch (const CompileError &e) {
             // Only a reorder across a dependence, a fuse of loops whose extents are not
             // (invariant, depends on the outer only), hfuse of loops of different kinds, or a
@@ -85,37 +145,15 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
         placed_ops += desc.find("compute_") != std::string::npos;
         reduction_loops += desc.find("reduction_loop") != std::string::npos;
         caches += desc.find("cache_") != std::string::npos;
-        built_aux += options.build_aux_in_kernel;
-        // Two shapes per schedule: a rotating edge case and a random batch.
-        for (size_t c : {(size_t)legal % 5, cases.size() - 1}) {
-            INFO(testing::describe(cases[c]));
-            RaggedShape shape;
-            w.shape(shape, cases[c]);
-            std::vector<Buffer> ins;
-            for (size_t i = 0; i < w.inputs.size(); i++) {
-                ins.push_back(Buffer::alloc(w.inputs[i], shape));
-                testing::fill_random(ins.back(), seed + (uint32_t)i);
-            }
-            std::vector<Buffer> out_bufs;
-            for (Func &o : outs)
-                out_bufs.push_back(Buffer::alloc(o, shape));
-            std::vector<Binding> bind;
-            std::vector<std::pair<Tensor, const Buffer *>> ref_in;
-            for (size_t i = 0; i < ins.size(); i++) {
-                bind.emplace_back(w.inputs[i], ins[i]);
-                ref_in.emplace_back(w.inputs[i], &ins[i]);
-            }
-            for (size_t i = 0; i < outs.size(); i++)
-                bind.emplace_back(outs[i], out_bufs[i]);
-            k->run(shape, bind);
-            auto ref = reference_evaluate(pipe, shape, ref_in);
-            for (size_t i = 0; i < outs.size(); i++)
-                testing::require_close(out_bufs[i], outs[i], shape, ref[i], 1e-4);
-        }
+        built_aux += batch_builds_aux;
+        pending.push_back(ScheduledCase{desc, outs, std::move(pipe)});
+        if (pending.size() == kBatch) flush();
     }
+    flush();
     INFO(w.name << ": " << legal << " legal, " << illegal << " rejected, " << op_splits << " with an op split ("
                 << fused_splits << " fused with the tail)");
     REQUIRE(legal == trials);
+    REQUIRE(checked == trials);
     REQUIRE(fused_splits > 0); // op split + hfuse is exercised on every workload
     if (w.place) REQUIRE(placed_ops > 0);
     REQUIRE(caches > 0);
@@ -126,124 +164,168 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
               << " with cache_read/cache_write, " << built_aux << " building their aux arrays\n";
 }
 
-} // namespace
-
-TEST_CASE("random schedules of ragged elementwise, independent ops, softmax, vgemm, trmm and attention QK^T",
-          "[schedule][differential]") {
-    Dim batch("batch"), seq("seq"), q("q"), heads("heads"), kv("kv"), r("r"), m("m"), n("n"), d("d");
-    Param B("B", 1, 16), M("M", 1, 40);
-    LengthArray len("len", B, 0, 20), Ms("Ms", B, 0, 20), Ns("Ns", B, 0, 20), Ks("Ks", B, 0, 20);
-    const int64_t H = 2, D = 8;
-    auto lengths_shape = [&](RaggedShape &s, const std::vector<int32_t> &l) {
-        s.set(B, (int64_t)l.size()).set(len, l);
-    };
-
-    Tensor A("A", {{batch, B}, {seq, len(batch)}});
-    Workload elementwise{"elementwise",
-                         [&](std::vector<Func> &all) {
-                             Func Out("Out", {{batch, B}, {seq, len(batch)}});
-                             Out.compute([&](Expr b, Expr s) { return 2 * A(b, s) + 1; });
-                             all = {Out};
-                             return all;
-                         },
-                         lengths_shape,
-                         {A}};
-
+/** The six workloads of the differential test, over shared dims and tensors. */
+struct Workloads {
+    Dim batch{"batch"}, seq{"seq"}, q{"q"}, heads{"heads"}, kv{"kv"}, r{"r"}, m{"m"}, n{"n"}, d{"d"};
+    Param B{"B", 1, 16}, M{"M", 1, 40};
+    LengthArray len{"len", B, 0, 20}, Ms{"Ms", B, 0, 20}, Ns{"Ns", B, 0, 20}, Ks{"Ks", B, 0, 20};
+    static constexpr int64_t H = 2, D = 8;
+    Tensor A{"A", {{batch, B}, {seq, len(batch)}}};
     Shape attn{{batch, B}, {q, len(batch)}, {heads, H}, {kv, len(batch)}};
     Shape rows{{batch, B}, {q, len(batch)}, {heads, H}};
-    Tensor S("S", attn);
-    Workload softmax{"softmax",
-                     [&](std::vector<Func> &all) {
-                         Func Mx("Mx", rows), E("E", attn), Sum("Sum", rows), P("P", attn);
-                         Mx.compute([&](Expr b, Expr i, Expr h) { return maximum(r, len(b), S(b, i, h, r)); });
-                         E.compute([&](Expr b, Expr i, Expr h, Expr j) { return exp(S(b, i, h, j) - Mx(b, i, h)); });
-                         Sum.compute([&](Expr b, Expr i, Expr h) { return sum(r, len(b), E(b, i, h, r)); });
-                         P.compute([&](Expr b, Expr i, Expr h, Expr j) { return E(b, i, h, j) / Sum(b, i, h); });
-                         all = {Mx, E, Sum, P};
-                         return std::vector<Func>{P};
-                     },
-                     lengths_shape,
-                     {S},
-                     false,
-                     [](std::vector<Func> &all, std::mt19937 &rng, std::vector<bool> &placed) -> std::string {
-                         // all = {Mx, E, Sum, P}
-                         int r = (int)(rng() % 3);
-                         if (r == 0) {
-                             all[1].compute_inline();
-                             placed[1] = true;
-                             return "E.compute_inline()  ";
-                         }
-                         if (r == 1) {
-                             Dim at = all[3].domain()[rng() % 3].dim; // batch, q or heads
-                             for (size_t i = 0; i < 3; i++) {
-                                 all[i].compute_at(all[3], at);
-                                 placed[i] = true;
-                             }
-                             return "Mx, E, Sum compute_at(P, " + at.name() + ")  ";
-                         }
-                         return "";
-                     }};
+    Tensor S{"S", attn};
+    Tensor VA{"VA", {{batch, B}, {m, Ms(batch)}, {d, Ks(batch)}}};
+    Tensor VB{"VB", {{batch, B}, {d, Ks(batch)}, {n, Ns(batch)}}};
+    Tensor L{"L", {{m, M}, {d, M}}}, X{"X", {{d, M}, {n, 12}}};
+    Tensor Q{"Q", {{batch, B}, {q, len(batch)}, {heads, H}, {d, D}}};
+    Tensor K{"K", {{batch, B}, {kv, len(batch)}, {heads, H}, {d, D}}};
+    Tensor V{"V", {{m, M}, {n, 12}}};
 
-    Tensor VA("VA", {{batch, B}, {m, Ms(batch)}, {d, Ks(batch)}}),
-        VB("VB", {{batch, B}, {d, Ks(batch)}, {n, Ns(batch)}});
-    Workload vgemm{
-        "vgemm",
-        [&](std::vector<Func> &all) {
-            Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-            C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), VA(b, i, r) * VB(b, r, j)); });
-            all = {C};
-            return all;
-        },
-        [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); },
-        {VA, VB}};
+    std::function<void(RaggedShape &, const std::vector<int32_t> &)> lengths_shape() {
+        return [this](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    }
 
-    Tensor L("L", {{m, M}, {d, M}}), X("X", {{d, M}, {n, 12}});
-    Workload trmm{"trmm",
-                  [&](std::vector<Func> &all) {
-                      Func C("C", {{m, M}, {n, 12}});
-                      C.compute([&](Expr i, Expr j) { return sum(r, i + 1, L(i, r) * X(r, j)); });
-                      all = {C};
-                      return all;
-                  },
-                  [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(M, 1 + l.back()); },
-                  {L, X}};
+    Workload elementwise() {
+        return {"elementwise",
+                [this](std::vector<Func> &all) {
+                    Func Out("Out", {{batch, B}, {seq, len(batch)}});
+                    Out.compute([&](Expr b, Expr s) { return 2 * A(b, s) + 1; });
+                    all = {Out};
+                    return all;
+                },
+                lengths_shape(),
+                {A}};
+    }
 
-    Tensor Q("Q", {{batch, B}, {q, len(batch)}, {heads, H}, {d, D}}),
-        K("K", {{batch, B}, {kv, len(batch)}, {heads, H}, {d, D}});
-    Workload qkt{"qkt",
-                 [&](std::vector<Func> &all) {
-                     Func Sc("Sc", attn);
-                     Sc.compute(
-                         [&](Expr b, Expr i, Expr h, Expr j) { return sum(r, D, Q(b, i, h, r) * K(b, j, h, r)); });
-                     all = {Sc};
-                     return all;
-                 },
-                 lengths_shape,
-                 {Q, K}};
+    Workload softmax() {
+        return {"softmax",
+                [this](std::vector<Func> &all) {
+                    Func Mx("Mx", rows), E("E", attn), Sum("Sum", rows), P("P", attn);
+                    Mx.compute([&](Expr b, Expr i, Expr h) { return maximum(r, len(b), S(b, i, h, r)); });
+                    E.compute([&](Expr b, Expr i, Expr h, Expr j) { return exp(S(b, i, h, j) - Mx(b, i, h)); });
+                    Sum.compute([&](Expr b, Expr i, Expr h) { return sum(r, len(b), E(b, i, h, r)); });
+                    P.compute([&](Expr b, Expr i, Expr h, Expr j) { return E(b, i, h, j) / Sum(b, i, h); });
+                    all = {Mx, E, Sum, P};
+                    return std::vector<Func>{P};
+                },
+                lengths_shape(),
+                {S},
+                false,
+                [](std::vector<Func> &all, std::mt19937 &rng, std::vector<bool> &placed) -> std::string {
+                    // all = {Mx, E, Sum, P}
+                    int r = (int)(rng() % 3);
+                    if (r == 0) {
+                        all[1].compute_inline();
+                        placed[1] = true;
+                        return "E.compute_inline()  ";
+                    }
+                    if (r == 1) {
+                        Dim at = all[3].domain()[rng() % 3].dim; // batch, q or heads
+                        for (size_t i = 0; i < 3; i++) {
+                            all[i].compute_at(all[3], at);
+                            placed[i] = true;
+                        }
+                        return "Mx, E, Sum compute_at(P, " + at.name() + ")  ";
+                    }
+                    return "";
+                }};
+    }
 
-    Tensor V("V", {{m, M}, {n, 12}});
-    Workload independent{
-        "independent ops",
-        [&](std::vector<Func> &all) {
-            Func Ew("Ew", {{batch, B}, {seq, len(batch)}}), Rs("Rs", {{batch, B}}), Cs("Cs", {{n, 12}});
-            Ew.compute([&](Expr b, Expr s_) { return 2 * A(b, s_) + 1; });
-            Rs.compute([&](Expr b) { return sum(r, len(b), A(b, r)); });
-            Cs.compute([&](Expr j) { return maximum(r, M, V(r, j)); });
-            all = {Ew, Rs, Cs};
-            return all;
-        },
-        [&](RaggedShape &s, const std::vector<int32_t> &l) {
-            s.set(B, (int64_t)l.size()).set(len, l).set(M, 1 + l.back());
-        },
-        {A, V},
-        true};
+    Workload vgemm() {
+        return {"vgemm",
+                [this](std::vector<Func> &all) {
+                    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+                    C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), VA(b, i, r) * VB(b, r, j)); });
+                    all = {C};
+                    return all;
+                },
+                [this](RaggedShape &s, const std::vector<int32_t> &l) {
+                    testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l);
+                },
+                {VA, VB}};
+    }
 
-    SECTION("elementwise") { run_differential(elementwise, 40, 1, r); }
-    SECTION("independent ops, horizontally fused") { run_differential(independent, 30, 6, r); }
-    SECTION("softmax") { run_differential(softmax, 30, 2, r); }
-    SECTION("vgemm") { run_differential(vgemm, 40, 3, r); }
-    SECTION("trmm") { run_differential(trmm, 40, 4, r); }
-    SECTION("attention QK^T") { run_differential(qkt, 40, 5, r); }
+    Workload trmm() {
+        return {"trmm",
+                [this](std::vector<Func> &all) {
+                    Func C("C", {{m, M}, {n, 12}});
+                    C.compute([&](Expr i, Expr j) { return sum(r, i + 1, L(i, r) * X(r, j)); });
+                    all = {C};
+                    return all;
+                },
+                [this](RaggedShape &s, const std::vector<int32_t> &l) { s.set(M, 1 + l.back()); },
+                {L, X}};
+    }
+
+    Workload qkt() {
+        return {"qkt",
+                [this](std::vector<Func> &all) {
+                    Func Sc("Sc", attn);
+                    Sc.compute(
+                        [&](Expr b, Expr i, Expr h, Expr j) { return sum(r, D, Q(b, i, h, r) * K(b, j, h, r)); });
+                    all = {Sc};
+                    return all;
+                },
+                lengths_shape(),
+                {Q, K}};
+    }
+
+    Workload independent() {
+        return {"independent ops",
+                [this](std::vector<Func> &all) {
+                    Func Ew("Ew", {{batch, B}, {seq, len(batch)}}), Rs("Rs", {{batch, B}}), Cs("Cs", {{n, 12}});
+                    Ew.compute([&](Expr b, Expr s_) { return 2 * A(b, s_) + 1; });
+                    Rs.compute([&](Expr b) { return sum(r, len(b), A(b, r)); });
+                    Cs.compute([&](Expr j) { return maximum(r, M, V(r, j)); });
+                    all = {Ew, Rs, Cs};
+                    return all;
+                },
+                [this](RaggedShape &s, const std::vector<int32_t> &l) {
+                    s.set(B, (int64_t)l.size()).set(len, l).set(M, 1 + l.back());
+                },
+                {A, V},
+                true};
+    }
+};
+
+} // namespace
+
+// One test case per workload, so that ctest runs them side by side. Each compiles its schedules in
+// batches (KernelBatch); together they check 440 random CPU schedules per run.
+TEST_CASE("random schedules of a ragged elementwise op match the reference", "[schedule][differential]") {
+    Workloads w;
+    Workload wl = w.elementwise();
+    run_differential(wl, 80, 1, w.r);
+}
+
+TEST_CASE("random schedules of independent ops, horizontally fused, match the reference", "[schedule][differential]") {
+    Workloads w;
+    Workload wl = w.independent();
+    run_differential(wl, 60, 6, w.r);
+}
+
+TEST_CASE("random schedules of a ragged softmax match the reference", "[schedule][differential]") {
+    Workloads w;
+    Workload wl = w.softmax();
+    run_differential(wl, 60, 2, w.r);
+}
+
+TEST_CASE("random schedules of vgemm match the reference", "[schedule][differential]") {
+    Workloads w;
+    Workload wl = w.vgemm();
+    run_differential(wl, 80, 3, w.r);
+}
+
+TEST_CASE("random schedules of trmm match the reference", "[schedule][differential]") {
+    Workloads w;
+    Workload wl = w.trmm();
+    run_differential(wl, 80, 4, w.r);
+}
+
+TEST_CASE("random schedules of attention QK^T match the reference", "[schedule][differential]") {
+    Workloads w;
+    Workload wl = w.qkt();
+    run_differential(wl, 80, 5, w.r);
 }
 
 TEST_CASE("split guards: removed when proved, kept on ragged extents, same results", "[schedule][guards]") {

@@ -141,6 +141,17 @@ TEST_CASE("Kernel::run reports bad shapes and buffers as RuntimeError and writes
                         Contains("tensor 'Other' is not an argument"));
     REQUIRE(untouched(out));
 
+    // A tensor bound twice is an error, not "the last binding wins": an input, then an output.
+    Buffer a2(Float32, 6), out2 = sentinel_buffer(6);
+    REQUIRE_THROWS_AS(s.k.run(shape, {{s.A, a}, {s.A, a2}, {s.Out, out}}), RuntimeError);
+    REQUIRE_THROWS_WITH(s.k.run(shape, {{s.A, a}, {s.A, a2}, {s.Out, out}}),
+                        Contains("tensor 'A' is bound twice in one run of kernel 'scale_errors' (bindings 0 and 1)"));
+    REQUIRE_THROWS_WITH(s.k.run(shape, {{s.A, a}, {s.Out, out}, {s.Out, out2}}),
+                        Contains("tensor 'Out' is bound twice in one run of kernel 'scale_errors' (bindings 1 and 2)"));
+    REQUIRE_THROWS_WITH(s.k.run(shape, {{s.A, a}, {s.Out, out}, {s.Out, out}}), Contains("'Out' is bound twice"));
+    REQUIRE(untouched(out));
+    REQUIRE(untouched(out2));
+
     RaggedShape mismatched;
     mismatched.set(s.B, 4).set(s.len, {1, 2, 3});
     REQUIRE_THROWS_WITH(s.k.run(mismatched, {{s.A, a}, {s.Out, out}}),
