@@ -97,7 +97,7 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
         fs::path cpp = lib.write(name, text), obj = lib.path(name + ".o");
         std::vector<std::string> args = common;
         args.insert(args.end(), {march, "-c", cpp.string(), "-o", obj.string()});
-        driver::LibraryBuild::run(driver::with_args(cxx, args), "building the library");
+        lib.run(driver::with_args(cxx, args), "building the library");
         sources.push_back(name);
         objects.push_back(obj.string());
     };
@@ -112,7 +112,7 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
         link.push_back(f);
     link.insert(link.end(), objects.begin(), objects.end());
     link.insert(link.end(), {"-o", lib.path("lib" + fn + ".so").string()});
-    driver::LibraryBuild::run(driver::with_args(cxx, link), "building the library");
+    lib.run(driver::with_args(cxx, link), "building the library");
     lib.write(fn + ".h", src.header);
 
     AotResult r;

@@ -146,7 +146,7 @@ AotResult compile_cuda_library(const std::vector<Pipeline> &per_target, const st
         const CudaBinary &ptx = program.binaries[(size_t)oldest];
         fs::path ptx_file = lib.write(fn + ".ptx", ptx.ptx);
         cmd.push_back("--image3=kind=ptx,sm=" + std::to_string(ptx.arch) + ",file=" + ptx_file.string());
-        LibraryBuild::run(cmd, "packing the fatbin");
+        lib.run(cmd, "packing the fatbin");
         fatbin = read_file(lib.path(fn + ".fatbin"));
         lib.write(fn + ".cu", program.source);
         sources.push_back(fn + ".cu");
@@ -165,7 +165,7 @@ AotResult compile_cuda_library(const std::vector<Pipeline> &per_target, const st
         fs::path cpp = lib.write(name, text), obj = lib.path(name + ".o");
         std::vector<std::string> args = common;
         args.insert(args.end(), {"-c", cpp.string(), "-o", obj.string()});
-        LibraryBuild::run(with_args(cxx, args), "building the library");
+        lib.run(with_args(cxx, args), "building the library");
         sources.push_back(name);
         objects.push_back(obj.string());
     };
@@ -176,7 +176,7 @@ AotResult compile_cuda_library(const std::vector<Pipeline> &per_target, const st
         link.push_back(f);
     link.insert(link.end(), objects.begin(), objects.end());
     link.insert(link.end(), {"-ldl", "-o", lib.path("lib" + fn + ".so").string()});
-    LibraryBuild::run(with_args(cxx, link), "building the library");
+    lib.run(with_args(cxx, link), "building the library");
     lib.write(fn + ".h", src.header);
 
     AotResult r;

@@ -84,6 +84,44 @@ std::vector<std::string> with_args(const std::vector<std::string> &compiler, con
     return v;
 }
 
+void report_compile_failure(const std::vector<std::string> &compiler, const std::vector<std::string> &flags,
+                            const std::vector<std::string> &env, const std::vector<std::string> &cmd,
+                            const ProcessResult &result, const fs::path &scratch, bool source_kept) {
+    const std::string output = result.output.substr(0, 4000);
+    const std::string command = "\nCommand: " + format_command(cmd) + "\n" + output;
+    if (result.signal != 0)
+        throw EnvironmentError(concat("cora: the C++ compiler was killed by signal ", result.signal,
+                                      result.signal == 9 ? " (out of memory?)" : "", " while compiling a kernel",
+                                      command));
+    for (const char *cause : {"No space left on device", "Disk quota exceeded", "Permission denied",
+                              "Read-only file system", "Cannot allocate memory", "Too many open files"})
+        if (result.output.find(cause) != std::string::npos)
+            throw EnvironmentError(concat("cora: the C++ compiler could not work (", cause,
+                                          ") while compiling a kernel; the kernel cache is in '",
+                                          scratch.parent_path().string(), "'", command));
+    // Does the compiler build anything at all with these flags? A one-line source says.
+    const fs::path probe_cpp = scratch / "probe.cpp", probe_so = scratch / "probe.so";
+    {
+        std::ofstream f(probe_cpp);
+        f << "int cora_compiler_probe = 1;\n";
+        f.close();
+        if (!f) throw EnvironmentError("cora: cannot write '" + probe_cpp.string() + "' (is the disk full?)");
+    }
+    std::vector<std::string> probe_args = flags;
+    probe_args.insert(probe_args.end(), {probe_cpp.string(), "-o", probe_so.string()});
+    const std::vector<std::string> probe_cmd = with_args(compiler, probe_args);
+    ProcessResult probe = run_process(probe_cmd, env);
+    if (!probe.ok())
+        throw EnvironmentError(concat("cora: the C++ compiler '", format_command(compiler),
+                                      "' fails on any source with the kernels' flags (a one-line probe fails too): "
+                                      "check the installation or CORA_CXX.\nProbe command: ",
+                                      format_command(probe_cmd), "\n", probe.output.substr(0, 4000)));
+    throw InternalError(concat("cora: the generated kernel failed to compile (a bug in cora; please report it). ",
+                               source_kept ? "Source kept at " + (scratch / "kernel.cpp").string() + "."
+                                           : "Set CORA_DEBUG=2 to keep its source.",
+                               command));
+}
+
 std::string toolchain_identity(const std::vector<std::string> &compiler, const KernelCache *cache) {
     // Running `--version` costs 50-60 ms (clang++ loads LLVM), more than the rest of a cache hit:
     // every compile after the first reads the answer noted in the cache.

@@ -2,8 +2,11 @@
  * a description of it for cache keys. Commands are argument vectors (driver/Subprocess.h). */
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include "driver/Subprocess.h"
 
 namespace cora::driver {
 
@@ -25,6 +28,18 @@ class KernelCache;
  * mtime, inode): the compiler runs once per installed version, not once per compile (clang++
  * --version takes 50-60 ms). EnvironmentError when the compiler cannot be run. */
 std::string toolchain_identity(const std::vector<std::string> &compiler, const KernelCache *cache = nullptr);
+
+/** Throws the error for a compile (`cmd`, run with `env`) that failed with `result`:
+ *   - EnvironmentError when the cause is this machine: the compiler killed by a signal (out of
+ *     memory?), a full disk or a permission refused in its output, or a compiler that also fails
+ *     on a trivial source with the same `flags` and environment (a broken install or CORA_CXX);
+ *   - InternalError otherwise: the compiler works and rejects the generated code (cora's bug).
+ * `scratch` is the compile's scratch directory (the probe is built there); `source_kept` says the
+ * source stays there for a look (CORA_DEBUG=2). */
+[[noreturn]] void report_compile_failure(const std::vector<std::string> &compiler,
+                                         const std::vector<std::string> &flags, const std::vector<std::string> &env,
+                                         const std::vector<std::string> &cmd, const ProcessResult &result,
+                                         const std::filesystem::path &scratch, bool source_kept);
 
 /** The compiler followed by `args`. */
 std::vector<std::string> with_args(const std::vector<std::string> &compiler, const std::vector<std::string> &args);

@@ -30,11 +30,12 @@ void pin_openmp_runtimes() {
 
 namespace {
 
-/** dlopen + dlsym; an empty result (and the loader's message in `why`) on failure. */
-std::shared_ptr<LoadedLibrary> load(const fs::path &so, std::string *why) {
+/** dlopen of the verified entry (by its descriptor, see KernelCache.h); an empty result (and the
+ * loader's message in `why`) on failure. */
+std::shared_ptr<LoadedLibrary> load(const VerifiedEntry &entry, std::string *why) {
     auto lib = std::make_shared<LoadedLibrary>();
-    lib->path = so.string();
-    lib->handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    lib->path = entry.path().string();
+    lib->handle = dlopen(entry.load_path().c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib->handle) {
         const char *e = dlerror();
         *why = e ? e : "unknown error";
@@ -65,21 +66,23 @@ JitResult jit_compile(const std::string &source, const std::vector<std::string> 
     for (const std::string &f : flags)
         flag_text += f + " ";
     std::string key = util::content_hash(toolchain_identity(cxx, &cache) + "\n" + flag_text + "\n" + source);
-    fs::path so = cache.library_path(key);
 
     JitResult r;
-    r.from_cache = cache.verified(key);
     std::string why;
-    if (r.from_cache) {
-        r.library = load(so, &why);
-        if (!r.library) { // verified but unloadable (e.g. built for another libc): build it again
-            if (opts.debug >= 1) std::cerr << "-- cora: cached kernel " << so << " does not load (" << why << ")\n";
-            r.from_cache = false;
-        }
+    if (std::optional<VerifiedEntry> entry = cache.open_verified(key)) {
+        r.library = load(*entry, &why);
+        r.from_cache = r.library != nullptr;
+        // Verified but unloadable (e.g. built for another libc): build it again.
+        if (!r.from_cache && opts.debug >= 1)
+            std::cerr << "-- cora: cached kernel " << entry->path() << " does not load (" << why << ")\n";
     }
     if (!r.from_cache) {
         cache.evict(key);
-        fs::path cpp = cache.temp_path(key, ".cpp"), tmp_so = cache.temp_path(key, ".so");
+        cache.sweep_stale_temporaries();
+        // Everything this compile writes, the compiler's own temporaries included (TMPDIR), goes to a
+        // scratch directory that is removed when this scope ends, whatever happens.
+        std::unique_ptr<ScratchDirectory> scratch = cache.scratch(key);
+        const fs::path cpp = scratch->path() / "kernel.cpp", tmp_so = scratch->path() / "kernel.so";
         {
             std::ofstream f(cpp);
             f << source;
@@ -90,28 +93,31 @@ JitResult jit_compile(const std::string &source, const std::vector<std::string> 
         args.insert(args.end(), {cpp.string(), "-o", tmp_so.string()});
         std::vector<std::string> cmd = with_args(cxx, args);
         if (opts.debug >= 2) std::cerr << "-- cora: compile: " << format_command(cmd) << "\n";
+        const std::vector<std::string> env = {"TMPDIR=" + scratch->path().string()};
         auto t0 = std::chrono::steady_clock::now();
-        ProcessResult pr = run_process(cmd);
+        ProcessResult pr = run_process(cmd, env);
         r.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::error_code ec;
         if (!pr.ok()) {
-            fs::remove(tmp_so, ec);
-            throw InternalError(
-                "cora: the generated kernel failed to compile (a bug in cora). Command: " + format_command(cmd) +
-                "\nSource kept at " + cpp.string() + "\n" + pr.output.substr(0, 4000));
+            if (opts.debug >= 2) scratch->keep();
+            report_compile_failure(cxx, flags, env, cmd, pr, scratch->path(), opts.debug >= 2);
         }
         cache.publish(key, tmp_so);
-        if (opts.debug >= 2)
+        if (opts.debug >= 2) {
+            scratch->keep();
             std::cerr << "-- cora: source kept at " << cpp << "\n";
-        else
-            fs::remove(cpp, ec);
-        r.library = load(so, &why);
+        }
+        std::optional<VerifiedEntry> entry = cache.open_verified(key);
+        if (!entry) throw EnvironmentError("cora: the kernel just compiled into " + cache.library_path(key).string() +
+                                           " is missing or changed: is something else writing to the cache?");
+        r.library = load(*entry, &why);
         if (!r.library)
-            throw EnvironmentError("cora: cannot load the kernel just compiled, " + so.string() + ": " + why);
+            throw EnvironmentError("cora: cannot load the kernel just compiled, " + entry->path().string() + ": " +
+                                   why);
     }
+    const std::string so = r.library->path;
     for (const std::string &symbol : symbols) {
         void *entry = dlsym(r.library->handle, symbol.c_str());
-        if (!entry) throw InternalError("cora: kernel " + so.string() + " has no symbol " + symbol);
+        if (!entry) throw InternalError("cora: kernel " + so + " has no symbol " + symbol);
         r.entries.push_back(entry);
     }
     r.entry = r.entries.front();

@@ -1,5 +1,7 @@
 #include "driver/KernelCache.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,14 +29,51 @@ std::string octal_mode(mode_t m) {
     return buf;
 }
 
-/** Reads the whole file; false when it cannot be read. */
-bool read_file(const fs::path &p, std::string &out) {
-    std::ifstream f(p, std::ios::binary);
-    if (!f) return false;
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    out = ss.str();
-    return !f.bad();
+constexpr int64_t kMaxChecksumBytes = 4 << 10, kMaxNoteBytes = 64 << 10, kMaxEntryBytes = int64_t(1) << 30;
+
+/** A file descriptor closed when it goes out of scope. */
+struct Descriptor {
+    int fd = -1;
+    ~Descriptor() {
+        if (fd >= 0) close(fd);
+    }
+    int release() {
+        int f = fd;
+        fd = -1;
+        return f;
+    }
+};
+
+/** Opens `p` (relative to directory `dir_fd`, or AT_FDCWD) for reading when it is a regular file
+ * (not a link: O_NOFOLLOW; not a FIFO or device: O_NONBLOCK so that opening one does not wait,
+ * then fstat) of at most `max_bytes`; -1 otherwise. */
+int open_regular_at(int dir_fd, const fs::path &p, int64_t max_bytes, int64_t *size) {
+    Descriptor d{openat(dir_fd, p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)};
+    if (d.fd < 0) return -1;
+    struct stat st;
+    if (fstat(d.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > max_bytes) return -1;
+    *size = st.st_size;
+    return d.release();
+}
+
+/** Reads `size` bytes of `fd` from its start; false on a short or failed read. */
+bool read_all(int fd, int64_t size, std::string &out) {
+    out.resize((size_t)size);
+    int64_t done = 0;
+    while (done < size) {
+        ssize_t n = pread(fd, out.data() + done, (size_t)(size - done), done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        done += n;
+    }
+    return true;
+}
+
+/** The whole of regular file `p` when it holds at most `max_bytes`; false otherwise (see above). */
+bool read_file(const fs::path &p, int64_t max_bytes, std::string &out) {
+    int64_t size = 0;
+    Descriptor d{open_regular_at(AT_FDCWD, p, max_bytes, &size)};
+    return d.fd >= 0 && read_all(d.fd, size, out);
 }
 
 std::string checksum_record(const std::string &key, const std::string &library_bytes) {
@@ -99,10 +138,7 @@ void check_directory_trusted(const fs::path &dir) {
     }
 }
 
-std::string default_cache_dir() {
-    if (const char *d = std::getenv("CORA_CACHE_DIR"); d && *d) return d;
-    if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cora";
-    if (const char *h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/cora";
+std::string fallback_cache_dir() {
     // No home: a directory of this user's own (created 0700 and checked), never a shared one.
     std::error_code ec;
     fs::path tmp = fs::temp_directory_path(ec);
@@ -110,11 +146,57 @@ std::string default_cache_dir() {
     return (tmp / ("cora-cache-" + std::to_string(geteuid()))).string();
 }
 
+std::string default_cache_dir() {
+    if (const char *d = std::getenv("CORA_CACHE_DIR"); d && *d) return d;
+    if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/cora";
+    if (const char *h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/cora";
+    return fallback_cache_dir();
+}
+
 KernelCache::KernelCache(fs::path dir) : dir_(std::move(dir)) {
     if (dir_.empty()) throw EnvironmentError("cora: the kernel cache directory name is empty");
-    std::error_code ec;
-    if (!fs::exists(dir_, ec)) create_private_directory(dir_);
+    struct stat st;
+    if (lstat(dir_.c_str(), &st) != 0) {
+        create_private_directory(dir_);
+    } else if (S_ISLNK(st.st_mode) && dir_ == fs::path(fallback_cache_dir())) {
+        // In a shared directory (/tmp) anyone may have made this name a link to a directory of
+        // their choosing: cora made this directory itself, so a link here was planted.
+        throw EnvironmentError(concat("cora: kernel cache directory '", dir_.string(),
+                                      "' is a symbolic link (owned by uid ", st.st_uid,
+                                      "), not the directory cora creates there; remove it, or set HOME or "
+                                      "CORA_CACHE_DIR to a private directory."));
+    }
     check_directory_trusted(dir_);
+    // The descriptor of what was checked; its owner and mode checked again through it, so the path
+    // cannot have moved between the check and the open.
+    dir_fd_ = open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct stat fst;
+    if (dir_fd_ < 0 || fstat(dir_fd_, &fst) != 0 || fst.st_uid != geteuid() || (fst.st_mode & (S_IWGRP | S_IWOTH))) {
+        if (dir_fd_ >= 0) close(dir_fd_);
+        throw EnvironmentError(concat("cora: kernel cache directory '", dir_.string(),
+                                      "' changed while cora was checking it; set CORA_CACHE_DIR to a private "
+                                      "directory."));
+    }
+}
+
+KernelCache::~KernelCache() {
+    if (dir_fd_ >= 0) close(dir_fd_);
+}
+
+VerifiedEntry::~VerifiedEntry() {
+    if (dir_fd_ >= 0) close(dir_fd_);
+}
+
+std::string VerifiedEntry::load_path() const {
+    // The magic link is the directory checked; without /proc the path is all there is.
+    static const bool proc = access("/proc/self/fd", X_OK) == 0;
+    return proc ? "/proc/self/fd/" + std::to_string(dir_fd_) + "/" + name_ : path_.string();
+}
+
+ScratchDirectory::~ScratchDirectory() {
+    if (kept_) return;
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
 }
 
 fs::path KernelCache::library_path(const std::string &key) const { return dir_ / ("k" + key + ".so"); }
@@ -127,13 +209,63 @@ fs::path KernelCache::data_path(const std::string &key) const { return dir_ / ("
 
 bool KernelCache::verified_file(const std::string &key, const fs::path &entry, std::string *bytes) const {
     std::string content, record;
-    if (!read_file(entry, content) || !read_file(sum_path(key), record)) return false;
+    if (!read_file(entry, kMaxEntryBytes, content) || !read_file(sum_path(key), kMaxChecksumBytes, record))
+        return false;
     if (record != checksum_record(key, content)) return false;
     if (bytes) *bytes = std::move(content);
     return true;
 }
 
-bool KernelCache::verified(const std::string &key) const { return verified_file(key, library_path(key), nullptr); }
+bool KernelCache::verified(const std::string &key) const { return open_verified(key).has_value(); }
+
+std::optional<VerifiedEntry> KernelCache::open_verified(const std::string &key) const {
+    const std::string name = library_path(key).filename().string(), sum = sum_path(key).filename().string();
+    int64_t size = 0, sum_size = 0;
+    Descriptor lib{open_regular_at(dir_fd_, name, kMaxEntryBytes, &size)};
+    Descriptor record_fd{open_regular_at(dir_fd_, sum, kMaxChecksumBytes, &sum_size)};
+    std::string content, record;
+    if (lib.fd < 0 || record_fd.fd < 0 || !read_all(lib.fd, size, content) || !read_all(record_fd.fd, sum_size, record) ||
+        record != checksum_record(key, content))
+        return std::nullopt;
+    Descriptor dir{fcntl(dir_fd_, F_DUPFD_CLOEXEC, 0)};
+    if (dir.fd < 0)
+        throw EnvironmentError(concat("cora: cannot duplicate a descriptor of the kernel cache: ", std::strerror(errno)));
+    return VerifiedEntry(dir.release(), name, library_path(key));
+}
+
+std::unique_ptr<ScratchDirectory> KernelCache::scratch(const std::string &key) const {
+    fs::path dir = temp_path(key, ".d");
+    if (mkdir(dir.c_str(), 0700) != 0)
+        throw EnvironmentError(concat("cora: cannot create a scratch directory '", dir.string(),
+                                      "' in the kernel cache: ", std::strerror(errno)));
+    return std::make_unique<ScratchDirectory>(dir);
+}
+
+int KernelCache::sweep_stale_temporaries() const {
+    // Temporaries are named k<key>.tmp<pid>_<counter>_<random><suffix> (temp_path).
+    int removed = 0;
+    std::error_code ec;
+    const auto now = fs::file_time_type::clock::now();
+    for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        const size_t at = name.find(".tmp");
+        if (name.empty() || name[0] != 'k' || at == std::string::npos) continue;
+        const long pid = std::strtol(name.c_str() + at + 4, nullptr, 10);
+        const bool exited = pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+        std::error_code tec;
+        const auto written = fs::symlink_status(it->path(), tec).type() == fs::file_type::not_found
+                                 ? now
+                                 : fs::last_write_time(it->path(), tec);
+        const auto age = now - written;
+        // A pid that has exited leaves its files for good; the two minutes spare a live compile of
+        // another PID namespace sharing the cache (its pid means nothing here).
+        const bool stale = !tec && ((exited && age > std::chrono::minutes(2)) || age > std::chrono::hours(24));
+        if (!stale) continue;
+        std::error_code rec;
+        if (fs::remove_all(it->path(), rec) > 0) removed++;
+    }
+    return removed;
+}
 
 void KernelCache::publish(const std::string &key, const fs::path &tmp) const {
     publish_file(key, tmp, library_path(key));
@@ -141,7 +273,7 @@ void KernelCache::publish(const std::string &key, const fs::path &tmp) const {
 
 void KernelCache::publish_file(const std::string &key, const fs::path &tmp, const fs::path &entry) const {
     std::string bytes;
-    if (!read_file(tmp, bytes))
+    if (!read_file(tmp, kMaxEntryBytes, bytes))
         throw EnvironmentError(concat("cora: cannot read the compiled kernel '", tmp.string(), "'"));
     fs::path sum_tmp = temp_path(key, ".sum");
     {
@@ -190,7 +322,7 @@ void KernelCache::write_data(const std::string &key, const std::string &bytes) c
 
 std::optional<std::string> KernelCache::read_note(const std::string &name) const {
     std::string text;
-    if (!read_file(dir_ / (name + ".note"), text) || text.empty()) return std::nullopt;
+    if (!read_file(dir_ / (name + ".note"), kMaxNoteBytes, text) || text.empty()) return std::nullopt;
     return text;
 }
 

@@ -36,8 +36,9 @@ fs::path LibraryBuild::write(const std::string &name, const std::string &text) c
     return p;
 }
 
-void LibraryBuild::run(const std::vector<std::string> &cmd, const std::string &what) {
-    ProcessResult r = run_process(cmd);
+void LibraryBuild::run(const std::vector<std::string> &cmd, const std::string &what) const {
+    // The compiler's own temporaries go to the work directory too, removed with it.
+    ProcessResult r = run_process(cmd, {"TMPDIR=" + fs::absolute(work_).string()});
     if (!r.ok())
         throw Error("cora: " + what + " failed. Command: " + format_command(cmd) + "\n" + r.output.substr(0, 4000));
 }

@@ -22,8 +22,9 @@ public:
     std::filesystem::path write(const std::string &name, const std::string &text) const;
     /** A path in the work directory. */
     std::filesystem::path path(const std::string &name) const { return work_ / name; }
-    /** Runs a tool; Error with the command and its output when it fails. */
-    static void run(const std::vector<std::string> &cmd, const std::string &what);
+    /** Runs a tool, its temporary files (TMPDIR) in the work directory; Error with the command and
+     * its output when it fails. */
+    void run(const std::vector<std::string> &cmd, const std::string &what) const;
     /** Moves work file `name` to the output directory (as `name`); the new path. */
     std::string publish(const std::string &name) const;
 

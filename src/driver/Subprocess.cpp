@@ -67,8 +67,11 @@ struct SpawnActions {
 
 } // namespace
 
-ProcessResult run_process(const std::vector<std::string> &argv) {
+ProcessResult run_process(const std::vector<std::string> &argv, const std::vector<std::string> &env) {
     CORA_CHECK(!argv.empty() && !argv[0].empty(), "run_process: no program");
+    for (const std::string &e : env)
+        CORA_CHECK(e.find('=') != std::string::npos && e[0] != '=', "run_process: environment entry '", e,
+                   "' is not NAME=value");
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         throw EnvironmentError(concat("cora: cannot create a pipe to run '", argv[0], "': ", std::strerror(errno)));
@@ -83,8 +86,18 @@ ProcessResult run_process(const std::vector<std::string> &argv) {
     for (const std::string &a : argv)
         cargv.push_back(const_cast<char *>(a.c_str()));
     cargv.push_back(nullptr);
+    std::vector<char *> cenv;
+    for (const std::string &e : env)
+        cenv.push_back(const_cast<char *>(e.c_str()));
+    for (char **e = environ; e && *e; e++) {
+        bool replaced = false;
+        for (const std::string &o : env)
+            replaced = replaced || std::strncmp(*e, o.c_str(), o.find('=') + 1) == 0;
+        if (!replaced) cenv.push_back(*e);
+    }
+    cenv.push_back(nullptr);
     pid_t pid = 0;
-    int rc = posix_spawnp(&pid, cargv[0], &sa.actions, nullptr, cargv.data(), environ);
+    int rc = posix_spawnp(&pid, cargv[0], &sa.actions, nullptr, cargv.data(), cenv.data());
     if (rc != 0) {
         if (rc == ENOENT)
             throw EnvironmentError(concat("cora: cannot run '", argv[0], "': no such program",

@@ -18,8 +18,10 @@ struct ProcessResult {
 };
 
 /** Runs argv[0] (looked up on PATH when it has no '/') with argv[1..]; waits for it and returns its
- * status and output. EnvironmentError when the program cannot be found or started, naming it. */
-ProcessResult run_process(const std::vector<std::string> &argv);
+ * status and output. EnvironmentError when the program cannot be found or started, naming it.
+ * `env` ("NAME=value" each) is set in the child's environment on top of this process's, replacing
+ * a variable of the same name (the JIT points TMPDIR at a private directory it removes after). */
+ProcessResult run_process(const std::vector<std::string> &argv, const std::vector<std::string> &env = {});
 
 /** A command line split at whitespace (CORA_CXX="ccache clang++" gives two words). No quoting:
  * a program path with spaces cannot be named this way; put it on PATH instead. */

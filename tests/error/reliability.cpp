@@ -6,11 +6,14 @@
 
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 
 #include "cora_runtime.h"
@@ -423,4 +426,217 @@ TEST_CASE("offsets that span the whole int64 range are rejected without overflow
     REQUIRE_THROWS_WITH(shape.set_offsets(s.len, std::vector<int64_t>{0, 0, INT64_MAX}), Contains("exceeds int32"));
     shape.set_offsets(s.len, std::vector<int64_t>{0, 3, 3, 10});
     REQUIRE(shape.lengths(s.len) == std::vector<int32_t>{3, 0, 7});
+}
+
+namespace {
+
+/** An executable shell script at `path` (a stand-in compiler for the tests below). */
+void write_script(const fs::path &path, const std::string &body) {
+    {
+        std::ofstream f(path);
+        f << "#!/bin/sh\n" << body;
+    }
+    fs::permissions(path, fs::perms::owner_all);
+}
+
+/** The names in `dir` (recursively) that a compile left: scratch directories and temporaries. */
+std::vector<std::string> temporaries(const fs::path &dir) {
+    std::vector<std::string> found;
+    for (auto &e : fs::recursive_directory_iterator(dir))
+        if (e.path().filename().string().find(".tmp") != std::string::npos) found.push_back(e.path().string());
+    return found;
+}
+
+/** A pid that no process has now: a child's, after it exited and was reaped. */
+pid_t exited_pid() {
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return pid;
+}
+
+} // namespace
+
+TEST_CASE("a compile leaves no temporary file behind, whether it fails, is killed or succeeds", "[reliability][cache]") {
+    Scale s(2.0f);
+    const fs::path work = fresh_dir("hygiene"), tmp = work / "tmp", bin = work / "bin";
+    fs::create_directories(tmp);
+    fs::create_directories(bin);
+    ScopedEnv private_tmp("TMPDIR", tmp.string()); // where the compiler would put its objects
+    CompileOptions opts;
+    opts.cache_dir = (work / "cache").string();
+    // A compiler that answers --version, drops an object file in TMPDIR as clang does, then does what
+    // the test needs; the one-line probe of report_compile_failure is compiled by the real one.
+    auto fake = [&](const std::string &name, const std::string &on_kernel) {
+        fs::path p = bin / name;
+        write_script(p, "case \"$*\" in *--version*) echo fake 1.0; exit 0;; esac\n"
+                        "touch \"$TMPDIR/kernel-left.o\"\n"
+                        "case \"$*\" in *probe.cpp*) exec c++ \"$@\";; esac\n" +
+                            on_kernel);
+        return p.string();
+    };
+
+    SECTION("the generated code is rejected: InternalError, scratch removed") {
+        opts.cxx = fake("rejects", "echo 'kernel.cpp:1:1: error: expected expression'; exit 1\n");
+        REQUIRE_THROWS_AS(Pipeline({s.Out}, "hygiene").compile(opts), InternalError);
+        REQUIRE_THROWS_WITH(Pipeline({s.Out}, "hygiene").compile(opts),
+                            Contains("failed to compile (a bug in cora") && Contains("CORA_DEBUG=2") &&
+                                Contains("expected expression"));
+    }
+    SECTION("a compiler that fails on anything: EnvironmentError, not a bug in cora") {
+        const fs::path p = bin / "broken";
+        write_script(p, "case \"$*\" in *--version*) echo broken 1.0; exit 0;; esac\n"
+                        "touch \"$TMPDIR/kernel-left.o\"; echo 'error: unsupported option -fopenmp'; exit 1\n");
+        opts.cxx = p.string();
+        REQUIRE_THROWS_AS(Pipeline({s.Out}, "hygiene").compile(opts), EnvironmentError);
+        REQUIRE_THROWS_WITH(Pipeline({s.Out}, "hygiene").compile(opts),
+                            Contains("fails on any source with the kernels' flags") &&
+                                Contains("unsupported option -fopenmp"));
+    }
+    SECTION("a full disk: EnvironmentError naming it") {
+        opts.cxx = fake("full", "echo 'fatal error: error writing to kernel.o: No space left on device'; exit 1\n");
+        REQUIRE_THROWS_AS(Pipeline({s.Out}, "hygiene").compile(opts), EnvironmentError);
+        REQUIRE_THROWS_WITH(Pipeline({s.Out}, "hygiene").compile(opts),
+                            Contains("could not work (No space left on device)"));
+    }
+    SECTION("a permission refused: EnvironmentError naming it") {
+        opts.cxx = fake("denied", "echo 'error: unable to open output file: Permission denied'; exit 1\n");
+        REQUIRE_THROWS_WITH(Pipeline({s.Out}, "hygiene").compile(opts), Contains("could not work (Permission denied)"));
+    }
+    SECTION("a compiler killed mid-compile: EnvironmentError, its files removed") {
+        opts.cxx = fake("killed", "kill -9 $$\n");
+        REQUIRE_THROWS_AS(Pipeline({s.Out}, "hygiene").compile(opts), EnvironmentError);
+        REQUIRE_THROWS_WITH(Pipeline({s.Out}, "hygiene").compile(opts), Contains("killed by signal 9"));
+    }
+    SECTION("a successful compile") {
+        Kernel k = Pipeline({s.Out}, "hygiene").compile(opts);
+        s.check(k, 2.0f);
+        REQUIRE(fs::exists(only_library(opts.cache_dir)));
+    }
+    INFO("left: " << ::Catch::Detail::stringify(temporaries(work)));
+    REQUIRE(temporaries(opts.cache_dir).empty());
+    REQUIRE(fs::is_empty(tmp)); // nothing in the process's temporary directory either
+    fs::remove_all(work);
+}
+
+TEST_CASE("the next compile sweeps the temporaries of compiles that were killed", "[reliability][cache]") {
+    Scale s(3.0f);
+    CompileOptions opts;
+    const fs::path dir = fresh_dir("sweep");
+    opts.cache_dir = dir.string();
+    Pipeline({s.Out}, "sweep_seed").compile(opts); // creates the cache
+    const pid_t dead = exited_pid();
+    const std::string d = std::to_string(dead), me = std::to_string(getpid());
+    // What a killed compile leaves: a scratch directory with a source and the compiler's object,
+    // and an old-style temporary source; a live compile's scratch (this process's pid) must stay.
+    const fs::path dead_scratch = dir / ("k0123.tmp" + d + "_0_1.d"), dead_source = dir / ("k0123.tmp" + d + "_1_2.cpp"),
+                   live_scratch = dir / ("k4567.tmp" + me + "_99_3.d"),
+                   young_dead = dir / ("k89ab.tmp" + d + "_2_4.cpp");
+    fs::create_directories(dead_scratch);
+    fs::create_directories(live_scratch);
+    std::ofstream(dead_scratch / "kernel.cpp") << "int x;";
+    std::ofstream(dead_scratch / "k0123-a1b2c3.o") << "obj";
+    std::ofstream(dead_source) << "int y;";
+    std::ofstream(young_dead) << "int z;";
+    const auto ten_minutes_ago = fs::file_time_type::clock::now() - std::chrono::minutes(10);
+    for (const fs::path &p : {dead_scratch, dead_source, live_scratch})
+        fs::last_write_time(p, ten_minutes_ago);
+    Scale t(-3.0f); // another kernel: a cache miss, so a compile runs
+    Kernel k = Pipeline({t.Out}, "sweep_trigger").compile(opts);
+    REQUIRE_FALSE(k.from_cache());
+    REQUIRE_FALSE(fs::exists(dead_scratch));
+    REQUIRE_FALSE(fs::exists(dead_source));
+    REQUIRE(fs::exists(live_scratch)); // its process runs
+    REQUIRE(fs::exists(young_dead));   // two minutes' grace (another PID namespace's live compile)
+    fs::remove_all(dir);
+}
+
+TEST_CASE("cache files that are links, FIFOs or endless are mismatches, never followed or waited on",
+          "[reliability][cache]") {
+    CompileOptions opts;
+    const fs::path dir = fresh_dir("special");
+    opts.cache_dir = dir.string();
+    Scale s(5.0f);
+    { Kernel first = Pipeline({s.Out}, "special_files").compile(opts); }
+    const fs::path so = only_library(dir), sum = fs::path(so).replace_extension(".sum");
+    const fs::path elsewhere = fresh_dir("special-copy");
+    fs::create_directories(elsewhere);
+    fs::copy_file(so, elsewhere / "copy.so");
+    fs::copy_file(sum, elsewhere / "copy.sum");
+    struct Case {
+        const char *what;
+        std::function<void()> damage;
+    };
+    const std::vector<Case> cases = {
+        {"the checksum a link to /dev/zero (an endless read)",
+         [&] {
+             fs::remove(sum);
+             fs::create_symlink("/dev/zero", sum);
+         }},
+        {"the library a FIFO (opening it would wait forever)",
+         [&] {
+             fs::remove(so);
+             REQUIRE(mkfifo(so.c_str(), 0600) == 0);
+         }},
+        {"the library a link to a good copy elsewhere",
+         [&] {
+             fs::remove(so);
+             fs::create_symlink(elsewhere / "copy.so", so);
+         }},
+        {"the checksum a link to a good copy elsewhere",
+         [&] {
+             fs::remove(sum);
+             fs::create_symlink(elsewhere / "copy.sum", sum);
+         }},
+    };
+    for (const Case &c : cases) {
+        INFO(c.what);
+        c.damage();
+        Kernel k = Pipeline({s.Out}, "special_files").compile(opts);
+        REQUIRE_FALSE(k.from_cache()); // rebuilt: the entry did not verify
+        s.check(k, 5.0f);
+        REQUIRE(fs::is_regular_file(fs::symlink_status(so)));
+        REQUIRE(fs::is_regular_file(fs::symlink_status(sum)));
+        REQUIRE(Pipeline({s.Out}, "special_files").compile(opts).from_cache()); // healed
+    }
+    // A note (the compiler's version line) that is a link to /dev/zero is ignored, not read.
+    for (auto &e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".note") {
+            fs::remove(e.path());
+            fs::create_symlink("/dev/zero", e.path());
+        }
+    Scale t(6.0f);
+    s.check(Pipeline({s.Out}, "special_files").compile(opts), 5.0f);
+    t.check(Pipeline({t.Out}, "special_files_note").compile(opts), 6.0f);
+    fs::remove_all(dir);
+    fs::remove_all(elsewhere);
+}
+
+TEST_CASE("without HOME, a link planted where the fallback cache would be is refused", "[reliability][cache]") {
+    const fs::path tmp = fresh_dir("fallback"), target = fresh_dir("fallback-target");
+    fs::create_directories(tmp);
+    fs::create_directories(target);
+    REQUIRE(chmod(target.c_str(), 0700) == 0);
+    ScopedEnv no_dir("CORA_CACHE_DIR", std::nullopt), no_xdg("XDG_CACHE_HOME", std::nullopt),
+        no_home("HOME", std::nullopt), tmpdir("TMPDIR", tmp.string());
+    const fs::path fallback = driver::default_cache_dir();
+    REQUIRE(fallback == tmp / ("cora-cache-" + std::to_string(geteuid())));
+    // The link points at a private directory of this very user: only the link itself gives it away.
+    fs::create_directory_symlink(target, fallback);
+    Scale s(1.0f);
+    REQUIRE_THROWS_AS(Pipeline({s.Out}, "planted_link").compile(), EnvironmentError);
+    REQUIRE_THROWS_WITH(Pipeline({s.Out}, "planted_link").compile(),
+                        Contains("is a symbolic link") && Contains("not the directory cora creates there"));
+    REQUIRE(fs::is_empty(target)); // nothing compiled into the link's target
+    // A link the user names as the cache (CORA_CACHE_DIR, or here the options) is their choice, and is
+    // followed to its (private) target.
+    CompileOptions opts;
+    opts.cache_dir = (tmp / "my-cache-link").string();
+    fs::create_directory_symlink(target, opts.cache_dir);
+    s.check(Pipeline({s.Out}, "planted_link").compile(opts), 1.0f);
+    REQUIRE_FALSE(fs::is_empty(target));
+    fs::remove(fallback);
+    fs::remove_all(tmp);
+    fs::remove_all(target);
 }

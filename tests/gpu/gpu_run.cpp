@@ -1,9 +1,9 @@
 // Runs GPU schedules on a CUDA device (ctest label `gpu`): random schedules of ragged ops, a GEMM
 // with shared-memory panels, the apps' schedules, a cross-thread reduction and device buffers, each
 // against the reference. Without a device the program prints why and exits 77, which ctest
-// reports as skipped. With CORA_TEST_CUDA_BACKEND=cpu-threads it runs the same cases on the
-// CPU-threads backend instead (ctest: gpu_tests_on_cpu_threads), so the tests themselves are
-// checked on every machine.
+// reports as skipped. With --cuda-backend cpu-threads (or CORA_TEST_CUDA_BACKEND=cpu-threads) it
+// runs the same cases on the CPU-threads backend instead (ctest: gpu_tests_on_cpu_threads:<case>),
+// so the tests themselves are checked on every machine.
 #define CATCH_CONFIG_RUNNER
 #include "common/chained_gpu_pipelines.h"
 #include "common/gemm_schedules.h"
@@ -19,9 +19,13 @@ using namespace cora;
 
 namespace {
 
+/** --cuda-backend (ctest's per-case registration passes it), else CORA_TEST_CUDA_BACKEND. */
+std::string backend_option;
+
 CudaBackend backend() {
     const char *b = std::getenv("CORA_TEST_CUDA_BACKEND");
-    return b && std::string(b) == "cpu-threads" ? CudaBackend::CpuThreads : CudaBackend::Gpu;
+    const std::string name = !backend_option.empty() ? backend_option : b ? b : "";
+    return name == "cpu-threads" ? CudaBackend::CpuThreads : CudaBackend::Gpu;
 }
 
 CudaKernel compile(const Pipeline &p) { return compile_cuda_kernel(p, {}, backend()); }
@@ -187,14 +191,21 @@ TEST_CASE("kernels sharing a device chain on device memory and upload a shape's 
 }
 
 int main(int argc, char **argv) {
+    Catch::Session session;
+    session.cli(session.cli() | Catch::clara::Opt(backend_option, "gpu|cpu-threads")["--cuda-backend"](
+                                    "where the CUDA kernels run (default: CORA_TEST_CUDA_BACKEND, else gpu)"));
+    if (int rc = session.applyCommandLine(argc, argv); rc != 0) return rc;
+    if (!backend_option.empty() && backend_option != "gpu" && backend_option != "cpu-threads") {
+        std::cerr << "gpu_tests: --cuda-backend must be gpu or cpu-threads, got '" << backend_option << "'\n";
+        return 2;
+    }
     // Listing the cases (ctest's discovery at build time) needs no device.
-    bool listing = false;
-    for (int i = 1; i < argc; i++)
-        listing = listing || std::string(argv[i]).rfind("--list", 0) == 0;
+    const bool listing = session.configData().listTests || session.configData().listTestNamesOnly ||
+                         session.configData().listTags || session.configData().listReporters;
     std::string why;
     if (!listing && backend() == CudaBackend::Gpu && !cuda_device_available(&why)) {
         std::cout << "SKIPPED: no CUDA device: " << why << "\n";
         return 77;
     }
-    return Catch::Session().run(argc, argv);
+    return session.run();
 }
