@@ -46,7 +46,7 @@ describe_machine
   echo "# Block-sparse linear layers vs dense GEMM"
   echo
   echo "Written by \`bash bench/block_sparse.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'); CPU: $cpu ($(nproc) cores;" \
-    "${isa% }); cora $commit; 2 threads; OpenBLAS core: $core; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}."
+    "${isa% }); cora $commit; 2 threads; $core_note."
   echo
   echo "Y = X W^T over packed ragged tokens with W [out, in] pruned to blocks (a random block mask; the" \
     "density of the weight in parentheses). Baselines on the same tokens and the same weight with its zero" \

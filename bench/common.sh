@@ -1,15 +1,59 @@
 # Shared by the benchmark scripts (source it from the repository root).
 
-# Debian's OpenBLAS 0.3.21 does not know newer Intel CPUs and falls back to its generic Prescott
-# kernel (5x slower), which would make every OpenBLAS-based baseline look slow: when it reports
-# Prescott on an AVX-512 (AVX2) CPU, export OPENBLAS_CORETYPE=SkylakeX (Haswell) for the whole run.
-# Sets `core` to the kernel OpenBLAS reported.
+# Every OpenBLAS-based baseline (cblas_sgemm, cblas_strmm, PyTorch's CPU GEMMs) runs on the kernel
+# OpenBLAS picks when it loads, and that pick can be slow: Debian's 0.3.21 does not know newer Intel
+# CPUs and falls back to Prescott (5x slower), and an environment may pin OPENBLAS_CORETYPE=Haswell
+# where SkylakeX runs sgemm 1.9x faster (a 2-core Zen 5). A baseline on a slow kernel inflates every
+# cora ratio. So: time each candidate kernel for this CPU's ISA (the one OpenBLAS detects by itself,
+# the one the environment pinned, SkylakeX/Cooperlake with AVX-512, Haswell and Zen with AVX2) on a
+# one-thread sgemm (bench/tools/openblas_core_probe.c), check each result against a double-precision
+# product, and export OPENBLAS_CORETYPE for the fastest correct one for the whole run.
+# Sets `core` to the kernel chosen (as OpenBLAS names it) and `core_note` to the line printed.
 fair_openblas_core() {
-  core=$(/usr/bin/python3 -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0"); l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())' 2>/dev/null || echo unknown)
-  if [ "$core" = "Prescott" ] || [ "$core" = "prescott" ]; then
-    if grep -q avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX; elif grep -q avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
-    echo "OpenBLAS reported Prescott; running with OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
+  local dir probe pinned="${OPENBLAS_CORETYPE:-}" best="" best_rate=0 tried="" c out name rate err
+  dir=$(mktemp -d)
+  probe="$dir/openblas_core_probe"
+  if ! cc -O2 bench/tools/openblas_core_probe.c -o "$probe" -lopenblas -lm 2>"$dir/cc.log"; then
+    core=unknown
+    core_note="OpenBLAS kernel: not probed (the probe did not build: $(head -1 "$dir/cc.log"))"
+    echo "$core_note"
+    rm -rf "$dir"
+    return 0
   fi
+  local candidates=(detected)
+  [ -n "$pinned" ] && candidates+=("$pinned")
+  if grep -q -w avx512f /proc/cpuinfo; then
+    candidates+=(SkylakeX)
+    grep -q -w avx512_bf16 /proc/cpuinfo && candidates+=(Cooperlake)
+  fi
+  grep -q -w avx2 /proc/cpuinfo && candidates+=(Haswell Zen)
+  for c in "${candidates[@]}"; do
+    if [ "$c" = detected ]; then
+      out=$(env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 "$probe" 2>/dev/null) || continue
+    else
+      out=$(OPENBLAS_CORETYPE="$c" OPENBLAS_NUM_THREADS=1 "$probe" 2>/dev/null) || continue
+    fi
+    read -r name rate err <<<"$out"
+    if ! awk -v e="$err" 'BEGIN { exit !(e + 0 <= 1e-4) }'; then
+      tried+=" $c($name) wrong (error $err);"
+      continue
+    fi
+    tried+=" $c($name) $rate;"
+    if awk -v r="$rate" -v b="$best_rate" 'BEGIN { exit !(r + 0 > b + 0) }'; then
+      best="$c"
+      best_rate="$rate"
+      core="$name"
+    fi
+  done
+  rm -rf "$dir"
+  if [ -z "$best" ]; then
+    core=unknown
+    core_note="OpenBLAS kernel: no candidate gave a correct sgemm (${tried# }); baselines on OpenBLAS's own pick"
+  else
+    if [ "$best" = detected ]; then unset OPENBLAS_CORETYPE; else export OPENBLAS_CORETYPE="$best"; fi
+    core_note="OpenBLAS kernel: $core, the fastest correct of${tried%;} (GFLOP/s, one-thread sgemm 768^3); OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
+  fi
+  echo "$core_note"
 }
 
 # Sets `cpu` (the model name), `isa` (avx512f / avx2, space-separated) and `commit` (short hash)

@@ -128,8 +128,8 @@ def main(argv):
         f.write("# Transformer encoder: cora vs PyTorch CPU\n\n")
         f.write(f"Command: `bash bench/encoder.sh` ({a.layers} layers, hidden 512, 8 heads, ff 2048, ReLU; "
                 f"{a.threads} threads; best of {a.runs}; first batch of each dataset, lengths capped as CoRA does). "
-                f"OpenBLAS core: {core}; PyTorch {torch.__version__}; OPENBLAS_CORETYPE="
-                f"{os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; MALLOC_MMAP_MAX_="
+                f"OpenBLAS core: {core} ({os.environ.get('CORA_OPENBLAS_CORE_NOTE', 'not probed')}); "
+                f"PyTorch {torch.__version__}; MALLOC_MMAP_MAX_="
                 f"{os.environ.get('MALLOC_MMAP_MAX_', '(unset)')} (freed memory kept for reuse in both).\n\n")
         f.write("| dataset | batch | tokens | padded/useful work | cora ragged ms | cora padded ms | torch padded ms | "
                 "torch nested ms | torch sorted ms (m) | vs torch padded | vs best torch | cora shape work us |\n")

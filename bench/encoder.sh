@@ -9,7 +9,8 @@ source bench/common.sh
 CORA_BENCH_DEPS=1 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$(nproc)" --target transformer_encoder
-fair_openblas_core
+fair_openblas_core # PyTorch's CPU GEMMs run on the same OpenBLAS: its fastest correct kernel
+export CORA_OPENBLAS_CORE_NOTE="$core_note"
 # glibc maps every block above 32 MB afresh and unmaps it on free, so each call of a program
 # that allocates large temporaries (cora's attention scores, PyTorch's padded ones) clears their
 # pages again; keep freed memory for reuse in both (apps/common/heap.h, which the encoder calls).

@@ -39,6 +39,9 @@ def main(out_dir):
     lines.append(f"Machine: {ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz; "
                  f"date {ctx.get('date', '?')}. Command: `bash bench/run.sh`. Ratio = baseline time / "
                  "time of cora's fastest variant in the group (above 1: cora is faster).")
+    if os.environ.get("CORA_OPENBLAS_CORE_NOTE"):  # bench/common.sh's choice of OpenBLAS kernel
+        lines.append("")
+        lines.append(os.environ["CORA_OPENBLAS_CORE_NOTE"] + ".")
     for t, (rows, _) in sorted(per_threads.items()):
         lines += ["", f"## {t} thread{'s' if t > 1 else ''}", "",
                   "| group | variant | time | GFLOP/s | ratio vs cora |", "|---|---|---|---|---|"]

@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 CORA_BENCH_DEPS=1 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON
 cmake --build build -j "$(nproc)" --target cora_bench
+source bench/common.sh
+fair_openblas_core # the baselines' OpenBLAS kernel: the fastest correct one for this CPU
+export CORA_OPENBLAS_CORE_NOTE="$core_note"
 mkdir -p bench/results
 for t in 1 2; do
   echo "== $t thread(s) =="

@@ -33,7 +33,7 @@ describe_machine
   echo "# The encoder's token GEMMs vs cblas_sgemm"
   echo
   echo "Written by \`bash bench/token_gemm.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'); CPU: $cpu ($(nproc) cores;" \
-    "${isa% }); cora $commit; 2 threads; OpenBLAS core: $core; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}."
+    "${isa% }); cora $commit; 2 threads; $core_note."
   echo
   echo "Each kernel of apps/transformer (the AOT library the encoder links: its AVX-512 or AVX2 variant, whichever" \
     "this CPU runs) on the first batch of each dataset, against \`cblas_sgemm\` on exactly the useful tokens" \

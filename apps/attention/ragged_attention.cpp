@@ -181,7 +181,8 @@ int run(int argc, char **argv) {
     if (kernel)
         std::printf("kernel compile: %s (%.2f s)\n", kernel->from_cache() ? "cached" : "compiled",
                     kernel->compile_seconds());
-    std::printf("padded work / useful work (attention): %.2fx\n", (double)batch * max_len * max_len / useful);
+    std::printf("padded work / useful work (attention): %.2fx\n",
+                apps::work_ratio((double)batch * max_len * max_len, useful));
     const char *nt = std::getenv("CORA_NUM_THREADS");
     int threads = nt && std::atoi(nt) > 0 ? std::atoi(nt) : (int)std::thread::hardware_concurrency();
     std::printf("time ragged: %8.3f ms   time padded: %8.3f ms   speed-up: %.2fx  (best of %d, %d threads)\n",

@@ -310,11 +310,12 @@ int run(int argc, char **argv) {
         double useful = 0;
         for (int32_t l : len)
             useful += layer_macs(cfg, l);
-        double work_ratio = layer_macs(cfg, max_len) * (double)len.size() / std::max(useful, 1.0);
+        double batch_work_ratio = work_ratio(layer_macs(cfg, max_len) * (double)len.size(), useful);
         std::printf(
             "batch %lld: %lld tokens (max length %d), padded/useful work %.2fx; ragged %.2f ms (%.0f tokens/s), "
             "padded %.2f ms, speed-up %.2fx\n",
-            (long long)bi, (long long)tokens, max_len, work_ratio, t_ragged * 1e3, (double)tokens / t_ragged,
+            (long long)bi, (long long)tokens, max_len, batch_work_ratio, t_ragged * 1e3,
+            per_second((double)tokens, t_ragged),
             t_padded * 1e3, t_padded / t_ragged);
         if (profile) {
             // Per kernel: ragged and padded milliseconds per run (mean over the runs) and their
@@ -346,8 +347,9 @@ int run(int argc, char **argv) {
     }
     std::printf("total: %lld tokens; ragged %.2f ms (%.0f tokens/s, %.1f GFLOP/s useful), padded %.2f ms; "
                 "padded/useful work %.2fx; speed-up %.2fx\n",
-                (long long)total_tokens, total_ragged * 1e3, (double)total_tokens / total_ragged,
-                2 * useful_macs / total_ragged * 1e-9, total_padded * 1e3, padded_macs / useful_macs,
+                (long long)total_tokens, total_ragged * 1e3, per_second((double)total_tokens, total_ragged),
+                per_second(2 * useful_macs, total_ragged) * 1e-9, total_padded * 1e3,
+                work_ratio(padded_macs, useful_macs),
                 total_padded / total_ragged);
     std::printf("shape work (argument checks + aux arrays, built inside each AOT kernel; timed through the size "
                 "queries): %.1f us, %.3f%% of the ragged time\n",

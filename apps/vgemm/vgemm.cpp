@@ -157,7 +157,7 @@ int run(int argc, char **argv) {
     VGemmProblem p(shapes);
     std::printf("vgemm: batch %lld, %s shapes (%s), %d threads; useful %.3f GFLOP, padded/useful %.2f\n",
                 (long long)batch, data.c_str(), from_file ? "dataset" : "generated, dataset absent",
-                omp_get_max_threads(), p.flop * 1e-9, p.padded_flop() / p.flop);
+                omp_get_max_threads(), p.flop * 1e-9, cora::apps::work_ratio(p.padded_flop(), p.flop));
     if (tensor_cores) return run_gpu_tensor_cores(device, p, runs);
     if (device != cora::apps::Device::Cpu) return run_gpu(device, p, shapes, runs);
     if (std::string e = p.check_library_sizes(); !e.empty()) {

@@ -59,6 +59,13 @@ std::vector<TargetInfo> parse_targets(const std::string &list) {
 
 } // namespace
 
+void driver::check_target_list(const std::string &targets) {
+    if (driver::names_cuda_target(targets))
+        driver::check_cuda_target_list(targets);
+    else
+        parse_targets(targets);
+}
+
 AotResult compile_to_library(const Pipeline &pipeline, const AotOptions &options) {
     return compile_to_library(std::vector<Pipeline>{pipeline}, options);
 }

@@ -92,9 +92,8 @@ bool names_cuda_target(const std::string &targets) {
     return false;
 }
 
-AotResult compile_cuda_library(const std::vector<Pipeline> &per_target, const std::string &fn,
-                               const AotOptions &options) {
-    std::vector<std::string> names = split_targets(options.target);
+std::vector<int> check_cuda_target_list(const std::string &targets, bool *on_cpu_threads) {
+    std::vector<std::string> names = split_targets(targets);
     std::vector<int> archs;
     bool on_cpu = false;
     std::set<std::string> seen;
@@ -112,6 +111,15 @@ AotResult compile_cuda_library(const std::vector<Pipeline> &per_target, const st
     }
     if (on_cpu && names.size() > 1)
         throw_compile_error("target 'cuda-cpu-threads' cannot be combined with other targets");
+    if (on_cpu_threads) *on_cpu_threads = on_cpu;
+    return archs;
+}
+
+AotResult compile_cuda_library(const std::vector<Pipeline> &per_target, const std::string &fn,
+                               const AotOptions &options) {
+    std::vector<std::string> names = split_targets(options.target);
+    bool on_cpu = false;
+    std::vector<int> archs = check_cuda_target_list(options.target, &on_cpu);
     if (per_target.size() != 1 && per_target.size() != names.size())
         throw_compile_error("compile_to_library: ", per_target.size(), " pipelines for ", names.size(),
                             " targets; give one pipeline, or one per target");

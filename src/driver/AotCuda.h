@@ -11,6 +11,15 @@ namespace cora::driver {
 /** Whether the comma-separated target list names a CUDA target ("cuda-..."). */
 bool names_cuda_target(const std::string &targets);
 
+/** The architectures of a CUDA target list (sm_<NN> each), `*on_cpu_threads` set for
+ * "cuda-cpu-threads"; CompileError naming the bad target for anything else, a repeated target or
+ * cuda-cpu-threads combined with others. */
+std::vector<int> check_cuda_target_list(const std::string &targets, bool *on_cpu_threads = nullptr);
+
+/** CompileError unless compile_to_library builds `targets` (CPU targets, or CUDA ones): for a
+ * generator's command line, checked before anything is built. */
+void check_target_list(const std::string &targets);
+
 /** Builds lib<fn>.so and <fn>.h for CUDA targets: "cuda-sm_<NN>" (one or more, e.g.
  * "cuda-sm_90,cuda-sm_80": the device code compiled by NVRTC for each, packed with the PTX of the
  * oldest into a fatbin by the toolkit's fatbinary and embedded in the library), or

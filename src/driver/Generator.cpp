@@ -2,11 +2,16 @@
 #include "cora/Generator.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 
+#include "codegen/CRuntime.h"
+#include "driver/AotCuda.h"
 #include "util/Error.h"
 
 namespace cora {
@@ -110,6 +115,16 @@ std::unique_ptr<Generator> make_generator(const std::string &name) {
     return it->second();
 }
 
+namespace {
+
+/** A mistake on the generator's command line: exit status 2 (build errors are 1). */
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+} // namespace
+
 int generator_main(int argc, char **argv) {
     const char *prog = argc > 0 ? argv[0] : "generator";
     std::string gen_name, fn, out_dir;
@@ -117,60 +132,60 @@ int generator_main(int argc, char **argv) {
     std::map<std::string, std::string> values;
     bool list = false, help = false;
     try {
-        for (int i = 1; i < argc; i++) {
-            std::string a = argv[i];
-            auto next = [&]() -> std::string {
-                if (i + 1 >= argc) throw_compile_error("option ", a, " needs a value");
-                return argv[++i];
-            };
-            if (a == "-g") {
-                gen_name = next();
-            } else if (a == "-o") {
-                out_dir = next();
-            } else if (a == "-f") {
-                fn = next();
-            } else if (a == "-t") {
-                options.target = next();
-            } else if (a == "--list") {
-                list = true;
-            } else if (a == "-h" || a == "--help") {
-                help = true;
-            } else if (a.find('=') != std::string::npos && a[0] != '-') {
-                values[a.substr(0, a.find('='))] = a.substr(a.find('=') + 1);
-            } else {
-                throw_compile_error("unknown argument '", a, "'");
-            }
-        }
-        if (list) {
-            for (const std::string &n : generator_names())
-                std::cout << n << "\n";
-            return 0;
-        }
-        if (gen_name.empty()) {
-            std::vector<std::string> names = generator_names();
-            if (names.size() != 1) {
-                print_usage(std::cerr, prog);
-                std::cerr << "error: " << names.size() << " generators are linked in; choose one with -g\n";
-                return 2;
-            }
-            gen_name = names[0];
-        }
-        std::unique_ptr<Generator> gen = make_generator(gen_name);
-        if (help) {
-            print_usage(std::cout, prog);
-            print_params(std::cout, gen_name, *gen);
-            return 0;
-        }
-        if (out_dir.empty()) {
-            print_usage(std::cerr, prog);
-            std::cerr << "error: no output directory (-o)\n";
-            return 2;
-        }
+        std::unique_ptr<Generator> gen;
         try {
+            for (int i = 1; i < argc; i++) {
+                std::string a = argv[i];
+                auto next = [&]() -> std::string {
+                    if (i + 1 >= argc || argv[i + 1][0] == '\0') throw UsageError("option " + a + " needs a value");
+                    return argv[++i];
+                };
+                if (a == "-g") {
+                    gen_name = next();
+                } else if (a == "-o") {
+                    out_dir = next();
+                } else if (a == "-f") {
+                    fn = next();
+                } else if (a == "-t") {
+                    options.target = next();
+                } else if (a == "--list") {
+                    list = true;
+                } else if (a == "-h" || a == "--help") {
+                    help = true;
+                } else if (a.find('=') != std::string::npos && a[0] != '-' && a[0] != '=') {
+                    const std::string name = a.substr(0, a.find('='));
+                    if (values.count(name)) throw UsageError("generator parameter '" + name + "' is given twice");
+                    values[name] = a.substr(a.find('=') + 1);
+                } else {
+                    throw UsageError("unknown argument '" + a + "' (see --help)");
+                }
+            }
+            if (list) {
+                for (const std::string &n : generator_names())
+                    std::cout << n << "\n";
+                return 0;
+            }
+            if (gen_name.empty()) {
+                std::vector<std::string> names = generator_names();
+                if (names.size() != 1)
+                    throw UsageError(std::to_string(names.size()) + " generators are linked in; choose one with -g");
+                gen_name = names[0];
+            }
+            gen = make_generator(gen_name);
+            if (help) {
+                print_usage(std::cout, prog);
+                print_params(std::cout, gen_name, *gen);
+                return 0;
+            }
+            if (out_dir.empty()) throw UsageError("no output directory (-o)");
             gen->set_params(values);
-        } catch (const CompileError &) {
-            print_params(std::cerr, gen_name, *gen);
-            throw;
+            driver::check_target_list(options.target);
+            if (!fn.empty() && (ir::c_identifier(fn) != fn || std::isdigit((unsigned char)fn[0])))
+                throw UsageError("function name '" + fn + "' (-f) is not a C identifier");
+        } catch (const CompileError &e) {
+            // Before anything is built, a CompileError is about the command line: an unknown
+            // generator, parameter or target, or a parameter's value (each message names it).
+            throw UsageError(e.what());
         }
         options.output_dir = out_dir;
         options.function_name = fn.empty() ? gen_name : fn;
@@ -185,10 +200,13 @@ int generator_main(int argc, char **argv) {
             builds.back()->set_target(t);
             pipelines.emplace_back(builds.back()->build(), options.function_name);
         }
-        if (pipelines.empty()) throw_compile_error("no target given (-t)");
         AotResult r = compile_to_library(pipelines, options);
         std::cout << "cora: wrote " << r.library << " and " << r.header << "\n";
         return 0;
+    } catch (const UsageError &e) {
+        // One line (the parameter or option named in it), as every command line of cora's.
+        std::cerr << prog << ": error: " << e.what() << "\n";
+        return 2;
     } catch (const std::exception &e) {
         std::cerr << prog << ": error: " << e.what() << "\n";
         return 1;

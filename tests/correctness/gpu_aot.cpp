@@ -30,9 +30,20 @@ CompileOptions emulated() {
     return o;
 }
 
-std::string aot_dir(const std::string &name) {
-    return (std::filesystem::temp_directory_path() / ("cora-gpu-aot-" + std::to_string(getpid())) / name).string();
+std::filesystem::path aot_root() {
+    return std::filesystem::temp_directory_path() / ("cora-gpu-aot-" + std::to_string(getpid()));
 }
+
+std::string aot_dir(const std::string &name) { return (aot_root() / name).string(); }
+
+/** Removes this process's library directories when a test case ends (declared first in each, so
+ * that the libraries loaded from there are closed before). */
+struct RemoveAotDirs {
+    ~RemoveAotDirs() {
+        std::error_code ec;
+        std::filesystem::remove_all(aot_root(), ec);
+    }
+};
 
 /** A CUDA AOT library loaded with dlopen, runnable like a Kernel (check_against_reference). The
  * arguments come from a JIT kernel of the same pipeline (the same names and kinds; the library
@@ -119,6 +130,7 @@ struct TwoOps {
 } // namespace
 
 TEST_CASE("a CUDA AOT library runs its kernels on CPU threads and matches the reference", "[gpu][aot]") {
+    RemoveAotDirs remove_dirs;
     AotOptions o;
     o.target = "cuda-cpu-threads";
     SECTION("two ops, aux arrays built by the library, an intermediate in device memory") {
@@ -202,6 +214,7 @@ TEST_CASE("a CUDA AOT library runs its kernels on CPU threads and matches the re
 }
 
 TEST_CASE("a CUDA AOT library for sm_80 and sm_90 embeds a fatbin and loads only where a GPU is", "[gpu][aot]") {
+    RemoveAotDirs remove_dirs;
     std::string why;
     if (!cuda_compiler_available(&why)) {
         WARN("SKIPPED: building a CUDA library needs NVRTC: " << why);
@@ -253,6 +266,7 @@ TEST_CASE("a CUDA AOT library for sm_80 and sm_90 embeds a fatbin and loads only
 }
 
 TEST_CASE("CUDA AOT targets: bad lists are compile errors naming the target", "[gpu][aot][errors]") {
+    RemoveAotDirs remove_dirs;
     TwoOps t;
     Pipeline p = t.pipeline();
     AotOptions o;
