@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
 # The sanitizer stage: cora, its tests and apps built by clang with AddressSanitizer,
-# UndefinedBehaviorSanitizer and LeakSanitizer (every JIT and AOT kernel compiled with them too),
-# the whole ctest suite run under them, then each libFuzzer target for CORA_FUZZ_SECONDS (30).
-# Runs after scripts/test.sh has installed the packages (CI: .ci/run).
+# UndefinedBehaviorSanitizer and LeakSanitizer (every JIT and AOT kernel compiled with them too, at
+# -O1: src/CMakeLists.txt says why), the whole ctest suite run under them, then each libFuzzer
+# target for CORA_FUZZ_SECONDS (30). Runs after scripts/test.sh has installed the packages
+# (CI: .ci/run). Each stage's wall time goes to CORA_STAGE_LOG when set (scripts/lib/stages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/stages.sh
 bash scripts/install-deps.sh
-CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCORA_BUILD_TESTS=ON \
-  -DCORA_SANITIZE=ON -DCORA_BUILD_FUZZERS=ON -DCORA_FUZZ_SECONDS="${CORA_FUZZ_SECONDS:-30}"
-cmake --build build-asan -j "$(nproc)"
+launcher=()
+if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+# Line tables are all the sanitizers' reports need (file:line in each frame); full debug info made
+# this build the slowest of CI's.
+build_sanitized() {
+  CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" -DCORA_BUILD_TESTS=ON \
+    -DCORA_SANITIZE=ON -DCORA_BUILD_FUZZERS=ON -DCORA_FUZZ_SECONDS="${CORA_FUZZ_SECONDS:-30}" "${launcher[@]}" &&
+    cmake --build build-asan -j "$(nproc)"
+}
+stage "sanitizer build" build_sanitized
 cd build-asan
 # allocator_may_return_null=1: a request for more memory than exists must throw std::bad_alloc
 #   (which cora turns into a RuntimeError), as it does without ASan, instead of aborting.
@@ -23,6 +33,6 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 #   then report their NVRTC parts as skipped; the release and g++ stages run them.
 export CORA_NVRTC=off
 echo "== sanitize.sh: the test suite under ASan, UBSan and LSan"
-ctest --output-on-failure -j "$(nproc)" --timeout 3000 -LE fuzz
+stage "sanitizer ctest" ctest --output-on-failure -j "$(nproc)" --timeout 3000 -LE fuzz
 echo "== sanitize.sh: fuzz targets, ${CORA_FUZZ_SECONDS:-30} s each"
-ctest --output-on-failure --timeout 900 -L fuzz
+stage "fuzzing (4 targets)" ctest --output-on-failure --timeout 900 -L fuzz

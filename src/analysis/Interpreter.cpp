@@ -82,13 +82,13 @@ int64_t Interpreter::eval_int(const Expr &e) {
     }
     case NodeKind::UFCall: {
         const UFCall *u = e.as<UFCall>();
+        if (u->fn->kind == UFKind::LengthArray) {
+            if (!length_value) cannot(e, "no length arrays bound");
+            return length_value(u->fn.get(), eval_int(u->args.at(0)));
+        }
         std::vector<int64_t> args;
         for (const Expr &a : u->args)
             args.push_back(eval_int(a));
-        if (u->fn->kind == UFKind::LengthArray) {
-            if (!length_value) cannot(e, "no length arrays bound");
-            return length_value(u->fn.get(), args[0]);
-        }
         if (!aux_value) cannot(e, "no aux arrays bound");
         return aux_value(u->fn.get(), args);
     }
@@ -174,19 +174,24 @@ double Interpreter::eval_float(const Expr &e) {
     }
     case NodeKind::Access: {
         const Access *a = e.as<Access>();
-        std::vector<int64_t> idx;
-        for (const Expr &i : a->indices)
-            idx.push_back(eval_int(i));
         if (!tensor_value) cannot(e, "no tensors bound");
-        return tensor_value(a->tensor.get(), idx);
+        const size_t n = a->indices.size();
+        int64_t small[8];
+        std::vector<int64_t> large(n > 8 ? n : 0);
+        int64_t *idx = n > 8 ? large.data() : small;
+        for (size_t k = 0; k < n; k++)
+            idx[k] = eval_int(a->indices[k]);
+        return tensor_value(a->tensor.get(), idx, n);
     }
     case NodeKind::Reduce: {
         const Reduce *r = e.as<Reduce>();
         int64_t n = eval_int(r->extent);
         double acc = r->op == ReduceOp::Sum ? 0.0 : (r->op == ReduceOp::Max ? -INFINITY : INFINITY);
-        auto saved = ints.find(r->var.get()) != ints.end() ? std::optional<int64_t>(ints[r->var.get()]) : std::nullopt;
+        auto found = ints.find(r->var.get());
+        auto saved = found != ints.end() ? std::optional<int64_t>(found->second) : std::nullopt;
+        int64_t &slot = ints[r->var.get()]; // a map's entries stay put while the body binds others
         for (int64_t k = 0; k < n; k++) {
-            ints[r->var.get()] = k;
+            slot = k;
             double v = eval_float(r->body);
             acc = r->op == ReduceOp::Sum ? acc + v : (r->op == ReduceOp::Max ? std::fmax(acc, v) : std::fmin(acc, v));
         }

@@ -18,8 +18,10 @@ public:
     std::function<int64_t(const UFNode *, int64_t)> length_value;
     /** Value of an aux array element (by UF and its multi-dimensional index). */
     std::function<int64_t(const UFNode *, const std::vector<int64_t> &)> aux_value;
-    /** Value of a tensor element (Access nodes). */
-    std::function<double(const TensorNode *, const std::vector<int64_t> &)> tensor_value;
+    /** Value of a tensor element (Access nodes): the tensor and its `n` indices. (A pointer and a
+     * count, not a vector: the reference evaluator reads tensors in its innermost loops, and a
+     * vector per read was most of its time.) */
+    std::function<double(const TensorNode *, const int64_t *idx, size_t n)> tensor_value;
     /** Values of params and bound loop variables. */
     std::map<const VarNode *, int64_t> ints;
     /** Integer memory that Load and Store address, by buffer variable (not owned). Allocate adds

@@ -16,8 +16,9 @@ std::string default_cxx();
 /** The compiler's words: `cxx` (or the default when empty) split at whitespace. */
 std::vector<std::string> compiler_command(const std::string &cxx);
 
-/** Flags every kernel gets on top of the optimisation flags: the sanitizers cora itself was built
- * with (CORA_SANITIZE), so that generated code's out-of-bounds accesses are caught as well. */
+/** Flags every kernel gets after the optimisation flags: the sanitizers cora itself was built with
+ * (CORA_SANITIZE), so that generated code's out-of-bounds accesses are caught as well, and -O1
+ * with them (src/CMakeLists.txt says why). Empty otherwise. */
 std::vector<std::string> sanitizer_flags();
 
 class KernelCache;

@@ -21,14 +21,16 @@ struct Box {
     std::vector<double> values;
     std::vector<char> present;
 
-    int64_t index(const std::vector<int64_t> &idx) const {
+    int64_t index(const int64_t *idx, size_t n) const {
+        if (n != dims.size()) return -1;
         int64_t p = 0;
-        for (size_t k = 0; k < idx.size(); k++) {
+        for (size_t k = 0; k < n; k++) {
             if (idx[k] < 0 || idx[k] >= dims[k]) return -1;
             p += idx[k] * strides[k];
         }
         return p;
     }
+    int64_t index(const std::vector<int64_t> &idx) const { return index(idx.data(), idx.size()); }
 };
 
 /** Enumerate a layout; returns the visited indices in order and sizes the box. */
@@ -88,13 +90,20 @@ std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const Rag
             box.present[at] = 1;
         });
     }
-    in.tensor_value = [&](const TensorNode *t, const std::vector<int64_t> &idx) {
-        const Box &box = boxes.at(t);
-        int64_t at = box.index(idx);
+    // The last tensor read and its box: reads come in runs of the same tensor.
+    const TensorNode *last_tensor = nullptr;
+    const Box *last_box = nullptr;
+    in.tensor_value = [&](const TensorNode *t, const int64_t *idx, size_t n) {
+        if (t != last_tensor) {
+            last_box = &boxes.at(t);
+            last_tensor = t;
+        }
+        const Box &box = *last_box;
+        int64_t at = box.index(idx, n);
         if (at < 0 || !box.present[at]) {
             std::string s;
-            for (int64_t i : idx)
-                s += (s.empty() ? "" : ", ") + std::to_string(i);
+            for (size_t k = 0; k < n; k++)
+                s += (s.empty() ? "" : ", ") + std::to_string(idx[k]);
             throw InternalError("reference: read of " + t->name + "[" + s + "] outside its domain");
         }
         return box.values[at];

@@ -288,44 +288,34 @@ struct Workloads {
     }
 };
 
+/** `trials` random schedules of the workload `make` builds (run_differential). */
+void run_workload(Workload (Workloads::*make)(), int trials, uint32_t seed) {
+    Workloads w;
+    Workload wl = (w.*make)();
+    run_differential(wl, trials, seed, w.r);
+}
+
 } // namespace
 
 // One test case per workload, so that ctest runs them side by side. Each compiles its schedules in
 // batches (KernelBatch); together they check 440 random CPU schedules per run.
 TEST_CASE("random schedules of a ragged elementwise op match the reference", "[schedule][differential]") {
-    Workloads w;
-    Workload wl = w.elementwise();
-    run_differential(wl, 80, 1, w.r);
+    run_workload(&Workloads::elementwise, 80, 1);
 }
-
 TEST_CASE("random schedules of independent ops, horizontally fused, match the reference", "[schedule][differential]") {
-    Workloads w;
-    Workload wl = w.independent();
-    run_differential(wl, 60, 6, w.r);
+    run_workload(&Workloads::independent, 60, 6);
 }
-
 TEST_CASE("random schedules of a ragged softmax match the reference", "[schedule][differential]") {
-    Workloads w;
-    Workload wl = w.softmax();
-    run_differential(wl, 60, 2, w.r);
+    run_workload(&Workloads::softmax, 60, 2);
 }
-
 TEST_CASE("random schedules of vgemm match the reference", "[schedule][differential]") {
-    Workloads w;
-    Workload wl = w.vgemm();
-    run_differential(wl, 80, 3, w.r);
+    run_workload(&Workloads::vgemm, 80, 3);
 }
-
 TEST_CASE("random schedules of trmm match the reference", "[schedule][differential]") {
-    Workloads w;
-    Workload wl = w.trmm();
-    run_differential(wl, 80, 4, w.r);
+    run_workload(&Workloads::trmm, 80, 4);
 }
-
 TEST_CASE("random schedules of attention QK^T match the reference", "[schedule][differential]") {
-    Workloads w;
-    Workload wl = w.qkt();
-    run_differential(wl, 80, 5, w.r);
+    run_workload(&Workloads::qkt, 80, 5);
 }
 
 TEST_CASE("split guards: removed when proved, kept on ragged extents, same results", "[schedule][guards]") {

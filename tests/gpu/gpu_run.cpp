@@ -191,6 +191,7 @@ TEST_CASE("kernels sharing a device chain on device memory and upload a shape's 
 }
 
 int main(int argc, char **argv) {
+    setenv("OMP_WAIT_POLICY", "passive", 0); // as tests/common/main.cpp: idle OpenMP workers sleep
     Catch::Session session;
     session.cli(session.cli() | Catch::clara::Opt(backend_option, "gpu|cpu-threads")["--cuda-backend"](
                                     "where the CUDA kernels run (default: CORA_TEST_CUDA_BACKEND, else gpu)"));
