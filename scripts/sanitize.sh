@@ -32,6 +32,8 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 #   would report its process-lifetime allocations, and its code is not ours to check. The GPU tests
 #   then report their NVRTC parts as skipped; the release and g++ stages run them.
 export CORA_NVRTC=off
+# Half of the random schedules (the first half of the same seeds; tests/common/trial_count.h): 260.
+export CORA_TEST_RANDOM_SCHEDULES=50
 echo "== sanitize.sh: the test suite under ASan, UBSan and LSan"
 stage "sanitizer ctest" ctest --output-on-failure -j "$(nproc)" --timeout 3000 -LE fuzz
 echo "== sanitize.sh: fuzz targets, ${CORA_FUZZ_SECONDS:-30} s each"

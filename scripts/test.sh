@@ -44,10 +44,11 @@ fi
 stage "release ctest" ctest --output-on-failure -j "$(nproc)" --timeout 1200
 
 # The g++ stage: the kernels of the correctness and error tests compiled by g++ (its own cache
-# key, its own OpenMP runtime), the CUDA source on CPU threads included.
+# key, its own OpenMP runtime), the CUDA source on CPU threads included; half of the random
+# schedules (the first half of the same seeds: tests/common/trial_count.h), 260 of them.
 echo "== test.sh: correctness and error tests with CORA_CXX=g++"
-stage "g++ stage (kernels by g++)" env CORA_CXX=g++ ctest --output-on-failure -j "$(nproc)" --timeout 1200 \
-  -R '^(correctness_tests|error_tests|gpu_tests_on_cpu_threads):'
+stage "g++ stage (kernels by g++)" env CORA_CXX=g++ CORA_TEST_RANDOM_SCHEDULES=50 \
+  ctest --output-on-failure -j "$(nproc)" --timeout 1200 -R '^(correctness_tests|error_tests|gpu_tests_on_cpu_threads):'
 cd ..
 if [[ "$mode" == "--sanitize" ]]; then
   bash scripts/sanitize.sh

@@ -9,6 +9,7 @@
 #include "common/nvrtc_checks.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
+#include "common/trial_count.h"
 #include "trmm/trmm_gpu_def.h"
 #include "vgemm/vgemm_gpu_def.h"
 
@@ -571,6 +572,7 @@ namespace {
 /** Counts of what the random GPU schedules exercised. */
 struct RandomGpuCounts {
     int compiled = 0, nvrtc = 0, shared = 0, tiles = 0, on_threads = 0, sliced = 0, reductions = 0;
+    bool full = true; ///< every trial ran (not a share: CORA_TEST_RANDOM_SCHEDULES)
 };
 
 /** Checks `c` (trial number `trial`), compiled emulated as `kern`: against the reference on the
@@ -610,7 +612,8 @@ void check_random_gpu_case(const testing::RandomGpuCase &c, const Kernel &kern, 
 
 /** `trials` random GPU schedules (common/random_gpu_schedule.h) from `seed`, compiled emulated in
  * batches of ten (KernelBatch: one compiler run each) and checked by check_random_gpu_case. */
-RandomGpuCounts run_random_gpu_schedules(uint32_t seed, int trials, const std::string &prefix) {
+RandomGpuCounts run_random_gpu_schedules(uint32_t seed, int full_trials, const std::string &prefix) {
+    const int trials = testing::scaled_trials(full_trials); // CORA_TEST_RANDOM_SCHEDULES
     std::mt19937 rng(seed);
     RandomGpuCounts n;
     std::string why;
@@ -639,6 +642,7 @@ RandomGpuCounts run_random_gpu_schedules(uint32_t seed, int trials, const std::s
               << " reductions over threads, " << n.nvrtc << " compiled by NVRTC"
               << (have_nvrtc ? "" : " (SKIPPED: " + why + ")") << "\n";
     REQUIRE(n.compiled == trials);
+    n.full = trials == full_trials;
     return n;
 }
 
@@ -648,13 +652,15 @@ RandomGpuCounts run_random_gpu_schedules(uint32_t seed, int trials, const std::s
 // schedules are the ones tests/gpu/gpu_run.cpp runs on a device.
 TEST_CASE("random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
     RandomGpuCounts n = run_random_gpu_schedules(20261124, 40, "gpu_random_");
-    REQUIRE(n.sliced > 0);
-    REQUIRE(n.reductions > 0);
+    if (n.full) { // the generator's coverage, checked on the full run (a share may miss a kind)
+        REQUIRE(n.sliced > 0);
+        REQUIRE(n.reductions > 0);
+    }
 }
 
 TEST_CASE("more random GPU schedules of ragged ops match the reference when emulated", "[gpu][differential]") {
     RandomGpuCounts n = run_random_gpu_schedules(20261126, 40, "gpu_random_more_");
-    REQUIRE(n.sliced + n.reductions > 0);
+    if (n.full) REQUIRE(n.sliced + n.reductions > 0);
 }
 
 TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches the reference", "[gpu]") {

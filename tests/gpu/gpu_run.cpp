@@ -9,6 +9,7 @@
 #include "common/gemm_schedules.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
+#include "common/trial_count.h"
 #include "trmm/trmm_gpu_def.h"
 #include "vgemm/vgemm_gpu_def.h"
 
@@ -34,7 +35,7 @@ CudaKernel compile(const Pipeline &p) { return compile_cuda_kernel(p, {}, backen
 
 TEST_CASE("random GPU schedules of ragged ops match the reference on the device", "[gpu]") {
     std::mt19937 rng(20261124); // the emulated differential test's schedules, run for real
-    for (int trial = 0; trial < 40; trial++) {
+    for (int trial = 0; trial < testing::scaled_trials(40); trial++) {
         testing::RandomGpuCase c = testing::random_gpu_case(rng, "gpu_device_" + std::to_string(trial));
         INFO("trial " << trial << ": " << c.description);
         CudaKernel k = compile(c.pipeline);
