@@ -123,6 +123,8 @@ public:
     /** The host entry's C++ source. */
     const std::string &host_source() const;
     CudaBackend backend() const;
+    /** The device's ordinal (CompileOptions::device). */
+    int device() const;
 
     struct Impl;
     explicit CudaKernel(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -131,8 +133,9 @@ private:
     std::shared_ptr<Impl> impl_;
 };
 
-/** Compiles `p` for a CUDA device (opts.target is ignored): this machine's GPU (RuntimeError when
- * there is none, with cuda_device_available's reason), or CPU threads. CompileError as compile_cuda. */
+/** Compiles `p` for a CUDA device (opts.target is ignored): GPU number opts.device of this machine
+ * (RuntimeError when there is none, with the reason), or CPU threads (device 0 only). CompileError
+ * as compile_cuda. */
 CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts = {}, CudaBackend backend = CudaBackend::Gpu);
 
 } // namespace cora

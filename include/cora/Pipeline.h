@@ -31,6 +31,9 @@ struct CompileOptions {
     bool build_aux_in_kernel = false;
     /** Where the kernels run (cora/Target.h). */
     Target target = Target::Host;
+    /** The CUDA device a CUDA kernel (cora/Cuda.h) runs on: its ordinal, as the driver numbers them
+     * (CUDA_VISIBLE_DEVICES applies). CudaBackend::CpuThreads has only device 0. */
+    int device = 0;
 };
 
 /** One argument of a compiled kernel, in ABI order. */

@@ -3,6 +3,7 @@
 // CPU threads (cuda-cpu-threads) against the reference; the GPU library for sm_80 + sm_90 built
 // with its fatbin and, without a GPU, refusing to create a context with the reason; bad targets.
 #include "common/ragged_testing.h"
+#include "common/two_gpu_ops.h"
 #include "vgemm/vgemm_gpu_def.h"
 
 #include <cora/Cuda.h>
@@ -108,25 +109,6 @@ std::string read_all(const std::string &path) {
     return ss.str();
 }
 
-/** Two ops, the second over fused tokens (its aux arrays built by the library on the host) reading
- * the first's device intermediate. */
-struct TwoOps {
-    Dim batch{"batch"}, seq{"seq"}, tok{"tok"}, to{"to"}, ti{"ti"};
-    Param B{"B", 1, 64};
-    LengthArray len{"len", B, 0, 40};
-    Tensor A{"A", {{batch, B}, {seq, len(batch)}}};
-    Func P{"P", {{batch, B}, {seq, len(batch)}}}, S{"S", {{batch, B}, {seq, len(batch)}}};
-    TwoOps() {
-        P.compute([&](Expr b, Expr s) { return A(b, s) * 3.0f + 1.0f; });
-        S.compute([&](Expr b, Expr s) { return P(b, s) * P(b, s); });
-        P.gpu_blocks(batch).gpu_threads(seq);
-        S.fuse(batch, seq, tok).split(tok, to, ti, 16).gpu_blocks(to).gpu_threads(ti);
-    }
-    Pipeline pipeline() const { return Pipeline({S}, "two_ops"); }
-    std::function<void(RaggedShape &, const std::vector<int32_t> &)> bind =
-        [this](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
-};
-
 } // namespace
 
 TEST_CASE("a CUDA AOT library runs its kernels on CPU threads and matches the reference", "[gpu][aot]") {
@@ -134,7 +116,7 @@ TEST_CASE("a CUDA AOT library runs its kernels on CPU threads and matches the re
     AotOptions o;
     o.target = "cuda-cpu-threads";
     SECTION("two ops, aux arrays built by the library, an intermediate in device memory") {
-        TwoOps t;
+        testing::TwoGpuOps t;
         Pipeline p = t.pipeline();
         o.output_dir = aot_dir("two_ops");
         AotResult r = compile_to_library(p, o);
@@ -220,7 +202,7 @@ TEST_CASE("a CUDA AOT library for sm_80 and sm_90 embeds a fatbin and loads only
         WARN("SKIPPED: building a CUDA library needs NVRTC: " << why);
         return;
     }
-    TwoOps t;
+    testing::TwoGpuOps t;
     Pipeline p = t.pipeline();
     AotOptions o;
     o.target = "cuda-sm_90,cuda-sm_80";
@@ -267,7 +249,7 @@ TEST_CASE("a CUDA AOT library for sm_80 and sm_90 embeds a fatbin and loads only
 
 TEST_CASE("CUDA AOT targets: bad lists are compile errors naming the target", "[gpu][aot][errors]") {
     RemoveAotDirs remove_dirs;
-    TwoOps t;
+    testing::TwoGpuOps t;
     Pipeline p = t.pipeline();
     AotOptions o;
     o.output_dir = aot_dir("errors");

@@ -962,4 +962,18 @@ TEST_CASE("the CUDA host entry checks its arguments, sizes its launches and call
             REQUIRE_THROWS_WITH(compile_cuda_kernel(p),
                                 Contains("pipeline 'gpu_host': no CUDA device to run on: " + why));
     }
+    SECTION("a device that does not exist is a RuntimeError naming it") {
+        CompileOptions o;
+        o.device = 1;
+        REQUIRE_THROWS_AS(compile_cuda_kernel(p, o, CudaBackend::CpuThreads), RuntimeError);
+        REQUIRE_THROWS_WITH(compile_cuda_kernel(p, o, CudaBackend::CpuThreads),
+                            Contains("pipeline 'gpu_host': there is no device 1 on CPU threads"));
+        REQUIRE(testing::cuda_on_cpu(p).device() == 0);
+        o.device = 4096; // more GPUs than any machine has
+        REQUIRE_THROWS_AS(compile_cuda_kernel(p, o), RuntimeError);
+        REQUIRE_THROWS_WITH(compile_cuda_kernel(p, o), Contains("pipeline 'gpu_host': no CUDA device to run on: "));
+        std::string why;
+        if (cuda_device_available(&why))
+            REQUIRE_THROWS_WITH(compile_cuda_kernel(p, o), Contains("there is no CUDA device 4096 (this machine has"));
+    }
 }
