@@ -15,10 +15,6 @@
 
 namespace cora {
 
-namespace ir {
-struct UFNode;
-}
-
 class RaggedShape {
 public:
     RaggedShape();
@@ -41,15 +37,14 @@ public:
     /** Evaluate an integer expression of params and length arrays. */
     int64_t eval(const Expr &e) const;
 
-    /** Aux array for `fn`, built on first use (thread-safe). Internal to kernels. */
-    const std::vector<int64_t> &aux_array(const ir::UFNode *fn) const;
-    /** How many aux arrays this shape has built so far. */
+    /** How many aux arrays this shape has built so far (each built on first use, thread-safe, and
+     * shared by every kernel run on the shape). */
     size_t aux_array_count() const;
 
-    struct Impl;
-    const std::shared_ptr<Impl> &impl() const { return impl_; }
+    struct Impl; ///< private to the library (src/runtime/RaggedShapeImpl.h)
 
 private:
+    friend const std::shared_ptr<Impl> &shape_impl(const RaggedShape &shape);
     std::shared_ptr<Impl> impl_;
 };
 

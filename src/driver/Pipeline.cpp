@@ -149,7 +149,7 @@ std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape
 
 std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape &shape,
                                           const std::vector<BoundMemory> &bindings) {
-    const RaggedShape::Impl &s = *shape.impl();
+    const RaggedShape::Impl &s = *shape_impl(shape);
     s.validate_counts();
     for (size_t i = 0; i < bindings.size(); i++) {
         const BoundMemory &b = bindings[i];

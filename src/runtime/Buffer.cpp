@@ -33,8 +33,8 @@ void walk(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> 
         throw_runtime_error("tensor '", t.name(), "' has ", l.size(), " dims, padded shape has ", padded_dims.size());
     std::vector<int64_t> strides = strides_of(padded_dims);
     // Check extents first (per row), so nothing is written when the padded shape is too small.
-    Interpreter in = shape.impl()->interpreter();
-    shape.impl()->validate_counts();
+    Interpreter in = shape_impl(shape)->interpreter();
+    shape_impl(shape)->validate_counts();
     std::function<void(size_t)> check = [&](size_t k) {
         if (k == l.size()) return;
         int64_t n = in.eval_int(l[k].extent);
@@ -50,7 +50,7 @@ void walk(const Tensor &t, const RaggedShape &shape, const std::vector<int64_t> 
         in.ints.erase(v);
     };
     check(0);
-    shape.impl()->for_each_element(*t.node(), [&](const std::vector<int64_t> &idx, int64_t offset) {
+    shape_impl(shape)->for_each_element(*t.node(), [&](const std::vector<int64_t> &idx, int64_t offset) {
         int64_t p = 0;
         for (size_t j = 0; j < idx.size(); j++)
             p += idx[j] * strides[j];

@@ -234,11 +234,13 @@ void RaggedShape::Impl::for_each_element(const TensorNode &t,
     rec(0);
 }
 
-const std::vector<int64_t> &RaggedShape::aux_array(const UFNode *fn) const {
+const std::vector<int64_t> &RaggedShape::Impl::aux_array(const UFNode *fn) const {
     CORA_CHECK(fn->kind == UFKind::Aux, "aux_array of a non-aux function ", fn->name);
-    eval(IntImm::make(0)); // validates length counts
-    return impl_->build(fn);
+    validate_counts();
+    return build(fn);
 }
+
+const std::shared_ptr<RaggedShape::Impl> &shape_impl(const RaggedShape &shape) { return shape.impl_; }
 
 size_t RaggedShape::aux_array_count() const {
     std::lock_guard<std::mutex> lock(impl_->mu);

@@ -36,6 +36,11 @@ struct RaggedShape::Impl {
     void for_each_element(const ir::TensorNode &t,
                           const std::function<void(const std::vector<int64_t> &, int64_t)> &f) const;
     int64_t aux_at(const UFNode *fn, const std::vector<int64_t> &idx) const;
+    /** Aux array `fn` (an aux function), its length counts validated first; built on first use. */
+    const std::vector<int64_t> &aux_array(const UFNode *fn) const;
 };
+
+/** The state behind `shape` (not part of the public API). */
+const std::shared_ptr<RaggedShape::Impl> &shape_impl(const RaggedShape &shape);
 
 } // namespace cora

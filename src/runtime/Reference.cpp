@@ -69,8 +69,8 @@ std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const Rag
     for (const Func &f : p.outputs())
         outs.push_back(f.node());
     std::vector<TensorPtr> funcs = pipeline_order(outs, &ins);
-    shape.impl()->validate_counts();
-    Interpreter in = shape.impl()->interpreter();
+    shape_impl(shape)->validate_counts();
+    Interpreter in = shape_impl(shape)->interpreter();
     std::map<const TensorNode *, Box> boxes;
 
     for (const TensorPtr &t : ins) {
@@ -80,11 +80,11 @@ std::vector<std::vector<double>> reference_evaluate(const Pipeline &p, const Rag
         if (!buf) throw_runtime_error("reference_evaluate: no buffer bound for input '", t->name, "'");
         Box &box = boxes[t.get()];
         enumerate(in, t->domain, box);
-        int64_t want = shape.impl()->storage_size(*t);
+        int64_t want = shape_impl(shape)->storage_size(*t);
         if (want != buf->size())
             throw_runtime_error("reference_evaluate: buffer for '", t->name, "' has ", buf->size(),
                                 " elements, expected ", want);
-        shape.impl()->for_each_element(*t, [&](const std::vector<int64_t> &idx, int64_t offset) {
+        shape_impl(shape)->for_each_element(*t, [&](const std::vector<int64_t> &idx, int64_t offset) {
             int64_t at = box.index(idx);
             box.values[at] = read_buffer(*buf, offset);
             box.present[at] = 1;

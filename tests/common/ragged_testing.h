@@ -103,7 +103,7 @@ inline void require_close(const Buffer &out, const std::vector<double> &ref, dou
 /** The logical elements of a tensor's buffer in domain order (storage padding skipped). */
 inline std::vector<double> logical_values(const Buffer &b, const Tensor &t, const RaggedShape &shape) {
     std::vector<double> v;
-    shape.impl()->for_each_element(
+    shape_impl(shape)->for_each_element(
         *t.node(), [&](const std::vector<int64_t> &, int64_t offset) { v.push_back(value_at(b, offset)); });
     return v;
 }

@@ -10,7 +10,7 @@ using testing::check_against_reference;
 namespace {
 int64_t offset_of(const RaggedShape &shape, const Tensor &t, const std::vector<int64_t> &logical) {
     int64_t found = -1;
-    shape.impl()->for_each_element(*t.node(), [&](const std::vector<int64_t> &idx, int64_t offset) {
+    shape_impl(shape)->for_each_element(*t.node(), [&](const std::vector<int64_t> &idx, int64_t offset) {
         if (idx == logical) found = offset;
     });
     return found;

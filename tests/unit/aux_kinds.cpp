@@ -51,7 +51,7 @@ TEST_CASE("prefix sums built by the prelude equal the running sums of the length
         INFO(testing::describe(lengths));
         RaggedShape shape;
         shape.set(B, (int64_t)lengths.size()).set(len, lengths);
-        REQUIRE(shape.aux_array(flat.aux[0].get()) == prefix_sums(lengths));
+        REQUIRE(shape_impl(shape)->aux_array(flat.aux[0].get()) == prefix_sums(lengths));
     }
 }
 
@@ -78,7 +78,7 @@ TEST_CASE("nested prefix sums (a 2-D ragged array of offsets) follow the layout'
                 total += (int64_t)s * widths[d] + 1;
             }
         REQUIRE(shape.size_of(W) == total);
-        Interpreter in = shape.impl()->interpreter();
+        Interpreter in = shape_impl(shape)->interpreter();
         size_t k = 0;
         for (size_t d = 0; d < counts.size(); d++)
             for (int32_t s = 0; s < counts[d]; s++) {
@@ -114,8 +114,8 @@ TEST_CASE("fusion maps built by the prelude invert the prefix sum, pad segment i
                 fi.push_back((int64_t)fo.size() - p[(size_t)last]);
                 fo.push_back(last);
             }
-            REQUIRE(shape.aux_array(maps.outer.get()) == fo);
-            REQUIRE(shape.aux_array(maps.inner.get()) == fi);
+            REQUIRE(shape_impl(shape)->aux_array(maps.outer.get()) == fo);
+            REQUIRE(shape_impl(shape)->aux_array(maps.inner.get()) == fi);
             REQUIRE(shape.eval(maps.padded_total) == (int64_t)fo.size());
         }
     }
@@ -137,7 +137,7 @@ TEST_CASE("longest-first orders built by the prelude are stable sorts by descend
             want[i] = (int64_t)i;
         std::stable_sort(want.begin(), want.end(),
                          [&](int64_t a, int64_t b) { return lengths[(size_t)a] > lengths[(size_t)b]; });
-        REQUIRE(shape.aux_array(order.get()) == want);
+        REQUIRE(shape_impl(shape)->aux_array(order.get()) == want);
     }
 }
 
@@ -152,12 +152,12 @@ TEST_CASE("a prelude that overflows names the aux array it was building", "[aux]
     REQUIRE(flat.aux.size() == 1);
     RaggedShape shape;
     shape.set(B, 3).set(len, {INT32_MAX, INT32_MAX, INT32_MAX});
-    REQUIRE_THROWS_AS(shape.aux_array(flat.aux[0].get()), RuntimeError);
-    REQUIRE_THROWS_WITH(shape.aux_array(flat.aux[0].get()),
+    REQUIRE_THROWS_AS(shape_impl(shape)->aux_array(flat.aux[0].get()), RuntimeError);
+    REQUIRE_THROWS_WITH(shape_impl(shape)->aux_array(flat.aux[0].get()),
                         Catch::Matchers::Contains("overflow") &&
                             Catch::Matchers::Contains("(while building aux array '" + flat.aux[0]->name + "'"));
     // Nothing was cached: the same shape with smaller lengths builds afterwards.
     REQUIRE(shape.aux_array_count() == 0);
     shape.set(len, {3, 0, 2});
-    REQUIRE(shape.aux_array(flat.aux[0].get()) == std::vector<int64_t>{0, 9, 9, 13});
+    REQUIRE(shape_impl(shape)->aux_array(flat.aux[0].get()) == std::vector<int64_t>{0, 9, 9, 13});
 }

@@ -29,7 +29,7 @@ TEST_CASE("offsets of [batch, seq(b), heads, seq(b)] equal the hand computation"
         INFO(testing::describe(lengths));
         RaggedShape shape;
         shape.set(B, (int64_t)lengths.size()).set(len, lengths);
-        Interpreter in = shape.impl()->interpreter();
+        Interpreter in = shape_impl(shape)->interpreter();
         int64_t base = 0, rank = 0;
         for (int64_t b = 0; b < (int64_t)lengths.size(); b++) {
             int64_t L = lengths[b];
@@ -47,7 +47,7 @@ TEST_CASE("offsets of [batch, seq(b), heads, seq(b)] equal the hand computation"
             base += H * L * L;
         }
         REQUIRE(shape.size_of(S) == base);
-        REQUIRE(shape.aux_array(flat.aux[0].get()).size() == lengths.size() + 1);
+        REQUIRE(shape_impl(shape)->aux_array(flat.aux[0].get()).size() == lengths.size() + 1);
     }
 }
 
@@ -81,7 +81,7 @@ TEST_CASE("dense layouts need no aux arrays; nested raggedness needs nested aux 
     std::vector<int32_t> ns{2, 0, 3, 1}, ws{1, 4, 2, 3};
     s2.set(D2, 4).set(nsent, ns).set(width, ws);
     int64_t total = 0;
-    Interpreter in = s2.impl()->interpreter();
+    Interpreter in = shape_impl(s2)->interpreter();
     for (int64_t d = 0; d < 4; d++)
         for (int64_t s = 0; s < ns[d]; s++)
             for (int64_t w = 0; w < s * ws[d] + 1; w++) {
