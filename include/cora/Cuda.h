@@ -45,14 +45,6 @@ CudaProgram compile_cuda(const Pipeline &p, const std::vector<int> &archs, Compi
  * and a device exists. When not, `why` says which step failed. */
 bool cuda_device_available(std::string *why = nullptr);
 
-/** Where a CudaKernel runs. */
-enum class CudaBackend {
-    Gpu,        ///< this machine's GPU, through the CUDA driver API
-    CpuThreads, ///< the same CUDA source compiled for the CPU, a fiber per CUDA thread of a block on the launching
-                ///< thread, __syncthreads a barrier (divergent ones reported): the whole CUDA path without a GPU,
-                ///< for tests; one core runs every CUDA thread
-};
-
 class CudaKernel;
 
 /** Memory on a CudaKernel's device for one tensor, sized by the library for a shape

@@ -17,6 +17,14 @@ enum class Target {
     CudaEmulated
 };
 
+/** Where a CUDA kernel (cora/Cuda.h: CudaKernel) or a CUDA AOT library runs its device code. */
+enum class CudaBackend {
+    Gpu,        ///< this machine's GPU, through the CUDA driver API
+    CpuThreads, ///< the same CUDA source compiled for the CPU, a fiber per CUDA thread of a block on the launching
+                ///< thread, __syncthreads a barrier (divergent ones reported): the whole CUDA path without a GPU,
+                ///< for tests; one core runs every CUDA thread
+};
+
 inline bool is_gpu(Target t) { return t != Target::Host; }
 inline const char *target_name(Target t) {
     return t == Target::Host ? "host" : t == Target::Cuda ? "cuda" : "cuda-emulated";

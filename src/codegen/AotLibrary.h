@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cora/Target.h"
 #include "ir/Module.h"
 
 namespace cora::ir {
@@ -27,12 +28,6 @@ AotSource codegen_c_aot(const Module &m, const std::string &function_name,
 AotSource codegen_c_aot(const std::vector<const Module *> &variants, const std::string &function_name,
                         const std::vector<std::string> &variant_conditions);
 
-/** Where a CUDA AOT library runs its kernels. */
-enum class CudaAotDevice {
-    Gpu,       ///< a GPU, through the driver API, from an embedded fatbin
-    CpuThreads ///< CPU threads (codegen_cuda_on_cpu): the library's whole host path, testable without a GPU
-};
-
 /** A CUDA AOT library's sources (CudaAotLibrary.cpp). `wrappers`: the host entry, the size query, the
  * runtime (a context per caller) and the exported functions: `<fn>_create`, `<fn>_destroy`, `<fn>`
  * (context, stream, typed arguments; tensors in device memory), `<fn>_argv`, `<fn>_buffer_sizes`,
@@ -41,8 +36,10 @@ enum class CudaAotDevice {
 struct CudaAotSource {
     std::string wrappers, on_cpu, header;
 };
-/** `fatbin`: the device code (Gpu), built for `archs` (named in its load error). */
-CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaAotDevice device, const std::string &fatbin,
+/** Where the library runs its kernels: CudaBackend::Gpu (through the driver API, from `fatbin`,
+ * the device code built for `archs`, named in its load error) or CudaBackend::CpuThreads
+ * (codegen_cuda_on_cpu: the library's whole host path, testable without a GPU). */
+CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaBackend backend, const std::string &fatbin,
                                const std::vector<int> &archs);
 
 /** The C header of an AOT library (AotHeader.cpp); `cuda`: of a CUDA library (a context, a stream,
