@@ -1,25 +1,33 @@
-/** \file Aux-array kinds as one interface: each kind (prefix sums, fusion maps, longest-first
- * orders; later BSR row pointers, active-tile lists) is one AuxKind, defined in one file
- * (AuxPrefixSum.cpp, AuxFusionMap.cpp, AuxLongestFirst.cpp) with everything cora needs from it:
- *   - build:         IR that fills the array from the params and length arrays, written once and
- *                    used by both paths: AOT kernels compile it to build their aux arrays
+/** \file Aux-array kinds as objects: each kind (prefix sums, fusion maps, longest-first orders;
+ * later BSR row pointers, active-tile lists) is a subclass of AuxKind, defined in one file
+ * (AuxPrefixSum.cpp, AuxFusionMap.cpp, AuxLongestFirst.cpp) with its parameters and everything
+ * cora needs from it. An aux array's AuxSpec (ir/Tensor.h) holds its kind object; nothing else
+ * tests which kind an array is: the simplifier, the static folder, the layout description, the
+ * prover and argument inference ask the kind.
+ *   - build:         IR that fills the array from its inputs, written once and used by both
+ *                    paths: AOT kernels compile it to build their aux arrays
  *                    (lower/BuildAuxArrays.cpp); the host prelude (runtime/RaggedShape.cpp) runs
  *                    it in the interpreter (analysis/InterpreterStmt.cpp), once per batch, and
  *                    shares the result between JIT kernels;
  *   - check:         IR that checks an array a caller passed (JIT kernels,
  *                    lower/AddArgumentChecks.cpp): the kernel indexes memory with it;
+ *   - inputs:        what the build reads besides the layout's extents (expressions of params and
+ *                    length arrays, other aux arrays), so that a kernel building or checking the
+ *                    array takes them as arguments and builds those arrays first;
  *   - facts:         what the prover may assume about one call (the build or the check makes it
  *                    hold), beyond the declared value range (analysis/Z3Prover.cpp);
- *   - is_prefix_sum / maps_fused_loop: the properties the prover's pairwise prefix-sum axioms,
- *                    the simplifier's P(fo(f)) + fi(f) = f identity (analysis/Simplify.cpp) and
- *                    cache_read's placement (lower/CacheRead.cpp) ask about.
- * How a kind's arrays are laid out and keyed is its AuxSpec (ir/Tensor.h), made by the functions
- * of StorageLayout.h. Adding a kind: an AuxSpec::Kind value, a file implementing AuxKind, its case
- * in aux_kind() (AuxKind.cpp), a constructor in StorageLayout.h, and tests: the built array against a
- * definition written in the test (tests/unit/aux_kinds.cpp), kernels through the JIT and AOT paths. */
+ *   - prefix_summand / fused_loop_map: the properties the prover's pairwise prefix-sum axioms,
+ *                    static folding, layout descriptions, the simplifier's P(fo(f)) + fi(f) = f
+ *                    identity (analysis/Simplify.cpp) and cache_read's placement
+ *                    (lower/CacheRead.cpp) ask about.
+ * Adding a kind: a file with its AuxKind subclass and a constructor of its arrays (as
+ * prefix_sum_aux in StorageLayout.h makes them: a UFNode whose AuxSpec holds the kind), and tests:
+ * the built array against a definition written in the test (tests/unit/aux_kinds.cpp), kernels
+ * through the JIT and AOT paths. */
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,30 +45,58 @@ struct AuxArray {
     const AuxSpec &spec() const { return *fn->aux; }
 };
 
+/** What an array's build reads besides its layout's extents. */
+struct AuxInputs {
+    std::vector<Expr> exprs;                           ///< in params, length arrays and aux calls
+    std::vector<std::shared_ptr<const UFNode>> arrays; ///< aux arrays it reads or is checked against
+};
+
+/** A fusion map's role in the inverse law P(fo(f)) + fi(f) = f. */
+struct FusedLoopMap {
+    bool outer;            ///< fo (else fi)
+    const UFNode *prefix;  ///< the prefix sum P it inverts
+    const UFNode *partner; ///< fi: its fo; fo: null
+};
+
 class AuxKind {
 public:
     virtual ~AuxKind() = default;
     virtual const char *name() const = 0;
 
-    /** IR filling `a.buffer` (its flat layout's size, allocated by the caller) from the params
-     * and length arrays, after they were checked; the aux arrays it reads are built before it.
-     * It runs compiled (AOT) and interpreted (host prelude): integer scalars and buffers only,
-     * loads and stores at in-range indices, every sum that may overflow under an Assert
-     * (arithmetic is overflow-checked on both paths). */
+    /** IR filling `a.buffer` (its flat layout's size, allocated by the caller) from its inputs,
+     * after they were checked; the aux arrays it reads are built before it. It runs compiled
+     * (AOT) and interpreted (host prelude): integer scalars and buffers only, loads and stores at
+     * in-range indices, every sum that may overflow under an Assert (arithmetic is
+     * overflow-checked on both paths). */
     virtual Stmt build(const AuxArray &a, AuxTable &table) const = 0;
     /** IR checking a caller-passed `a.buffer` (its size already checked) against its definition;
      * undefined when another check covers it. Messages name `a.name`. */
     virtual Stmt check(const AuxArray &a, AuxTable &table) const = 0;
+    virtual AuxInputs inputs() const = 0;
     /** Facts (boolean IR) that hold for the call `call`, whose value `value` stands for. */
     virtual std::vector<Expr> facts(const UFCall &call, const Expr &value) const { return {}; }
 
-    /** P(.., x) = sum of a non-negative summand over x' < x: monotone in its last argument. */
-    virtual bool is_prefix_sum() const { return false; }
-    /** Maps the iterations of a fused loop back to the dims it fused. */
-    virtual bool maps_fused_loop() const { return false; }
+    /** A prefix sum's summand: P(.., x) = sum of this non-negative summand (in the layout's
+     * variables) over x' < x, monotone in its last argument. Null for other kinds. */
+    virtual const Expr *prefix_summand() const { return nullptr; }
+    bool is_prefix_sum() const { return prefix_summand() != nullptr; }
+    /** For a map of a fused loop's iterations back to the dims it fused: its role. */
+    virtual std::optional<FusedLoopMap> fused_loop_map() const { return std::nullopt; }
+    bool maps_fused_loop() const { return fused_loop_map().has_value(); }
 };
 
-/** The kind of `spec` (immutable, shared by every compilation). */
-const AuxKind &aux_kind(const AuxSpec &spec);
+/** The kind of `spec`. */
+inline const AuxKind &aux_kind(const AuxSpec &spec) { return *spec.kind; }
+/** The kind of `fn`'s array, or null when `fn` is not an aux array. */
+inline const AuxKind *aux_kind_of(const UFNode &fn) { return fn.aux ? fn.aux->kind.get() : nullptr; }
+
+/** The kinds' constructors, each defined in its kind's file. */
+std::shared_ptr<const AuxKind> prefix_sum_kind(Expr summand);
+/** `outer`: fo, else fi (with `partner`, its fo); over a loop (o < outer_extent, i < E_i(o)) whose
+ * inner extents `prefix` sums, its total padded up to a multiple of `pad`. */
+std::shared_ptr<const AuxKind> fusion_map_kind(bool outer, std::shared_ptr<const UFNode> prefix,
+                                               std::shared_ptr<const UFNode> partner, Expr outer_extent, int64_t pad);
+/** The permutation of [0, extent) by decreasing `cost` (in the dim's variable), ties by index. */
+std::shared_ptr<const AuxKind> longest_first_kind(Expr extent, Expr cost);
 
 } // namespace cora::ir

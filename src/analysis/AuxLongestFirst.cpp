@@ -1,6 +1,6 @@
-/** \file Aux kind: longest-first orders (AuxSpec::Kind::LongestFirst). Over layout [d: E], entry p
- * is the index of d with the p-th largest cost (`summand`, in d's variable), ties by index: a
- * permutation of [0, E) that a remap runs rows in, so the longest rows start first. */
+/** \file Aux kind: longest-first orders. Over layout [d: E], entry p is the index of d with the
+ * p-th largest cost (the kind's `cost`, in d's variable), ties by index: a permutation of [0, E)
+ * that a remap runs rows in, so the longest rows start first. */
 #include "analysis/AuxKind.h"
 
 namespace cora::ir {
@@ -9,7 +9,9 @@ namespace {
 
 class LongestFirstKind : public AuxKind {
 public:
+    LongestFirstKind(Expr extent, Expr cost) : extent_(std::move(extent)), cost_(std::move(cost)) {}
     const char *name() const override { return "longest-first order"; }
+    AuxInputs inputs() const override { return AuxInputs{{cost_, extent_}, {}}; }
 
     /** The costs into a scratch array, the identity into the array, then a stable bottom-up
      * merge sort by descending cost (ties keep index order): pass p merges runs of width 2^p
@@ -19,7 +21,7 @@ public:
     Stmt build(const AuxArray &a, AuxTable &) const override {
         const AuxSpec &spec = a.spec();
         const VarPtr &d = spec.layout[0].dim->var;
-        Expr n = spec.outer_extent;
+        Expr n = extent_;
         auto var = [&](const std::string &name, VarRole role) { return make_var(name, role, Int64); };
         VarPtr cost = make_var(a.name + "_cost", VarRole::Buffer, Int64);
         VarPtr merged = make_var(a.name + "_merged", VarRole::Buffer, Int64);
@@ -63,7 +65,7 @@ public:
         Stmt sort = Allocate::make(
             merged, n, LocalVar::make(width, c(1), For::make(pass, c(0), c(63), ForKind::Serial, one_pass)));
         Stmt costs = For::make(d, c(0), n, ForKind::Serial,
-                               Block::make({Store::make(cost, v(d), spec.summand), Store::make(a.buffer, v(d), v(d))}));
+                               Block::make({Store::make(cost, v(d), cost_), Store::make(a.buffer, v(d), v(d))}));
         return Allocate::make(cost, n, Block::make({costs, sort}));
     }
 
@@ -72,16 +74,18 @@ public:
     Stmt check(const AuxArray &, AuxTable &) const override { return Stmt(); }
 
     /** A permutation of [0, E): below E. */
-    std::vector<Expr> facts(const UFCall &call, const Expr &value) const override {
-        return {LE::make(value, Sub::make(call.fn->aux->outer_extent, IntImm::make(1)))};
+    std::vector<Expr> facts(const UFCall &, const Expr &value) const override {
+        return {LE::make(value, Sub::make(extent_, IntImm::make(1)))};
     }
+
+private:
+    Expr extent_, cost_;
 };
 
 } // namespace
 
-const AuxKind &longest_first_kind() {
-    static const LongestFirstKind kind;
-    return kind;
+std::shared_ptr<const AuxKind> longest_first_kind(Expr extent, Expr cost) {
+    return std::make_shared<const LongestFirstKind>(std::move(extent), std::move(cost));
 }
 
 } // namespace cora::ir

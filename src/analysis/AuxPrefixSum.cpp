@@ -1,6 +1,7 @@
-/** \file Aux kind: prefix sums (AuxSpec::Kind::PrefixSum). Over layout [o.., x: S + 1], entry
- * (o.., x) is the sum of `summand` over x' < x: entry 0 is 0 and entry x + 1 = entry x +
- * summand(x), per outer index. They turn a ragged index into a packed offset. */
+/** \file Aux kind: prefix sums. Over layout [o.., x: S + 1], entry (o.., x) is the sum of the
+ * kind's `summand` (in the layout's variables) over x' < x: entry 0 is 0 and entry x + 1 = entry
+ * x + summand(x), per outer index; the last dim's extent is the summed range + 1. They turn a
+ * ragged index into a packed offset. */
 #include "analysis/AuxKind.h"
 #include "analysis/StorageLayout.h"
 #include "ir/IRPrinter.h"
@@ -38,13 +39,15 @@ struct PrefixRows {
 
 class PrefixSumKind : public AuxKind {
 public:
+    explicit PrefixSumKind(Expr summand) : summand_(std::move(summand)) {}
     const char *name() const override { return "prefix sum"; }
-    bool is_prefix_sum() const override { return true; }
+    const Expr *prefix_summand() const override { return &summand_; }
+    AuxInputs inputs() const override { return AuxInputs{{summand_}, {}}; }
 
     Stmt build(const AuxArray &a, AuxTable &table) const override {
         PrefixRows rows(a.spec(), table);
         Expr x = rows.x();
-        Expr next = Add::make(Load::make(a.buffer, rows.offset(x)), a.spec().summand);
+        Expr next = Add::make(Load::make(a.buffer, rows.offset(x)), summand_);
         // Evaluated overflow-checked (as every Assert): a total that does not fit in 64 bits stops
         // the kernel with a message instead of wrapping into offsets that would pass as valid.
         Stmt no_overflow =
@@ -57,7 +60,7 @@ public:
     /** First entry 0, consecutive differences equal to the summand (the slice sizes). */
     Stmt check(const AuxArray &a, AuxTable &table) const override {
         PrefixRows rows(a.spec(), table);
-        const Expr &summand = a.spec().summand;
+        const Expr &summand = summand_;
         Expr x = rows.x();
         auto at = [&](const Expr &last) { return Load::make(a.buffer, rows.offset(last)); };
         Expr diff = Sub::make(at(Add::make(x, IntImm::make(1))), at(x));
@@ -69,13 +72,15 @@ public:
                                   {"aux array '" + a.name + "' must start at 0, got ", ""}, {at(IntImm::make(0))});
         return rows.nest(first, step);
     }
+
+private:
+    Expr summand_;
 };
 
 } // namespace
 
-const AuxKind &prefix_sum_kind() {
-    static const PrefixSumKind kind;
-    return kind;
+std::shared_ptr<const AuxKind> prefix_sum_kind(Expr summand) {
+    return std::make_shared<const PrefixSumKind>(std::move(summand));
 }
 
 } // namespace cora::ir

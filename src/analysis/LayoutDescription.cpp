@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "analysis/AuxKind.h"
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -13,7 +14,8 @@ Expr expand_prefix_sums(const Expr &e) {
     struct Expander : IRMutator {
         Expr mutate(const Expr &x) override {
             const UFCall *u = x.as<UFCall>();
-            if (!u || !u->fn->aux || u->fn->aux->kind != AuxSpec::Kind::PrefixSum) return IRMutator::mutate(x);
+            const AuxKind *kind = u ? aux_kind_of(*u->fn) : nullptr;
+            if (!kind || !kind->is_prefix_sum()) return IRMutator::mutate(x);
             const AuxSpec &spec = *u->fn->aux;
             std::map<const VarNode *, Expr> outer;
             for (size_t k = 0; k + 1 < spec.layout.size(); k++)
@@ -21,7 +23,8 @@ Expr expand_prefix_sums(const Expr &e) {
             const VarPtr &last = spec.layout.back().dim->var;
             VarPtr summed = make_var(last->name + "'", VarRole::Index, last->type);
             outer[last.get()] = var_expr(summed);
-            return Reduce::make(ReduceOp::Sum, summed, mutate(u->args.back()), mutate(substitute(spec.summand, outer)));
+            return Reduce::make(ReduceOp::Sum, summed, mutate(u->args.back()),
+                                mutate(substitute(*kind->prefix_summand(), outer)));
         }
         using IRMutator::mutate;
     } ex;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "analysis/AuxKind.h"
 #include "analysis/IntMath.h"
 #include "ir/IRVisitor.h"
 #include "ir/Tensor.h"
@@ -78,13 +79,15 @@ void cancel_fusion_maps(Linear &l) {
         const UFCall *p = l.terms[i].first.as<UFCall>();
         if (!p || p->args.size() != 1) continue;
         const UFCall *fo = p->args[0].as<UFCall>();
-        if (!fo || !fo->fn->aux || fo->fn->aux->kind != AuxSpec::Kind::FusedOuter || fo->fn->aux->prefix != p->fn)
-            continue;
+        const AuxKind *fo_kind = fo ? aux_kind_of(*fo->fn) : nullptr;
+        std::optional<FusedLoopMap> fo_map = fo_kind ? fo_kind->fused_loop_map() : std::nullopt;
+        if (!fo_map || !fo_map->outer || fo_map->prefix != p->fn.get()) continue;
         for (size_t j = 0; j < l.terms.size(); j++) {
             const UFCall *fi = l.terms[j].first.as<UFCall>();
-            if (!fi || l.terms[j].second != l.terms[i].second || !fi->fn->aux ||
-                fi->fn->aux->kind != AuxSpec::Kind::FusedInner || fi->fn->aux->partner != fo->fn ||
-                !equal(fi->args[0], fo->args[0]))
+            if (!fi || l.terms[j].second != l.terms[i].second) continue;
+            const AuxKind *fi_kind = aux_kind_of(*fi->fn);
+            std::optional<FusedLoopMap> fi_map = fi_kind ? fi_kind->fused_loop_map() : std::nullopt;
+            if (!fi_map || fi_map->outer || fi_map->partner != fo->fn.get() || !equal(fi->args[0], fo->args[0]))
                 continue;
             int64_t k = l.terms[i].second;
             Expr x = fo->args[0];

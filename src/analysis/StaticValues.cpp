@@ -1,6 +1,7 @@
 /** \file Folding values known when compiling (StaticValues.h). */
 #include "analysis/StaticValues.h"
 
+#include "analysis/AuxKind.h"
 #include "analysis/Simplify.h"
 #include "ir/Tensor.h"
 
@@ -49,8 +50,8 @@ std::optional<int64_t> StaticValues::uf_value(const UFNode &fn, const std::vecto
             return std::nullopt;
         return (*fn.static_values)[(size_t)args[0]];
     }
-    if (!fn.aux || fn.aux->kind != AuxSpec::Kind::PrefixSum || args.size() != fn.aux->layout.size() || args.empty())
-        return std::nullopt;
+    const AuxKind *kind = aux_kind_of(fn);
+    if (!kind || !kind->is_prefix_sum() || args.size() != fn.aux->layout.size() || args.empty()) return std::nullopt;
     const int64_t x = args.back();
     if (x < 0 || x > kMaxStaticPrefix) return std::nullopt;
     std::vector<int64_t> outer(args.begin(), args.end() - 1);
@@ -62,7 +63,7 @@ std::optional<int64_t> StaticValues::uf_value(const UFNode &fn, const std::vecto
     const VarNode *last = fn.aux->layout.back().dim->var.get();
     while ((int64_t)sums.size() <= x) {
         at[last] = IntImm::make((int64_t)sums.size() - 1);
-        const Expr summand = fold(substitute(fn.aux->summand, at)); // alive while `term` points into it
+        const Expr summand = fold(substitute(*kind->prefix_summand(), at)); // alive while `term` points into it
         const int64_t *term = as_const_int(summand);
         int64_t next = 0;
         if (!term || __builtin_add_overflow(sums.back(), *term, &next)) return std::nullopt;

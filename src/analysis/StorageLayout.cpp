@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include "analysis/AuxKind.h"
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -46,9 +47,8 @@ std::shared_ptr<const UFNode> prefix_sum_aux(AuxTable &table, Layout layout, Exp
     std::string key = "prefix" + canonical_key(layout, {summand});
     return table.intern(key, [&] {
         auto spec = std::make_shared<AuxSpec>();
-        spec->kind = AuxSpec::Kind::PrefixSum;
+        spec->kind = prefix_sum_kind(summand);
         spec->layout = layout;
-        spec->summand = summand;
         spec->key = key;
         auto u = std::make_shared<UFNode>();
         u->name = "prefix_" + spec->layout.back().dim->name;
@@ -62,23 +62,19 @@ std::shared_ptr<const UFNode> prefix_sum_aux(AuxTable &table, Layout layout, Exp
 
 FusionMaps fusion_maps(AuxTable &table, const std::shared_ptr<const DimNode> &fused,
                        const std::shared_ptr<const UFNode> &prefix, const Expr &outer_extent, int64_t pad) {
-    CORA_CHECK(prefix->aux && prefix->aux->kind == AuxSpec::Kind::PrefixSum && prefix->arity == 1,
+    CORA_CHECK(prefix->aux && prefix->aux->kind->is_prefix_sum() && prefix->arity == 1,
                "fusion maps need a 1-D prefix sum");
     CORA_CHECK(pad >= 1, "fusion pad must be positive");
     Expr total = UFCall::make(prefix, {outer_extent});
     Expr padded = pad == 1 ? total : simplify(ceil_mult_expr(total, pad));
     Layout layout{LayoutDim{fused, padded}};
     std::string base = prefix->aux->key + " / " + structural_key(outer_extent) + " pad " + std::to_string(pad);
-    auto map = [&](AuxSpec::Kind kind, const char *prefix_name, std::shared_ptr<const UFNode> partner) {
-        std::string key = std::string(kind == AuxSpec::Kind::FusedOuter ? "fo of " : "fi of ") + base;
+    auto map = [&](bool outer, const char *prefix_name, std::shared_ptr<const UFNode> partner) {
+        std::string key = std::string(outer ? "fo of " : "fi of ") + base;
         return table.intern(key, [&] {
             auto spec = std::make_shared<AuxSpec>();
-            spec->kind = kind;
+            spec->kind = fusion_map_kind(outer, prefix, partner, outer_extent, pad);
             spec->layout = layout;
-            spec->prefix = prefix;
-            spec->partner = partner;
-            spec->outer_extent = outer_extent;
-            spec->pad = pad;
             spec->key = key;
             auto u = std::make_shared<UFNode>();
             u->name = prefix_name + fused->name;
@@ -90,8 +86,8 @@ FusionMaps fusion_maps(AuxTable &table, const std::shared_ptr<const DimNode> &fu
         });
     };
     FusionMaps maps;
-    maps.outer = map(AuxSpec::Kind::FusedOuter, "fo_", nullptr);
-    maps.inner = map(AuxSpec::Kind::FusedInner, "fi_", maps.outer);
+    maps.outer = map(true, "fo_", nullptr);
+    maps.inner = map(false, "fi_", maps.outer);
     maps.total = total;
     maps.padded_total = padded;
     return maps;
@@ -103,10 +99,8 @@ std::shared_ptr<const UFNode> longest_first_aux(AuxTable &table, const std::shar
     std::string key = "longest-first" + canonical_key(layout, {cost});
     return table.intern(key, [&] {
         auto spec = std::make_shared<AuxSpec>();
-        spec->kind = AuxSpec::Kind::LongestFirst;
+        spec->kind = longest_first_kind(extent, cost);
         spec->layout = layout;
-        spec->summand = cost;
-        spec->outer_extent = extent;
         spec->key = key;
         auto u = std::make_shared<UFNode>();
         u->name = "order_" + d->name;
@@ -303,14 +297,15 @@ std::vector<std::shared_ptr<const UFNode>> aux_closure(AuxTable &table, const st
     std::function<void(const std::shared_ptr<const UFNode> &)> add = [&](const std::shared_ptr<const UFNode> &u) {
         if (seen.count(u.get())) return;
         seen.insert(u.get());
-        // Dependencies first: the arrays a fusion map is checked against, the aux layout's own
-        // flattening and the summand.
-        if (u->aux->prefix) add(u->aux->prefix);
-        if (u->aux->partner) add(u->aux->partner);
+        // Dependencies first: the arrays its kind reads or is checked against (a fusion map's),
+        // the aux layout's own flattening and the expressions it is built from.
+        const AuxInputs inputs = u->aux->kind->inputs();
+        for (const auto &a : inputs.arrays)
+            add(a);
         for (auto &ld : u->aux->layout)
             visit_expr(ld.extent);
-        if (u->aux->summand.defined()) visit_expr(u->aux->summand);
-        if (u->aux->outer_extent.defined()) visit_expr(u->aux->outer_extent);
+        for (const Expr &e : inputs.exprs)
+            visit_expr(e);
         FlatLayout inner = flatten_layout(table, u->aux->layout);
         for (auto &d : inner.aux)
             add(d);

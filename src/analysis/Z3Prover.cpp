@@ -150,7 +150,7 @@ private:
             args.push_back(encode(a));
         z3::expr app = declared(fns_, u->fn.get(), "f", u->fn->name, args.size())(args);
         if (u->fn->kind == UFKind::LengthArray) shown_terms.emplace_back(print(e), app);
-        const AuxKind *kind = u->fn->aux ? &aux_kind(*u->fn->aux) : nullptr;
+        const AuxKind *kind = aux_kind_of(*u->fn);
         if (kind && kind->is_prefix_sum()) record_prefix_term(e, *u->fn->aux, app, args);
         // The declared range, instantiated at this ground term only.
         axioms.push_back(app >= c_.int_val((int64_t)u->fn->min_value));
@@ -214,7 +214,7 @@ private:
         for (unsigned k = 0; k < args.size(); k++)
             a.push_back(args[k]);
         z3::expr last = encode(substitute(spec.layout.back().extent, at)) - 1;
-        prefix_terms_.push_back(PrefixTerm{u->fn, app, a, last, substitute(spec.summand, at)});
+        prefix_terms_.push_back(PrefixTerm{u->fn, app, a, last, substitute(*spec.kind->prefix_summand(), at)});
     }
 
     z3::expr fresh_int() { return c_.int_const(concat("atom", atoms_++).c_str()); }

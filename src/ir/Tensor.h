@@ -82,27 +82,17 @@ inline const TensorNode &store_target(const TensorNode &t) { return t.is_split_t
 /** The indices of store_target(t) that the op writes, in terms of t's domain vars. */
 std::vector<Expr> store_indices(const TensorNode &t);
 
-/** An aux array built by the prelude.
- *  - PrefixSum: for every index of the layout's outer dims (all but the last),
- *    A[outer..., x] = sum over x' < x of `summand`(outer..., x'), for x in [0, extent of the
- *    last dim]; i.e. the last dim of `layout` has extent E+1 where E is the summed range.
- *    `summand` uses the index variables of `layout`'s dims.
- *  - FusedOuter / FusedInner (fo, fi): one entry per iteration f of a fused loop over
- *    (o < outer_extent, i < E_i(o)), whose total P(outer_extent) (P = `prefix`, 1-D) is padded
- *    up to a multiple of `pad`: fo[f] = o and fi[f] = i, so P[fo[f]] + fi[f] = f. The pad
- *    segment belongs to the last o: fo = outer_extent - 1, fi = f - P[outer_extent - 1].
- *  - LongestFirst: layout [d: E]; entry p is the index of d with the p-th largest `summand`
- *    (the cost, in terms of d's variable), ties by index: a permutation of [0, E). */
+/** What an aux array is and how it is built (analysis/AuxKind.h): an object of its kind (prefix
+ * sums, fusion maps, longest-first orders, ...), holding the parameters it owns. The IR only
+ * carries it; nothing outside the kind's own file looks inside. */
+class AuxKind;
+
+/** An aux array built by the prelude: its kind, the layout it is stored in (flattened like a
+ * tensor's) and its key. */
 struct AuxSpec {
-    enum class Kind : uint8_t { PrefixSum, FusedOuter, FusedInner, LongestFirst };
-    Kind kind = Kind::PrefixSum;
+    std::shared_ptr<const AuxKind> kind;
     Layout layout;
-    Expr summand;
-    std::shared_ptr<const UFNode> prefix;  ///< fusion maps: the prefix sum P they invert
-    std::shared_ptr<const UFNode> partner; ///< FusedInner: its fo (checked together)
-    Expr outer_extent;                     ///< fusion maps; LongestFirst: the permuted extent
-    int64_t pad = 1;                       ///< fusion maps
-    std::string key;                       ///< structural identity: equal keys build equal arrays
+    std::string key; ///< structural identity: equal keys build equal arrays
 };
 
 /** The declared value range of an atom the prover bounds by declaration alone: a UF call (length

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/AuxKind.h"
 #include "analysis/LayoutDescription.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -41,8 +42,8 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
     for (auto &a : aux) {
         for (auto &ld : a->aux->layout)
             roots.push_back(ld.extent);
-        if (a->aux->summand.defined()) roots.push_back(a->aux->summand);
-        if (a->aux->outer_extent.defined()) roots.push_back(a->aux->outer_extent);
+        for (const Expr &e : a->aux->kind->inputs().exprs)
+            roots.push_back(e);
     }
     for (auto &t : ctx.inputs)
         for (auto &ld : t->storage)

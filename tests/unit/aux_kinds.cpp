@@ -4,7 +4,10 @@
 // tests/aot checks them against the reference.
 #include "common/ragged_testing.h"
 
+#include "analysis/AuxKind.h"
 #include "analysis/StorageLayout.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
 
 using namespace cora;
 using namespace cora::ir;
@@ -160,4 +163,107 @@ TEST_CASE("a prelude that overflows names the aux array it was building", "[aux]
     REQUIRE(shape.aux_array_count() == 0);
     shape.set(len, {3, 0, 2});
     REQUIRE(shape_impl(shape)->aux_array(flat.aux[0].get()) == std::vector<int64_t>{0, 9, 9, 13});
+}
+
+TEST_CASE("aux kinds are objects that answer for themselves: summand, fused-loop role, inputs", "[aux]") {
+    AuxTable table;
+    Dim batch("batch"), tok("tok"), fused("fused");
+    Param B("B", 1, 5000);
+    LengthArray len("len", B, 0, 40);
+    Tensor X("X", {{batch, B}, {tok, len(batch)}});
+    FlatLayout flat = flatten_layout(table, X.node()->storage);
+    const std::shared_ptr<const UFNode> &prefix = flat.aux[0];
+    const AuxKind *kind = aux_kind_of(*prefix);
+    REQUIRE(kind != nullptr);
+    REQUIRE(std::string(kind->name()) == "prefix sum");
+    REQUIRE(kind->is_prefix_sum());
+    REQUIRE(!kind->maps_fused_loop());
+    REQUIRE(print(*kind->prefix_summand()) == "len(batch)");
+    REQUIRE(kind->inputs().arrays.empty());
+    REQUIRE(kind->inputs().exprs.size() == 1);
+
+    FusionMaps maps = fusion_maps(table, fused.node(), prefix, B, 4);
+    std::optional<FusedLoopMap> fo = aux_kind_of(*maps.outer)->fused_loop_map(),
+                                fi = aux_kind_of(*maps.inner)->fused_loop_map();
+    REQUIRE((fo && fo->outer && fo->prefix == prefix.get() && fo->partner == nullptr));
+    REQUIRE((fi && !fi->outer && fi->prefix == prefix.get() && fi->partner == maps.outer.get()));
+    REQUIRE(aux_kind_of(*maps.outer)->prefix_summand() == nullptr);
+    // fi is built from P and checked against fo: both come first in any closure that needs fi.
+    AuxInputs fi_inputs = aux_kind_of(*maps.inner)->inputs();
+    REQUIRE(fi_inputs.arrays.size() == 2);
+    std::vector<std::shared_ptr<const UFNode>> closure =
+        aux_closure(table, {UFCall::make(maps.inner, {IntImm::make(0)})});
+    REQUIRE(closure.size() == 3);
+    REQUIRE(closure.back() == maps.inner);
+
+    auto order = longest_first_aux(table, batch.node(), B, len(batch) + 1);
+    REQUIRE(std::string(aux_kind_of(*order)->name()) == "longest-first order");
+    REQUIRE(!aux_kind_of(*order)->is_prefix_sum());
+    REQUIRE(aux_kind_of(*order)->inputs().exprs.size() == 2);
+    // Equal structure, one symbol and one kind object: the key decides, not the object.
+    REQUIRE(longest_first_aux(table, batch.node(), B, len(batch) + 1) == order);
+    REQUIRE(aux_kind_of(*len.node()) == nullptr); // a length array is no aux array
+}
+
+namespace {
+
+/** A kind that exists only here: suffix sums S[x] = sum over x <= x' < E of `summand`, over
+ * [d: E + 1] (S[E] = 0). Added as a format would be: a subclass and a constructor of its arrays,
+ * no change in src/. */
+class SuffixSumKind : public AuxKind {
+public:
+    SuffixSumKind(VarPtr d, Expr extent, Expr summand) : d_(std::move(d)), extent_(extent), summand_(summand) {}
+    const char *name() const override { return "suffix sum (test)"; }
+    Stmt build(const AuxArray &a, AuxTable &) const override {
+        VarPtr t = make_var("t", VarRole::Index);
+        Expr x = Sub::make(Sub::make(extent_, IntImm::make(1)), var_expr(t));
+        Expr next = Add::make(Load::make(a.buffer, Add::make(x, IntImm::make(1))), substitute(summand_, d_.get(), x));
+        return Block::make({Store::make(a.buffer, extent_, IntImm::make(0)),
+                            For::make(t, IntImm::make(0), extent_, ForKind::Serial, Store::make(a.buffer, x, next))});
+    }
+    Stmt check(const AuxArray &, AuxTable &) const override { return Stmt(); }
+    AuxInputs inputs() const override { return AuxInputs{{extent_, summand_}, {}}; }
+
+private:
+    VarPtr d_;
+    Expr extent_, summand_;
+};
+
+std::shared_ptr<const UFNode> suffix_sum_aux(AuxTable &table, const Dim &d, const Expr &extent, const Expr &summand) {
+    const std::string key = "suffix " + structural_key(extent) + " ; " + structural_key(summand);
+    return table.intern(key, [&] {
+        auto spec = std::make_shared<AuxSpec>();
+        spec->kind = std::make_shared<const SuffixSumKind>(d.node()->var, extent, summand);
+        spec->layout = {LayoutDim{d.node(), Add::make(extent, IntImm::make(1))}};
+        spec->key = key;
+        auto u = std::make_shared<UFNode>();
+        u->name = "suffix_" + d.name();
+        u->arity = 1;
+        u->min_value = 0;
+        u->max_value = INT64_MAX;
+        u->aux = spec;
+        return u;
+    });
+}
+
+} // namespace
+
+TEST_CASE("an aux kind defined outside the library is built by the prelude like the library's own", "[aux]") {
+    AuxTable table;
+    Dim batch("batch");
+    Param B("B", 1, 5000);
+    LengthArray len("len", B, 0, 40);
+    auto suffix = suffix_sum_aux(table, batch, B, len(batch));
+    REQUIRE(suffix_sum_aux(table, batch, B, len(batch)) == suffix); // interned by its key
+    for (const auto &lengths : order_cases()) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(B, (int64_t)lengths.size()).set(len, lengths);
+        std::vector<int64_t> want(lengths.size() + 1, 0);
+        for (size_t i = lengths.size(); i-- > 0;)
+            want[i] = want[i + 1] + lengths[i];
+        REQUIRE(shape_impl(shape)->aux_array(suffix.get()) == want);
+        // The shape's other arrays are untouched by it, and a call evaluates through it.
+        REQUIRE(shape.eval(UFCall::make(suffix, {IntImm::make(0)})) == want[0]);
+    }
 }
