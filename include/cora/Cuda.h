@@ -48,7 +48,8 @@ bool cuda_device_available(std::string *why = nullptr);
 class CudaKernel;
 
 /** Memory on a CudaKernel's device for one tensor, sized by the library for a shape
- * (CudaKernel::alloc). Released when the last copy of the handle goes. */
+ * (CudaKernel::alloc), released when the last copy of the handle goes; or a view of the caller's
+ * device memory (CudaKernel::view), never released by cora. */
 class DeviceBuffer {
 public:
     Type type() const;
@@ -95,6 +96,13 @@ public:
     void synchronize(void *stream = nullptr) const;
     /** Device memory for tensor `t` (an argument of the kernel) in `shape`, zeroed. */
     DeviceBuffer alloc(const Tensor &t, const RaggedShape &shape) const;
+    /** A view of device memory the caller owns and keeps alive (cudaMalloc'd, a CUdeviceptr, a
+     * framework's tensor data: PyTorch's data_ptr()) on this kernel's device, holding tensor `t`'s
+     * `count` elements packed as `shape` stores them; nothing is allocated, copied or freed.
+     * RuntimeError, naming the tensor, when `t` is not an argument of the kernel, when `count` is
+     * not exactly shape.size_of(t), or when the pointer is null (with count > 0) or not aligned to
+     * the element size. On CudaBackend::CpuThreads device memory is host memory. */
+    DeviceBuffer view(const Tensor &t, const RaggedShape &shape, void *device_pointer, int64_t count) const;
     /** Milliseconds per call of the host entry (checks, launches, synchronisation) with the data
      * already on the device: the median of `reps` calls after one warm-up. Outputs are not copied back. */
     double time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const;

@@ -108,7 +108,10 @@ struct DeviceBuffer::Impl {
     void *ptr = nullptr;
     Type type = Float32;
     int64_t count = 0;
-    ~Impl() { kernel->device->release(ptr); }
+    bool owned = true; ///< false: a view of the caller's device memory (CudaKernel::view), never freed here
+    ~Impl() {
+        if (owned) kernel->device->release(ptr);
+    }
 };
 
 namespace {
@@ -232,11 +235,42 @@ void CudaKernel::share_device_with(const CudaKernel &other) {
     impl_->shared = other.impl_->shared;
 }
 
-DeviceBuffer CudaKernel::alloc(const Tensor &t, const RaggedShape &shape) const {
+namespace {
+
+void require_argument(const CudaKernel::Impl &k, const Tensor &t) {
     bool known = false;
-    for (const ir::ModuleArg &a : impl_->module.entry().args)
+    for (const ir::ModuleArg &a : k.module.entry().args)
         known = known || (a.tensor && a.tensor == t.node());
-    if (!known) throw_runtime_error("tensor '", t.name(), "' is not an argument of kernel '", impl_->module.name, "'");
+    if (!known) throw_runtime_error("tensor '", t.name(), "' is not an argument of kernel '", k.module.name, "'");
+}
+
+} // namespace
+
+DeviceBuffer CudaKernel::view(const Tensor &t, const RaggedShape &shape, void *device_pointer, int64_t count) const {
+    require_argument(*impl_, t);
+    auto fail = [&](auto &&...msg) {
+        throw_runtime_error("CudaKernel::view of tensor '", t.name(), "' (kernel '", impl_->module.name,
+                            "'): ", msg...);
+    };
+    const int64_t need = shape.size_of(t);
+    if (count != need)
+        fail(count, " elements given, the tensor has ", need,
+             " in this shape (its packed size; CudaKernel::program() and the AOT header give the layout)");
+    if (count > 0 && !device_pointer) fail("null device pointer for ", count, " elements");
+    const Type type = t.node()->type;
+    if ((uintptr_t)device_pointer % (uintptr_t)type.bytes() != 0)
+        fail("device pointer ", device_pointer, " is not aligned to its ", type.bytes(), "-byte elements");
+    auto b = std::make_shared<DeviceBuffer::Impl>();
+    b->kernel = impl_;
+    b->type = type;
+    b->count = count;
+    b->ptr = device_pointer;
+    b->owned = false;
+    return DeviceBuffer(b);
+}
+
+DeviceBuffer CudaKernel::alloc(const Tensor &t, const RaggedShape &shape) const {
+    require_argument(*impl_, t);
     auto b = std::make_shared<DeviceBuffer::Impl>();
     b->kernel = impl_;
     b->type = t.node()->type;

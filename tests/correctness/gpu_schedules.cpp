@@ -356,6 +356,51 @@ TEST_CASE("device buffers: data stays on the device, a shape's arrays go there o
                         Contains("kernel 'gpu_device_buffers': buffer for tensor 'C' has 64 elements, expected " +
                                  std::to_string(Buffer::alloc(C, s1).size())));
     REQUIRE(c2.data<float>()[0] == 0.0f);
+
+    // Views of the caller's device memory (on CPU threads, host memory): the kernel reads and
+    // writes it in place, and nothing is freed when the views go.
+    {
+        std::vector<float> xs((size_t)s1.size_of(X)), ys((size_t)s1.size_of(Y)), cs((size_t)s1.size_of(C), -1.0f);
+        Buffer x = Buffer::view(X, s1, xs.data(), (int64_t)xs.size()),
+               y = Buffer::view(Y, s1, ys.data(), (int64_t)ys.size());
+        testing::fill_random(x, 7);
+        testing::fill_random(y, 8);
+        {
+            DeviceBuffer vx = kern.view(X, s1, xs.data(), (int64_t)xs.size()),
+                         vy = kern.view(Y, s1, ys.data(), (int64_t)ys.size()),
+                         vc = kern.view(C, s1, cs.data(), (int64_t)cs.size());
+            REQUIRE(vc.device_pointer() == cs.data());
+            REQUIRE(vc.size() == (int64_t)cs.size());
+            REQUIRE(vc.type() == Float32);
+            kern.run(s1, {{X, vx}, {Y, vy}, {C, vc}});
+            kern.synchronize();
+        }
+        Buffer c = Buffer::view(C, s1, cs.data(), (int64_t)cs.size());
+        testing::require_close(c, reference_evaluate(p, s1, {{X, &x}, {Y, &y}})[0]);
+        // A view that is not the tensor's size, a null or misaligned pointer, a foreign tensor.
+        auto refused = [&](const Tensor &t, void *ptr, int64_t count, const std::string &message) {
+            INFO(message);
+            REQUIRE_THROWS_AS(kern.view(t, s1, ptr, count), RuntimeError);
+            REQUIRE_THROWS_WITH(kern.view(t, s1, ptr, count), Contains(message));
+        };
+        refused(C, cs.data(), (int64_t)cs.size() - 1,
+                "CudaKernel::view of tensor 'C' (kernel 'gpu_device_buffers'): " + std::to_string(cs.size() - 1) +
+                    " elements given, the tensor has " + std::to_string(cs.size()));
+        refused(C, nullptr, (int64_t)cs.size(), "null device pointer for " + std::to_string(cs.size()) + " elements");
+        refused(C, reinterpret_cast<char *>(cs.data()) + 2, (int64_t)cs.size(),
+                "is not aligned to its 4-byte elements");
+        refused(Z, cs.data(), 1, "tensor 'Z' is not an argument of kernel 'gpu_device_buffers'");
+        // A view belongs to the kernel's device: another kernel takes it only when they share it.
+        CudaKernel stranger = testing::cuda_on_cpu(p);
+        DeviceBuffer foreign_view = stranger.view(X, s1, xs.data(), (int64_t)xs.size()),
+                     vy = kern.view(Y, s1, ys.data(), (int64_t)ys.size()),
+                     vc = kern.view(C, s1, cs.data(), (int64_t)cs.size());
+        REQUIRE_THROWS_WITH(kern.run(s1, {{X, foreign_view}, {Y, vy}, {C, vc}}),
+                            Contains("the device buffer bound for tensor 'X' belongs to another kernel's device"));
+        // An empty tensor: a null pointer is fine with no elements.
+        RaggedShape empty = shape_of({0}, {0}, {0});
+        REQUIRE(kern.view(C, empty, nullptr, 0).size() == 0);
+    }
 }
 
 TEST_CASE("kernels that share a device take each other's buffers and upload a shape's arrays once", "[gpu][runtime]") {
