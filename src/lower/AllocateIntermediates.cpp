@@ -1,6 +1,6 @@
 /** \file Pass: allocate every Func that is not an output, sized by its flattened layout
  * (the library computes every size; users never do). Allocations wrap the whole computation,
- * producers outermost. Tests: tests/correctness/pipeline.cpp. */
+ * producers outermost. Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/pipeline.cpp. */
 #include "lower/Passes.h"
 
 namespace cora::ir {

@@ -9,7 +9,7 @@
  * checks placed before the result (the builders read lengths at checked indices).
  * Ensures: every aux array is a heap Allocate around `rest`, filled before `rest` runs (the
  * entry function leaves these arrays out of its arguments, Lower.cpp).
- * Tests: tests/correctness/aot.cpp (every aux kind against the JIT kernel). */
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/aot.cpp (every aux kind against the JIT kernel). */
 #include "analysis/AuxKind.h"
 #include "lower/Passes.h"
 

@@ -126,7 +126,8 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
         require(LT::make(idx[j], extent), Sub::make(Sub::make(extent, idx[j]), IntImm::make(1)));
     }
     Stmt leaf = Store::make(tile.buffer, flat, Access::make(t, idx));
-    if (cond.defined()) leaf = IfThenElse::make(cond, leaf, Store::make(tile.buffer, flat, make_zero(t->type.value_type())));
+    if (cond.defined())
+        leaf = IfThenElse::make(cond, leaf, Store::make(tile.buffer, flat, make_zero(t->type.value_type())));
     for (size_t j = lo.size(); j-- > 0;)
         if (copy_vars[j]) leaf = For::make(copy_vars[j], IntImm::make(0), IntImm::make(size[j]), ForKind::Serial, leaf);
     tile.copy = leaf;

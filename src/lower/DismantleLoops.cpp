@@ -11,7 +11,7 @@
  * Requires: storage lowered (loads at flat offsets through UF calls, not yet materialized).
  * Ensures: no loop of kind Dismantled; every expansion's extent was a constant, and the loops of
  * one pipeline expanded to at most kMaxDismantledCopies bodies, else CompileError naming the loop.
- * Tests: tests/correctness/static_patterns.cpp. */
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/static_patterns.cpp. */
 #include <map>
 
 #include "analysis/StaticValues.h"

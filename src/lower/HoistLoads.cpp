@@ -10,7 +10,8 @@
  * select(extent > 0, read, 0), read only when the loop runs (C's ?: is lazy).
  * Those arrays are never written by a kernel, so the value cannot change inside the loop.
  * Requires: materialized UFs (loads of argument arrays). Ensures: same results, fewer loads
- * in inner loops. Tests: tests/correctness/hoist_loads.cpp (the lowered IR and results). */
+ * in inner loops. Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/hoist_loads.cpp (the lowered IR and
+ * results). */
 #include <map>
 #include <set>
 

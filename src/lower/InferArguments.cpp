@@ -1,7 +1,7 @@
 /** \file Pass: derive the kernel's argument list in ABI order: params, length arrays, aux
  * arrays (dependencies first), input tensors, output tensors. Every symbol the body, the sizes,
  * the length counts and the aux specs mention is included. Names are deterministic.
- * Tests: tests/unit/lowering.cpp (argument order). */
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/unit/lowering.cpp (argument order). */
 #include <algorithm>
 #include <map>
 #include <set>

@@ -12,7 +12,7 @@
  * `omp simd`, and no simd construct inside another); a target without vectors runs it serially.
  * Requires: the final loop structure (after hoist_loads). Ensures: no Parallel loop nested in a
  * Parallel, Vectorized or GPU-bound loop. Tests: tests/correctness/vector_codegen.cpp (work
- * splits), tests/unit/loop_execution.cpp, tests/correctness/gpu_schedules.cpp. */
+ * splits), tests/pass/loop_execution.cpp, tests/correctness/gpu_schedules.cpp. */
 #include <algorithm>
 #include <set>
 

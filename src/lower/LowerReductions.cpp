@@ -10,7 +10,7 @@
  * them into one vector register (a ragged LayerNorm's row sums ran 2x faster). The rounding order
  * differs from a serial loop; max and min are exact in any order.
  * Requires: loop nests with Provide (and Store into cache tiles). Ensures: no Reduce node is left.
- * Tests: tests/correctness/softmax.cpp, vgemm.cpp, trmm.cpp. */
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/softmax.cpp, vgemm.cpp, trmm.cpp. */
 #include <functional>
 
 #include "analysis/Simplify.h"

@@ -1,7 +1,8 @@
 /** \file Pass: turn uninterpreted-function calls into memory reads of argument arrays.
  * len(b) becomes int64(len[b]); an aux call P(args) becomes P[offset] where offset flattens
  * args through P's own layout (recursively, for nested raggedness).
- * Requires: the argument list. Ensures: no UFCall is left. Tests: every file in tests/correctness. */
+ * Requires: the argument list. Ensures: no UFCall is left. Tests: tests/pass/passes.cpp (the pass alone), every file in
+ * tests/correctness. */
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
 #include "util/Error.h"

@@ -26,7 +26,7 @@
  * Requires: the final loop kinds (decide_loop_execution; no Parallel loop inside a GPU-bound one),
  * per-op bindings checked (GpuBindings.cpp). Ensures: no GPU-bound loop in the entry; heap
  * allocations and argument checks stay on the host. On the host target it changes nothing.
- * Tests: tests/correctness/gpu_schedules.cpp. */
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/gpu_schedules.cpp. */
 #include <map>
 #include <set>
 

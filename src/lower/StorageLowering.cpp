@@ -7,7 +7,7 @@
  * ranges make constant are folded, e.g. (no * 32 + ni) / 32 -> no for ni in [0, 32), so a
  * vectorized loop over ni reads contiguous elements instead of gathering.
  * Requires: no Reduce. Ensures: no Provide/Access; offsets use UF calls (aux, length arrays)
- * that materialize_ufs turns into loads. Tests: tests/unit/storage_layout.cpp,
+ * that materialize_ufs turns into loads. Tests: tests/pass/passes.cpp (the pass alone), tests/unit/storage_layout.cpp,
  * tests/correctness/vector_codegen.cpp (blocked layouts). */
 #include "analysis/Bounds.h"
 #include "analysis/Simplify.h"

@@ -24,7 +24,7 @@
  * another update or store in it, or with an update that is not op(X[I], v).
  * Requires: decide_loop_execution (final loop kinds); before split_host_device, whose checks see
  * the stores inside thread and lanes loops. On the host target it changes nothing.
- * Tests: tests/correctness/gpu_schedules.cpp ("cross-thread reductions"). */
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/gpu_schedules.cpp ("cross-thread reductions"). */
 #include <set>
 
 #include "analysis/Simplify.h"

@@ -29,7 +29,7 @@
  * left as it is.
  * Requires: split_host_device (kernels, exact bindings). Ensures: no shared memory or barrier left
  * for a rewritten reduction.
- * Tests: tests/correctness/gpu_schedules.cpp ("cross-thread reductions"). */
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/gpu_schedules.cpp ("cross-thread reductions"). */
 #include <map>
 #include <set>
 

@@ -1,0 +1,344 @@
+// Lowering passes one at a time, IR in and IR out (as TVM tests its transforms): a small input
+// statement written here, one pass, and its output checked — its structure, and where the IR is
+// integer, what the interpreter computes with it (the reference semantics of the IR). The chain
+// test at the end runs the passes that make a kernel's entry (storage lowering, argument
+// inference, aux-array building, UF materialization, load hoisting) on one ragged op and
+// interprets the result. The lowering of whole pipelines is covered by tests/correctness.
+#include <catch2/catch.hpp>
+#include <cora/cora.h>
+
+#include "analysis/Interpreter.h"
+#include "analysis/Simplify.h"
+#include "analysis/StorageLayout.h"
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "lower/Passes.h"
+
+using namespace cora;
+using namespace cora::ir;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Expr c(int64_t v) { return IntImm::make(v); }
+VarPtr index_var(const char *name) { return make_var(name, VarRole::Index, Int64); }
+VarPtr buffer(const char *name, Type t = Int64) { return make_var(name, VarRole::Buffer, t); }
+Stmt loop(const VarPtr &v, Expr extent, ForKind kind, Stmt body) {
+    return For::make(v, c(0), std::move(extent), kind, std::move(body));
+}
+
+/** How many nodes of each kind `s` holds, by a predicate. */
+int count_stmts(const Stmt &s, const std::function<bool(const Stmt &)> &f) {
+    int n = 0;
+    visit_stmts(s, [&](const Stmt &x) { n += f(x) ? 1 : 0; });
+    return n;
+}
+int count_exprs(const Stmt &s, const std::function<bool(const Expr &)> &f) {
+    int n = 0;
+    visit_exprs(s, [&](const Expr &x) { n += f(x) ? 1 : 0; });
+    return n;
+}
+template <typename T> int count_stmts_of(const Stmt &s) {
+    return count_stmts(s, [](const Stmt &x) { return x.as<T>() != nullptr; });
+}
+template <typename T> int count_exprs_of(const Stmt &s) {
+    return count_exprs(s, [](const Expr &x) { return x.as<T>() != nullptr; });
+}
+int loops_of_kind(const Stmt &s, ForKind k) {
+    return count_stmts(s, [&](const Stmt &x) {
+        const For *f = x.as<For>();
+        return f && f->for_kind == k;
+    });
+}
+bool has_shared_memory(const Stmt &s) {
+    return count_stmts(s, [](const Stmt &x) {
+               const Allocate *a = x.as<Allocate>();
+               return a && a->memory == MemoryType::GpuShared;
+           }) > 0;
+}
+
+/** A block per row, a thread per element of the row, summing the row into X[bx]: the form a
+ * schedule binding a reduction loop to threads reaches lower_thread_reductions in. */
+struct RowSums {
+    VarPtr bx = index_var("bx"), t = index_var("t");
+    VarPtr X = buffer("X", Float32), A = buffer("A", Float32);
+    Stmt stmt(int64_t threads, bool with_init = true) const {
+        Expr row = var_expr(bx);
+        Stmt update = Store::make(
+            X, row, Add::make(Load::make(X, row), Load::make(A, Add::make(Mul::make(row, c(threads)), var_expr(t)))));
+        std::vector<Stmt> body;
+        if (with_init) body.push_back(Store::make(X, row, FloatImm::make(0.0)));
+        body.push_back(loop(t, c(threads), ForKind::GpuThreadX, update));
+        return loop(bx, c(4), ForKind::GpuBlockX, Block::make(body));
+    }
+};
+
+/** One batch of ragged rows: B rows of len(b) elements. */
+struct RaggedRows {
+    Dim batch{"batch"}, seq{"seq"};
+    Param B{"B", 1, 64};
+    LengthArray len{"len", B, 0, 40};
+    const VarNode *B_var() const { return B.expr().as<VarNode>(); }
+};
+
+} // namespace
+
+TEST_CASE("lower_reductions: a reduction becomes an accumulator loop, nested ones inside it", "[pass]") {
+    VarPtr i = index_var("i"), k = index_var("k"), j = index_var("j"), A = buffer("A");
+    Dim d("d");
+    Func S("S", {{d, 4}}, Int64);
+    Expr row = Mul::make(var_expr(i), c(8));
+    Stmt in = loop(i, c(4), ForKind::Serial,
+                   Provide::make(S.node(), {var_expr(i)},
+                                 Add::make(c(1), Reduce::make(ReduceOp::Sum, k, c(8),
+                                                              Load::make(A, Add::make(row, var_expr(k)))))));
+    Stmt out = lower_reductions(in);
+    INFO(print(out));
+    REQUIRE(count_exprs_of<Reduce>(out) == 0);
+    REQUIRE(count_stmts_of<LocalVar>(out) == 1);
+    REQUIRE(count_stmts_of<For>(out) == 2);
+    REQUIRE_THAT(print(out), Contains("S[i] = (1 + acc_k)"));
+    // A reduction inside a reduction's body: its loop runs inside the outer one's.
+    Stmt nested = loop(i, c(4), ForKind::Serial,
+                       Provide::make(S.node(), {var_expr(i)},
+                                     Reduce::make(ReduceOp::Max, k, c(8),
+                                                  Reduce::make(ReduceOp::Sum, j, var_expr(k),
+                                                               Load::make(A, Add::make(row, var_expr(j)))))));
+    Stmt lowered = lower_reductions(nested);
+    INFO(print(lowered));
+    REQUIRE(count_exprs_of<Reduce>(lowered) == 0);
+    const For *outer = lowered.as<For>();
+    REQUIRE(outer != nullptr);
+    int inner_in_k = 0;
+    visit_stmts(lowered, [&](const Stmt &x) {
+        const For *f = x.as<For>();
+        if (f && f->var == k)
+            inner_in_k = count_stmts(f->body, [&](const Stmt &y) {
+                const For *g = y.as<For>();
+                return g && g->var == j;
+            });
+    });
+    REQUIRE(inner_in_k == 1);
+    // Nothing to lower: the statement comes back equal.
+    Stmt plain = loop(i, c(4), ForKind::Serial, Provide::make(S.node(), {var_expr(i)}, c(3)));
+    REQUIRE(equal(lower_reductions(plain), plain));
+}
+
+TEST_CASE("lower_thread_reductions: per-thread parts in shared memory, combined by one lane", "[pass][gpu]") {
+    RowSums r;
+    Stmt out = lower_thread_reductions(r.stmt(32), Target::Cuda);
+    INFO(print(out));
+    REQUIRE(has_shared_memory(out));
+    REQUIRE(loops_of_kind(out, ForKind::GpuLanes) == 1);
+    REQUIRE_THAT(print(out), Contains("X_part[t] = X_acc[0]"));
+    REQUIRE_THAT(print(out), Contains("X[bx] = (X[bx] + X_part[part])"));
+    // Emulated GPU schedules take the same rewrite; the host target none.
+    REQUIRE(print(lower_thread_reductions(r.stmt(32), Target::CudaEmulated)) == print(out));
+    Stmt host = r.stmt(32);
+    REQUIRE(lower_thread_reductions(host, Target::Host).same_as(host));
+    // Every thread updating X[bx] with no init before the loop: a race, refused.
+    REQUIRE_THROWS_AS(lower_thread_reductions(r.stmt(32, false), Target::Cuda), CompileError);
+}
+
+TEST_CASE("split_host_device: block loops become a kernel and a launch of its sizes", "[pass][gpu]") {
+    RowSums r;
+    Stmt in = lower_thread_reductions(r.stmt(32), Target::Cuda);
+    std::vector<LoweredFunc> kernels;
+    Stmt host = split_host_device(in, "cora_t", Target::Cuda, kernels);
+    INFO(print(host));
+    REQUIRE(kernels.size() == 1);
+    const LoweredFunc &k = kernels[0];
+    REQUIRE(k.name == "cora_t_k0");
+    REQUIRE(k.kind == FunctionKind::Device);
+    REQUIRE(k.params.size() == 2); // A and X, the host scope's buffers it uses
+    REQUIRE(k.exact_bindings.size() == 2);
+    const LaunchKernel *launch = host.as<LaunchKernel>();
+    REQUIRE(launch != nullptr);
+    REQUIRE(launch->kernel == "cora_t_k0");
+    REQUIRE(print(launch->grid[0]) == "4");
+    REQUIRE(print(launch->threads[0]) == "32");
+    REQUIRE(loops_of_kind(host, ForKind::GpuBlockX) == 0);
+    REQUIRE(loops_of_kind(k.body, ForKind::GpuBlockX) == 1);
+    // On the host target nothing moves.
+    std::vector<LoweredFunc> none;
+    Stmt cpu = loop(r.bx, c(4), ForKind::Parallel, Store::make(r.X, var_expr(r.bx), FloatImm::make(1.0)));
+    REQUIRE(split_host_device(cpu, "cora_t", Target::Host, none).same_as(cpu));
+    REQUIRE(none.empty());
+    // More threads per block than CUDA allows, known when compiling: a CompileError.
+    Stmt wide = loop(r.bx, c(4), ForKind::GpuBlockX,
+                     loop(r.t, c(2048), ForKind::GpuThreadX, Store::make(r.X, var_expr(r.t), FloatImm::make(1.0))));
+    REQUIRE_THROWS_AS(split_host_device(wide, "cora_t", Target::Cuda, none), CompileError);
+    // In a kernel with thread loops, a store outside them that every thread would run: refused.
+    Stmt racy = loop(
+        r.bx, c(4), ForKind::GpuBlockX,
+        Block::make({Store::make(r.X, var_expr(r.bx), FloatImm::make(1.0)),
+                     loop(r.t, c(32), ForKind::GpuThreadX, Store::make(r.A, var_expr(r.t), FloatImm::make(2.0)))}));
+    REQUIRE_THROWS_AS(split_host_device(racy, "cora_t", Target::Cuda, none), CompileError);
+}
+
+TEST_CASE("warp_reductions: a one-warp block combines its parts with shuffles, not shared memory", "[pass][gpu]") {
+    RowSums r;
+    std::vector<LoweredFunc> kernels;
+    split_host_device(lower_thread_reductions(r.stmt(32), Target::Cuda), "cora_t", Target::Cuda, kernels);
+    const LoweredFunc &k = kernels.at(0);
+    Stmt out = warp_reductions(k.body, k.exact_bindings);
+    INFO(print(out));
+    REQUIRE(!has_shared_memory(out));
+    REQUIRE(loops_of_kind(out, ForKind::GpuLanes) == 0);
+    REQUIRE(count_exprs(out, [](const Expr &e) {
+                const Call *call = e.as<Call>();
+                return call && call->name == "cora_warp_sum";
+            }) == 1);
+    REQUIRE_THAT(print(out), Contains("if (t == 0)"));
+    // Without exact bindings (the launch may exceed the loop) the shared-memory form stays.
+    REQUIRE(warp_reductions(k.body, {}).same_as(k.body));
+    // A block of 64 threads: two levels, the warps' values through shared memory of 2 elements.
+    std::vector<LoweredFunc> wide;
+    split_host_device(lower_thread_reductions(r.stmt(64), Target::Cuda), "cora_w", Target::Cuda, wide);
+    Stmt two_level = warp_reductions(wide.at(0).body, wide.at(0).exact_bindings);
+    INFO(print(two_level));
+    REQUIRE(has_shared_memory(two_level));
+    REQUIRE_THAT(print(two_level), Contains("cora_warp_sum"));
+    REQUIRE_THAT(print(two_level), Contains("X_part[float32 * 2]"));
+}
+
+TEST_CASE("dismantle_loops: one copy of the body per iteration, the index a constant", "[pass]") {
+    VarPtr i = index_var("i"), out = buffer("out");
+    LoweringContext ctx;
+    Stmt in = loop(i, c(3), ForKind::Dismantled, Store::make(out, var_expr(i), Mul::make(var_expr(i), c(10))));
+    Stmt d = dismantle_loops(in, ctx);
+    INFO(print(d));
+    REQUIRE(count_stmts_of<For>(d) == 0);
+    REQUIRE(count_stmts_of<Store>(d) == 3);
+    // The same values as the loop, in the interpreter.
+    std::vector<int64_t> a(3, -1), b(3, -1);
+    Interpreter run;
+    run.int_buffers[out.get()] = &a;
+    run.exec(in);
+    run.int_buffers[out.get()] = &b;
+    run.exec(d);
+    REQUIRE(a == std::vector<int64_t>{0, 10, 20});
+    REQUIRE(b == a);
+    // No dismantled loop: the statement comes back as it is.
+    Stmt serial = loop(i, c(3), ForKind::Serial, Store::make(out, var_expr(i), c(1)));
+    REQUIRE(dismantle_loops(serial, ctx).same_as(serial));
+    // An extent not known when compiling: a CompileError naming the loop.
+    VarPtr n = make_var("n", VarRole::Param);
+    Stmt runtime = loop(i, var_expr(n), ForKind::Dismantled, Store::make(out, var_expr(i), c(1)));
+    REQUIRE_THROWS_AS(dismantle_loops(runtime, ctx), CompileError);
+    REQUIRE_THROWS_WITH(dismantle_loops(runtime, ctx), Contains("dismantle: loop 'i' runs over n"));
+}
+
+TEST_CASE("allocate_intermediates: every Func but the outputs, producers outermost", "[pass]") {
+    LoweringContext ctx;
+    Dim d("d");
+    Func F("F", {{d, 4}}, Int64), G("G", {{d, 4}}, Int64), H("H", {{d, 4}}, Int64);
+    ctx.funcs = {F.node(), G.node(), H.node()};
+    ctx.outputs = {H.node()};
+    for (const TensorPtr &t : ctx.funcs)
+        ctx.storage[t.get()] =
+            TensorStorage{make_var(t->name, VarRole::Buffer, Int64), t->storage, flatten_layout(ctx.aux, t->storage)};
+    Stmt body = Store::make(ctx.storage[H.node().get()].buffer, c(0), c(1));
+    Stmt out = allocate_intermediates(body, ctx);
+    INFO(print(out));
+    const Allocate *outer = out.as<Allocate>();
+    REQUIRE(outer != nullptr);
+    REQUIRE(outer->buffer == ctx.storage[F.node().get()].buffer);
+    REQUIRE(print(outer->size) == "4");
+    const Allocate *inner = outer->body.as<Allocate>();
+    REQUIRE(inner != nullptr);
+    REQUIRE(inner->buffer == ctx.storage[G.node().get()].buffer);
+    REQUIRE(inner->body.same_as(body)); // the output is the caller's
+}
+
+TEST_CASE("storage_lowering, infer_arguments, build_aux_arrays, materialize_ufs, hoist_loads: one ragged op, "
+          "interpreted",
+          "[pass]") {
+    RaggedRows r;
+    Tensor A("A", {{r.batch, r.B}, {r.seq, r.len(r.batch)}}, Int64);
+    Func S("S", {{r.batch, r.B}, {r.seq, r.len(r.batch)}}, Int64);
+    VarPtr b = index_var("b"), t = index_var("t");
+    LoweringContext ctx;
+    ctx.prover = std::make_unique<ProverChain>(false);
+    ctx.build_aux_in_kernel = true;
+    ctx.funcs = {S.node()};
+    ctx.inputs = {A.node()};
+    ctx.outputs = {S.node()};
+    Stmt in = loop(b, r.B.expr(), ForKind::Serial,
+                   loop(t, r.len(var_expr(b)), ForKind::Serial,
+                        Provide::make(S.node(), {var_expr(b), var_expr(t)},
+                                      Add::make(Mul::make(Access::make(A.node(), {var_expr(b), var_expr(t)}), c(2)),
+                                                r.len(var_expr(b))))));
+
+    // storage_lowering: Provide and Access become Store and Load at packed offsets, through the
+    // prefix sum of the lengths.
+    Stmt stored = storage_lowering(in, ctx);
+    INFO(print(stored));
+    REQUIRE(count_stmts_of<Provide>(stored) == 0);
+    REQUIRE(count_exprs_of<Access>(stored) == 0);
+    REQUIRE(ctx.storage.count(S.node().get()) == 1);
+    REQUIRE(ctx.storage.count(A.node().get()) == 1);
+    const VarPtr S_buf = ctx.storage[S.node().get()].buffer, A_buf = ctx.storage[A.node().get()].buffer;
+    REQUIRE(count_exprs(stored, [](const Expr &e) {
+                const UFCall *u = e.as<UFCall>();
+                return u && u->fn->kind == UFKind::Aux;
+            }) >= 1);
+
+    // infer_arguments: params, length arrays, aux arrays, inputs, outputs, in that order.
+    std::vector<ModuleArg> args = infer_arguments(stored, ctx);
+    std::vector<ModuleArg::Kind> kinds;
+    for (const ModuleArg &a : args)
+        kinds.push_back(a.kind);
+    using K = ModuleArg::Kind;
+    REQUIRE(kinds == std::vector<K>{K::Param, K::LengthArray, K::AuxArray, K::Input, K::Output});
+    REQUIRE(args[0].name == "B");
+    REQUIRE(args[1].name == "len");
+    REQUIRE(args[3].var == A_buf);
+    REQUIRE(args[4].var == S_buf);
+
+    // build_aux_arrays, then materialize_ufs: the prefix sum built in place, every UF call a load.
+    Stmt built = build_aux_arrays(stored, args, ctx);
+    REQUIRE(count_stmts_of<Allocate>(built) == 1);
+    Stmt materialized = materialize_ufs(built, args, ctx);
+    INFO(print(materialized));
+    REQUIRE(count_exprs_of<UFCall>(materialized) == 0);
+
+    // hoist_loads: the row's length and offset are read once per row, not per element.
+    Stmt hoisted = hoist_loads(simplify(materialized), args, ctx);
+    INFO(print(hoisted));
+    const VarPtr &len_buf = args[1].var;
+    int len_loads_in_t = 0;
+    visit_stmts(hoisted, [&](const Stmt &x) {
+        const For *f = x.as<For>();
+        if (f && f->var == t)
+            len_loads_in_t += count_exprs(f->body, [&](const Expr &e) {
+                const Load *l = e.as<Load>();
+                return l && l->buffer == len_buf;
+            });
+    });
+    REQUIRE(len_loads_in_t == 0);
+
+    // Both forms compute S = 2 A + len per element, at the packed offsets.
+    for (const std::vector<int64_t> &lengths :
+         std::vector<std::vector<int64_t>>{{3, 0, 5}, {1}, {0, 0}, {7, 1, 2, 9}}) {
+        int64_t total = 0;
+        for (int64_t l : lengths)
+            total += l;
+        std::vector<int64_t> lens = lengths, a((size_t)total), want((size_t)total);
+        for (size_t e = 0, row = 0, at = 0; row < lengths.size(); row++)
+            for (int64_t x = 0; x < lengths[row]; x++, e++, at++) {
+                a[e] = (int64_t)(e * 3 + 1);
+                want[e] = 2 * a[e] + lengths[row];
+            }
+        for (const Stmt &s : {materialized, hoisted}) {
+            std::vector<int64_t> out((size_t)total, -1), a_copy = a;
+            Interpreter run;
+            run.ints[r.B_var()] = (int64_t)lengths.size();
+            run.int_buffers[len_buf.get()] = &lens;
+            run.int_buffers[A_buf.get()] = &a_copy;
+            run.int_buffers[S_buf.get()] = &out;
+            run.exec(s);
+            REQUIRE(out == want);
+        }
+    }
+}
