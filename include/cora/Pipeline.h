@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cora/ArgumentKind.h"
 #include "cora/Runtime.h"
 #include "cora/Target.h"
 #include "cora/Tensor.h"
@@ -38,7 +39,7 @@ struct CompileOptions {
 
 /** One argument of a compiled kernel, in ABI order. */
 struct KernelArgInfo {
-    enum class Kind { Param, LengthArray, AuxArray, Input, Output };
+    using Kind = ArgumentKind;
     Kind kind;
     std::string name;
     Type type;

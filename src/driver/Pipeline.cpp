@@ -59,17 +59,6 @@ std::vector<TensorPtr> output_nodes(const std::vector<Func> &outs) {
     return v;
 }
 
-KernelArgInfo::Kind info_kind(ModuleArg::Kind k) {
-    switch (k) {
-    case ModuleArg::Kind::Param: return KernelArgInfo::Kind::Param;
-    case ModuleArg::Kind::LengthArray: return KernelArgInfo::Kind::LengthArray;
-    case ModuleArg::Kind::AuxArray: return KernelArgInfo::Kind::AuxArray;
-    case ModuleArg::Kind::Input: return KernelArgInfo::Kind::Input;
-    case ModuleArg::Kind::Output: return KernelArgInfo::Kind::Output;
-    }
-    return KernelArgInfo::Kind::Param;
-}
-
 } // namespace
 
 namespace driver {
@@ -105,7 +94,7 @@ std::vector<KernelArgInfo> argument_info(const LoweredModule &m) {
     std::vector<KernelArgInfo> v;
     for (const ModuleArg &a : m.entry().args)
         v.push_back(
-            KernelArgInfo{info_kind(a.kind), a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type, a.layout});
+            KernelArgInfo{a.kind, a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type, a.layout});
     return v;
 }
 

@@ -116,7 +116,7 @@ Func &Func::reorder(const std::vector<Dim> &outermost_first) {
     return *this;
 }
 
-static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, const Dim &d, LoopAnnotation a,
+static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, const Dim &d, ir::ForKind a,
                       const char *what) {
     if (!is_known_dim(*node, d.node().get()))
         throw_compile_error(what, " in Func '", node->name,
@@ -126,21 +126,21 @@ static Func &annotate(Func &f, const std::shared_ptr<ir::TensorNode> &node, cons
             throw_compile_error(what, " in Func '", node->name, "': loop '", d.name(), "' is already marked");
     // A reduction loop may be unrolled, or bound to threads (a cross-thread reduction: each
     // thread reduces its part, then the block combines the parts; lower/ThreadReductions.cpp).
-    const bool thread = a >= LoopAnnotation::GpuThreadX && a <= LoopAnnotation::GpuThreadZ;
-    if (a != LoopAnnotation::Unroll && a != LoopAnnotation::Dismantle && a != LoopAnnotation::GpuMma && !thread)
+    const bool thread = ir::is_gpu_thread(a);
+    if (a != ir::ForKind::Unrolled && a != ir::ForKind::Dismantled && a != ir::ForKind::GpuMma && !thread)
         reject_reduction_loop(*node, d, what, "its iterations update the same elements");
     for (auto &[dim, ann] : mutable_schedule(*node).annotations)
-        if (ann == a && a >= LoopAnnotation::GpuBlockX)
+        if (ann == a && ir::is_gpu_bound(a))
             throw_compile_error(what, " in Func '", node->name, "': loop '", dim->name, "' is already bound to ", what,
                                 "; each grid axis takes one loop");
     claim_reduction_loop(*node, d);
     mutable_schedule(*node).annotations.emplace_back(d.node(), a);
     return f;
 }
-Func &Func::parallel(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Parallel, "parallel"); }
-Func &Func::vectorize(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Vectorize, "vectorize"); }
-Func &Func::unroll(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Unroll, "unroll"); }
-Func &Func::dismantle(const Dim &d) { return annotate(*this, node_, d, LoopAnnotation::Dismantle, "dismantle"); }
+Func &Func::parallel(const Dim &d) { return annotate(*this, node_, d, ir::ForKind::Parallel, "parallel"); }
+Func &Func::vectorize(const Dim &d) { return annotate(*this, node_, d, ir::ForKind::Vectorized, "vectorize"); }
+Func &Func::unroll(const Dim &d) { return annotate(*this, node_, d, ir::ForKind::Unrolled, "unroll"); }
+Func &Func::dismantle(const Dim &d) { return annotate(*this, node_, d, ir::ForKind::Dismantled, "dismantle"); }
 Func &Func::gpu_mma(const Dim &k) {
     if (!is_known_dim(*node_, k.node().get()))
         throw_compile_error("gpu_mma in Func '", name(),
@@ -148,26 +148,26 @@ Func &Func::gpu_mma(const Dim &k) {
     if (!is_reduction_loop(*node_, k.node().get()))
         throw_compile_error("gpu_mma in Func '", name(), "': '", k.name(),
                             "' is not a loop of the reduction; name the 16-step loop split from the sum's dim");
-    return annotate(*this, node_, k, LoopAnnotation::GpuMma, "gpu_mma");
+    return annotate(*this, node_, k, ir::ForKind::GpuMma, "gpu_mma");
 }
-Func &Func::gpu_blocks(const Dim &x) { return annotate(*this, node_, x, LoopAnnotation::GpuBlockX, "gpu_blocks.x"); }
+Func &Func::gpu_blocks(const Dim &x) { return annotate(*this, node_, x, ir::ForKind::GpuBlockX, "gpu_blocks.x"); }
 Func &Func::gpu_blocks(const Dim &x, const Dim &y) {
     gpu_blocks(x);
-    return annotate(*this, node_, y, LoopAnnotation::GpuBlockY, "gpu_blocks.y");
+    return annotate(*this, node_, y, ir::ForKind::GpuBlockY, "gpu_blocks.y");
 }
 Func &Func::gpu_blocks(const Dim &x, const Dim &y, const Dim &z) {
     gpu_blocks(x, y);
-    return annotate(*this, node_, z, LoopAnnotation::GpuBlockZ, "gpu_blocks.z");
+    return annotate(*this, node_, z, ir::ForKind::GpuBlockZ, "gpu_blocks.z");
 }
-Func &Func::gpu_threads(const Dim &x) { return annotate(*this, node_, x, LoopAnnotation::GpuThreadX, "gpu_threads.x"); }
+Func &Func::gpu_threads(const Dim &x) { return annotate(*this, node_, x, ir::ForKind::GpuThreadX, "gpu_threads.x"); }
 Func &Func::gpu_threads(const Dim &x, const Dim &y) {
     gpu_threads(x);
-    return annotate(*this, node_, y, LoopAnnotation::GpuThreadY, "gpu_threads.y");
+    return annotate(*this, node_, y, ir::ForKind::GpuThreadY, "gpu_threads.y");
 }
 
 Func &Func::gpu_threads(const Dim &x, const Dim &y, const Dim &z) {
     gpu_threads(x, y);
-    return annotate(*this, node_, z, LoopAnnotation::GpuThreadZ, "gpu_threads.z");
+    return annotate(*this, node_, z, ir::ForKind::GpuThreadZ, "gpu_threads.z");
 }
 
 } // namespace cora

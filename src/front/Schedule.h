@@ -17,23 +17,9 @@ namespace cora::front {
 
 using DimPtr = std::shared_ptr<const ir::DimNode>;
 
-/** How a loop runs, as the schedule says. The Gpu values bind it to a CUDA grid axis (x, y, z) of
- * blocks or of threads within a block (ir::ForKind has the same six); GpuMma runs a 16-step
- * reduction loop as one tensor-core instruction per warp (Func::gpu_mma). */
-enum class LoopAnnotation : uint8_t {
-    Serial,
-    Parallel,
-    Vectorize,
-    Unroll,
-    Dismantle,
-    GpuMma,
-    GpuBlockX,
-    GpuBlockY,
-    GpuBlockZ,
-    GpuThreadX,
-    GpuThreadY,
-    GpuThreadZ
-};
+/** How a loop runs, as the schedule says, is an ir::ForKind (one vocabulary from the schedule to
+ * the printers): Parallel, Vectorized, Unrolled, Dismantled, GpuMma (a 16-step reduction loop as
+ * one tensor-core instruction per warp, Func::gpu_mma) and the Gpu block and thread axes. */
 
 /** One step of a loop schedule, applied in the order given.
  *  - Split: loop `parent` becomes `outer` (extent ceil(E / factor)) and `inner` (extent factor),
@@ -67,7 +53,7 @@ struct OpSplit {
 struct Schedule {
     std::vector<LoopTransform> transforms; ///< applied in order
     std::vector<DimPtr> order;             ///< reorder requests, outermost first
-    std::vector<std::pair<DimPtr, LoopAnnotation>> annotations;
+    std::vector<std::pair<DimPtr, ir::ForKind>> annotations;
     /** Horizontal fusion: this Func's outermost loop and those of `hfuse` run as one loop. Weak:
      * a member may read the leader's inputs or be read by it; see hfuse_members(). */
     std::vector<std::weak_ptr<const ir::TensorNode>> hfuse;

@@ -7,13 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "cora/ArgumentKind.h"
 #include "ir/IR.h"
 #include "ir/Tensor.h"
 
 namespace cora::ir {
 
 struct ModuleArg {
-    enum class Kind { Param, LengthArray, AuxArray, Input, Output };
+    using Kind = ArgumentKind; ///< the public vocabulary (cora/ArgumentKind.h)
     Kind kind;
     std::string name;
     VarPtr var;                       ///< the param variable, or the buffer variable

@@ -101,7 +101,7 @@ front::Schedule default_schedule(const TensorNode &f) {
     const int64_t *e = as_const_int(extent);
     if (!(next < dom.size() && e && *e >= 2 && storage_keeps_innermost_dim(f))) return s;
     if (!has_reduction(f.value)) {
-        s.annotations.emplace_back(inner.dim, front::LoopAnnotation::Vectorize);
+        s.annotations.emplace_back(inner.dim, ForKind::Vectorized);
         return s;
     }
     // One reduction (an epilogue around it allowed) whose reads are contiguous along the row:
@@ -115,7 +115,7 @@ front::Schedule default_schedule(const TensorNode &f) {
         DimPtr k(DimPtr(), red->var->dim); // non-owning, as LoopReplay holds it: the definition keeps it alive
         s.reduction_loop = k;
         s.order = {k, inner.dim};
-        s.annotations.emplace_back(inner.dim, front::LoopAnnotation::Vectorize);
+        s.annotations.emplace_back(inner.dim, ForKind::Vectorized);
     }
     return s;
 }

@@ -35,7 +35,6 @@
 
 namespace cora::ir {
 
-using front::LoopAnnotation;
 using front::LoopTransform;
 using front::OpSplit;
 using front::Schedule;
@@ -289,23 +288,22 @@ LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
     kinds.assign(n, ForKind::Serial);
     bool user_parallel = false;
     for (auto &[d, a] : sch.annotations) // a GPU binding replaces the default parallel loop
-        user_parallel = user_parallel || a == LoopAnnotation::Parallel || a >= LoopAnnotation::GpuBlockX;
+        user_parallel = user_parallel || a == ForKind::Parallel || is_gpu_bound(a);
     if (!user_parallel && n > 0 && !plan.is_reduction[0]) kinds[0] = ForKind::Parallel;
     for (size_t k = 0; k < n; k++)
         for (auto &[d, a] : sch.annotations) {
             if (d != loops[k]) continue;
-            if (a == LoopAnnotation::Parallel) kinds[k] = ForKind::Parallel;
-            if (a >= LoopAnnotation::GpuBlockX)
-                kinds[k] = ForKind(int(ForKind::GpuBlockX) + int(a) - int(LoopAnnotation::GpuBlockX));
-            if (a == LoopAnnotation::Vectorize || a == LoopAnnotation::Unroll) {
-                const char *what = a == LoopAnnotation::Vectorize ? "vectorize" : "unroll";
+            if (a == ForKind::Parallel) kinds[k] = ForKind::Parallel;
+            if (is_gpu_bound(a)) kinds[k] = a;
+            if (a == ForKind::Vectorized || a == ForKind::Unrolled) {
+                const char *what = a == ForKind::Vectorized ? "vectorize" : "unroll";
                 if (!as_const_int(plan.extents[k]))
                     throw_compile_error(what, " in Func '", f->name, "': loop '", loops[k]->name, "' has extent ",
                                         print(plan.extents[k]), ", not a constant; split it first");
-                kinds[k] = a == LoopAnnotation::Vectorize ? ForKind::Vectorized : ForKind::Unrolled;
+                kinds[k] = a == ForKind::Vectorized ? ForKind::Vectorized : ForKind::Unrolled;
             }
-            if (a == LoopAnnotation::Dismantle) kinds[k] = ForKind::Dismantled; // extent checked when expanded
-            if (a == LoopAnnotation::GpuMma) {
+            if (a == ForKind::Dismantled) kinds[k] = ForKind::Dismantled; // extent checked when expanded
+            if (a == ForKind::GpuMma) {
                 const int64_t *e = as_const_int(plan.extents[k]);
                 if (!e || *e != 16)
                     throw_compile_error("gpu_mma in Func '", f->name, "': loop '", loops[k]->name, "' has extent ",
