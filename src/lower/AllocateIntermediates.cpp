@@ -5,11 +5,11 @@
 
 namespace cora::ir {
 
-Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx) {
+Stmt allocate_intermediates(const Stmt &s, const LoweringContext &ctx, const StorageMap &storage) {
     Stmt body = s;
     for (auto it = ctx.funcs.rbegin(); it != ctx.funcs.rend(); ++it) {
         if (ctx.is_output(it->get())) continue;
-        const TensorStorage &st = ctx.storage.at(it->get());
+        const TensorStorage &st = storage.at(it->get());
         body = Allocate::make(st.buffer, st.flat.size, body);
     }
     return body;

@@ -50,7 +50,7 @@ bool uses_fusion_map(const Expr &e) {
  * tile. The box comes from symbolic bounds of the read's indices over those loops; its start
  * may use only the loops outside, its size must be a constant. */
 std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorPtr &t, const std::string &at_name,
-                                             const Expr &element, size_t pos, LoweringContext &ctx) {
+                                             const Expr &element, size_t pos, const LoweringContext &ctx) {
     const TensorNode &f = *plan.op;
     const std::vector<DimPtr> &loops = plan.loops;
     const std::vector<Expr> &extents = plan.extents;
@@ -151,7 +151,7 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
 
 } // namespace
 
-CacheReads apply_cache_reads(const LoopPlan &plan, LoweringContext &ctx) {
+CacheReads apply_cache_reads(const LoopPlan &plan, const LoweringContext &ctx) {
     const TensorPtr &f = plan.op;
     const front::Schedule &sch = *plan.schedule;
     CacheReads out;

@@ -26,8 +26,9 @@
  *     for a float16 Func, whose storage rounds every store).
  * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a
  * long one into partial sums). Requires: the ops in order (scheduled_ops). Ensures:
- * ctx.default_schedules holds the schedule of each op it chose one for; plan_loops and the steps
- * after it read schedules through ctx.schedule_of. Tests: tests/correctness/default_schedule.cpp. */
+ * It returns the schedule of each op it chose one for (Lower.cpp records them in the context's
+ * default_schedules); plan_loops and the steps after it read schedules through ctx.schedule_of. Tests:
+ * tests/correctness/default_schedule.cpp. */
 #include "analysis/Simplify.h"
 #include "cora/Tensor.h"
 #include "ir/Epilogue.h"
@@ -122,9 +123,11 @@ front::Schedule default_schedule(const TensorNode &f) {
 
 } // namespace
 
-void choose_default_schedules(const std::vector<TensorPtr> &ops, LoweringContext &ctx) {
+ScheduleMap choose_default_schedules(const std::vector<TensorPtr> &ops) {
+    ScheduleMap chosen;
     for (const TensorPtr &op : ops)
-        if (left_unscheduled(*op, ops)) ctx.default_schedules[op.get()] = default_schedule(*op);
+        if (left_unscheduled(*op, ops)) chosen[op.get()] = default_schedule(*op);
+    return chosen;
 }
 
 } // namespace cora::ir

@@ -103,10 +103,10 @@ bool has_dismantled_loop(const Stmt &s) {
 
 } // namespace
 
-Stmt dismantle_loops(const Stmt &s, const LoweringContext &ctx) {
+Stmt dismantle_loops(const Stmt &s, const StorageMap &storage) {
     if (!has_dismantled_loop(s)) return s;
     std::map<const VarNode *, const std::vector<int64_t> *> tensor_values;
-    for (auto &[t, st] : ctx.storage)
+    for (auto &[t, st] : storage)
         if (t->static_values) tensor_values[st.buffer.get()] = t->static_values.get();
     StaticValues values(std::move(tensor_values));
     return Dismantler(values).mutate(s);

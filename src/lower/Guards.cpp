@@ -110,7 +110,7 @@ Expr peel_aligned_loops(Expr value, const Expr &extent, const std::vector<DimPtr
 
 } // namespace
 
-PlacedGuards add_guards(const LoopPlan &plan, const std::string &pad_unsafe, LoweringContext &ctx) {
+PlacedGuards add_guards(const LoopPlan &plan, const std::string &pad_unsafe, const LoweringContext &ctx) {
     const std::vector<DimPtr> &loops = plan.loops;
     PlacedGuards placed;
     placed.at.resize(loops.size() + 1);

@@ -111,7 +111,8 @@ protected:
 
 class Hoister : public IRMutator {
 public:
-    Hoister(LoweringContext &ctx, std::map<const VarNode *, Expr> counts) : ctx_(ctx), counts_(std::move(counts)) {
+    Hoister(const LoweringContext &ctx, std::map<const VarNode *, Expr> counts)
+        : ctx_(ctx), counts_(std::move(counts)) {
         for (auto &[buffer, count] : counts_)
             arrays_.insert(buffer);
     }
@@ -145,7 +146,7 @@ private:
         return ctx_.prover->prove_nonneg(l.index, scope_) &&
                ctx_.prover->prove_nonneg(Sub::make(Sub::make(count, l.index), IntImm::make(1)), scope_);
     }
-    LoweringContext &ctx_;
+    const LoweringContext &ctx_;
     std::map<const VarNode *, Expr> counts_; ///< aux and length arrays: their element counts
     std::set<const VarNode *> arrays_;
     Scope scope_;
@@ -153,7 +154,7 @@ private:
 
 } // namespace
 
-Stmt hoist_loads(const Stmt &s, const std::vector<ModuleArg> &args, LoweringContext &ctx) {
+Stmt hoist_loads(const Stmt &s, const std::vector<ModuleArg> &args, const LoweringContext &ctx) {
     std::map<const VarNode *, Expr> counts;
     for (const ModuleArg &a : args)
         if (a.kind == ModuleArg::Kind::AuxArray || a.kind == ModuleArg::Kind::LengthArray)

@@ -14,7 +14,7 @@
 
 namespace cora::ir {
 
-std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx) {
+std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx, const StorageMap &storage) {
     std::vector<ModuleArg> args;
     std::vector<VarPtr> params;
     std::vector<std::shared_ptr<const UFNode>> lengths;
@@ -36,7 +36,7 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
     };
     std::vector<Expr> roots;
     visit_exprs(s, [&](const Expr &e) { roots.push_back(e); });
-    for (auto &[t, st] : ctx.storage)
+    for (auto &[t, st] : storage)
         roots.push_back(st.flat.size);
     std::vector<std::shared_ptr<const UFNode>> aux = aux_closure(ctx.aux, roots);
     for (auto &a : aux) {
@@ -96,7 +96,7 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
         args.push_back(a);
     }
     auto add_tensor = [&](const TensorPtr &t, ModuleArg::Kind k) {
-        const TensorStorage &st = ctx.storage.at(t.get());
+        const TensorStorage &st = storage.at(t.get());
         ModuleArg a;
         a.kind = k;
         a.name = t->name;

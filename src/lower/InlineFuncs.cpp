@@ -1,14 +1,14 @@
 /** \file Pass: compute_inline. A Func marked with Func::compute_inline() is not computed or
  * stored: every read of it becomes its definition at the read's indices.
  *
- * Does: moves inlined Funcs from ctx.funcs to ctx.inlined (after validation, so their own
- * reads were checked), rejecting outputs and Funcs with a loop schedule, an op split, a
- * horizontal fusion or storage changes (none of which would mean anything); inline_reads()
+ * Does: select_inlined returns which Funcs are inlined and which are computed (after validation,
+ * so their own reads were checked; Lower.cpp records them in the context), rejecting outputs and Funcs with a loop
+ * schedule, an op split, a horizontal fusion or storage changes (none of which would mean anything); inline_reads()
  * expands reads, recursively, giving each expanded reduction a fresh variable (a definition
  * read twice, or inside a reduction of its own dim, must not share the accumulator loop).
- * Requires: a validated pipeline. Ensures: ctx.funcs holds only computed Funcs.
- * Errors: CompileError naming the Func. Tests: tests/correctness/compute_inline.cpp,
- * tests/error/schedule_errors.cpp. */
+ * Requires: a validated pipeline. Ensures: `computed` holds only computed Funcs, producers first.
+ * Errors: CompileError naming the Func. Tests: tests/pass/passes.cpp (the pass alone),
+ * tests/correctness/compute_inline.cpp, tests/error/schedule_errors.cpp. */
 #include <algorithm>
 
 #include "front/Schedule.h"
@@ -18,12 +18,12 @@
 
 namespace cora::ir {
 
-void select_inlined(LoweringContext &ctx) {
-    std::vector<TensorPtr> computed;
+InlineSelection select_inlined(const LoweringContext &ctx) {
+    InlineSelection out;
     for (const TensorPtr &f : ctx.funcs) {
         const front::Schedule &sch = front::schedule_of(*f);
         if (!sch.inlined) {
-            computed.push_back(f);
+            out.computed.push_back(f);
             continue;
         }
         auto fail = [&](auto &&...msg) { throw_compile_error("compute_inline of Func '", f->name, "': ", msg...); };
@@ -40,9 +40,9 @@ void select_inlined(LoweringContext &ctx) {
         for (size_t k = 0; k < f->domain.size(); k++)
             own_storage = own_storage || !equal(f->domain[k].extent, f->storage[k].extent);
         if (own_storage) fail("its storage was changed, but an inlined Func is not stored");
-        ctx.inlined.push_back(f);
+        out.inlined.push_back(f);
     }
-    ctx.funcs = computed;
+    return out;
 }
 
 namespace {

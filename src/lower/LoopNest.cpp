@@ -43,7 +43,7 @@ namespace {
  * [first_reduction, inner) is visited at the first and at the last iteration of each of them:
  * each runs at least once and nothing there (a guard, an element loop's extent) depends on one. */
 bool panels_visit_every_element(const LoopPlan &plan, const PlacedGuards &guards, size_t first_reduction, size_t inner,
-                                LoweringContext &ctx) {
+                                const LoweringContext &ctx) {
     for (ForKind k : plan.kinds)
         if (is_gpu_bound(k)) return false;
     for (size_t k = first_reduction; k < inner; k++) {
@@ -109,7 +109,8 @@ bool update_reads_stay_in_tiles(const LoopPlan &plan, const PlacedGuards &guards
 
 } // namespace
 
-Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads, LoweringContext &ctx) {
+Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads,
+                     const LoweringContext &ctx) {
     const TensorPtr &f = plan.op;
     const front::Schedule &sch = *plan.schedule;
     const std::vector<DimPtr> &loops = plan.loops;

@@ -39,7 +39,7 @@ using front::LoopTransform;
 using front::OpSplit;
 using front::Schedule;
 
-std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_splits, LoweringContext &ctx) {
+std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_splits, const LoweringContext &ctx) {
     const Schedule &sch = ctx.schedule_of(*f);
     TransformedLoops plan;
     auto &extent = plan.extent;
@@ -147,7 +147,7 @@ std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_s
 
 namespace {
 
-void check_split_point(const TensorNode &f, const OpSplit &split, const Layout &dom, LoweringContext &ctx) {
+void check_split_point(const TensorNode &f, const OpSplit &split, const Layout &dom, const LoweringContext &ctx) {
     Scope outside;
     for (const LayoutDim &d : dom) {
         if (d.dim == split.dim) {
@@ -167,7 +167,7 @@ void check_split_point(const TensorNode &f, const OpSplit &split, const Layout &
 
 /** Each op split's point must lie in [0, E] for every index of the dims outside it, where E is
  * the extent the earlier splits left. */
-void check_split_points(const TensorNode &f, LoweringContext &ctx) {
+void check_split_points(const TensorNode &f, const LoweringContext &ctx) {
     Layout dom = f.domain;
     for (const OpSplit &split : front::schedule_of(f).op_splits) {
         check_split_point(f, split, dom, ctx);
@@ -194,7 +194,7 @@ bool LoopPlan::uses_reduction_loop(const Expr &e) const {
     return false;
 }
 
-LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx) {
+LoopPlan plan_loops(const TensorPtr &f, const LoweringContext &ctx) {
     const Schedule &sch = ctx.schedule_of(*f);
     check_split_points(*f, ctx);
     LoopPlan plan;

@@ -104,9 +104,13 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     PassRunner pass(ctx);
     ctx.prover->set_context("validation");
     pass.run_step("validate_pipeline", [&] { validate_pipeline(ctx); });
-    pass.run_step("select_inlined", [&] { select_inlined(ctx); });
+    pass.run_step("select_inlined", [&] {
+        InlineSelection selected = select_inlined(ctx);
+        ctx.funcs = std::move(selected.computed);
+        ctx.inlined = std::move(selected.inlined);
+    });
     const std::vector<TensorPtr> ops = scheduled_ops(ctx);
-    pass.run_step("choose_default_schedules", [&] { choose_default_schedules(ops, ctx); });
+    pass.run_step("choose_default_schedules", [&] { ctx.default_schedules = choose_default_schedules(ops); });
     std::vector<Stmt> nests;
     std::vector<Permutation> permutations; // loop remaps, checked at run time
     int guards_removed = 0, guards_kept = 0;
@@ -131,11 +135,17 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     pass.run_step("compute_at", [&] { apply_compute_at(ops, nests, ctx); });
     Stmt s = pass.run("hfuse", Stage::Scheduled, [&] { return apply_hfuse(ops, nests, ctx); });
     s = pass.run("lower_reductions", Stage::ReductionsLowered, [&] { return lower_reductions(s); });
-    s = pass.run("storage_lowering", Stage::StorageLowered, [&] { return storage_lowering(s, ctx); });
-    s = pass.run("dismantle_loops", Stage::StorageLowered, [&] { return dismantle_loops(s, ctx); });
-    s = pass.run("allocate_intermediates", Stage::StorageLowered, [&] { return allocate_intermediates(s, ctx); });
+    StorageMap storage; // every tensor's buffer and layout, from storage lowering on
+    s = pass.run("storage_lowering", Stage::StorageLowered, [&] {
+        StorageLowered lowered = storage_lowering(s, ctx);
+        storage = std::move(lowered.storage);
+        return lowered.body;
+    });
+    s = pass.run("dismantle_loops", Stage::StorageLowered, [&] { return dismantle_loops(s, storage); });
+    s = pass.run("allocate_intermediates", Stage::StorageLowered,
+                 [&] { return allocate_intermediates(s, ctx, storage); });
     std::vector<ModuleArg> args;
-    pass.run_step("infer_arguments", [&] { args = infer_arguments(s, ctx); });
+    pass.run_step("infer_arguments", [&] { args = infer_arguments(s, ctx, storage); });
     CheckedBodies checked;
     s = pass.run("add_argument_checks", Stage::StorageLowered, [&] {
         checked = add_argument_checks(s, args, permutations, ctx);

@@ -1,6 +1,11 @@
 /** \file What the passes of one compilation share (no global mutable state): the options, the
- * prover, the aux table, the pipeline's tensors and, after storage lowering, their storage. What a
- * pass computes for later passes (arguments, guards, permutations, the size query) it returns. */
+ * prover, the aux table, the pipeline's tensors and the schedules lowering chose. Every pass takes
+ * it const (the prover and the aux table are services: asking one a question or interning an
+ * array changes no result); only Lower.cpp writes it, with what a pass returned
+ * (select_inlined's InlineSelection, choose_default_schedules' ScheduleMap). What a later pass
+ * needs from an earlier one (storage, arguments, guards, permutations, the size query) is
+ * returned and passed to it as an argument in Lower.cpp, so each pass can be run alone
+ * (tests/pass). */
 #pragma once
 
 #include <map>
@@ -24,6 +29,10 @@ struct TensorStorage {
     Layout layout; ///< physical layout (storage transforms applied)
     FlatLayout flat;
 };
+/** Schedules chosen by lowering, by op (choose_default_schedules' result). */
+using ScheduleMap = std::map<const TensorNode *, front::Schedule>;
+/** Every tensor's storage (storage_lowering's result). */
+using StorageMap = std::map<const TensorNode *, TensorStorage>;
 
 /** A loop remap whose array must be a permutation of [0, extent) (checked at run time). */
 struct Permutation {
@@ -41,13 +50,12 @@ struct LoweringContext {
     /** This compilation's aux arrays: one symbol per structure (AuxTable.h). Interning is a cache,
      * so passes with a const context may add to it. */
     mutable AuxTable aux;
-    std::vector<TensorPtr> funcs;                        ///< computed tensors, producers first
-    std::vector<TensorPtr> inlined;                      ///< Funcs expanded into their readers (compute_inline)
-    std::vector<TensorPtr> inputs;                       ///< input tensors, in first-use order
-    std::vector<TensorPtr> outputs;                      ///< the pipeline's outputs
-    std::map<const TensorNode *, TensorStorage> storage; ///< set by storage_lowering
+    std::vector<TensorPtr> funcs;   ///< computed tensors, producers first
+    std::vector<TensorPtr> inlined; ///< Funcs expanded into their readers (compute_inline)
+    std::vector<TensorPtr> inputs;  ///< input tensors, in first-use order
+    std::vector<TensorPtr> outputs; ///< the pipeline's outputs
     /** The schedules chosen for ops the user left unscheduled (DefaultSchedule.cpp). */
-    std::map<const TensorNode *, front::Schedule> default_schedules;
+    ScheduleMap default_schedules;
     /** The schedule an op's loops follow: the user's, or the default chosen for it. */
     const front::Schedule &schedule_of(const TensorNode &f) const {
         auto it = default_schedules.find(&f);

@@ -23,7 +23,7 @@ namespace {
  * of loops (and the op's reductions); reports the first access that could not be shown. */
 class StorageBoundsCheck {
 public:
-    StorageBoundsCheck(LoweringContext &ctx, Scope scope) : ctx_(ctx), scope_(std::move(scope)) {}
+    StorageBoundsCheck(const LoweringContext &ctx, Scope scope) : ctx_(ctx), scope_(std::move(scope)) {}
 
     /** Empty when in bounds, else a description of the failed obligation. */
     std::string access(const TensorNode &t, const std::vector<Expr> &logical) {
@@ -72,13 +72,13 @@ public:
 
 private:
     std::string failure() const { return ctx_.prover->last_failure(); }
-    LoweringContext &ctx_;
+    const LoweringContext &ctx_;
     Scope scope_;
 };
 
 } // namespace
 
-std::string check_padded_iterations(const LoopPlan &plan, LoweringContext &ctx) {
+std::string check_padded_iterations(const LoopPlan &plan, const LoweringContext &ctx) {
     const std::vector<Guard> &guards = plan.transformed.guards;
     if (std::none_of(guards.begin(), guards.end(), [](const Guard &g) { return g.pad; })) return "";
     // Check in the split-free nest when there is one: split guards are then implicit.

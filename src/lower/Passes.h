@@ -5,17 +5,30 @@
 
 namespace cora::ir {
 
-void validate_pipeline(LoweringContext &ctx);
-void select_inlined(LoweringContext &ctx);
+void validate_pipeline(const LoweringContext &ctx);
+/** The pipeline's Funcs split into those computed (producers first) and those expanded into their
+ * readers (compute_inline), checked (InlineFuncs.cpp). */
+struct InlineSelection {
+    std::vector<TensorPtr> computed, inlined;
+};
+InlineSelection select_inlined(const LoweringContext &ctx);
 /** `e` with every read of an inlined Func replaced by its definition (InlineFuncs.cpp). */
 Expr inline_reads(const Expr &e, const LoweringContext &ctx);
 Stmt lower_reductions(const Stmt &s);
-Stmt storage_lowering(const Stmt &s, LoweringContext &ctx);
-/** Dismantled loops expanded, values known when compiling folded (DismantleLoops.cpp). */
-Stmt dismantle_loops(const Stmt &s, const LoweringContext &ctx);
-Stmt allocate_intermediates(const Stmt &s, LoweringContext &ctx);
+/** Provide/Access become Store/Load at flat offsets; `storage` gets every input's and Func's
+ * buffer and layout (StorageLowering.cpp). */
+struct StorageLowered {
+    Stmt body;
+    StorageMap storage;
+};
+StorageLowered storage_lowering(const Stmt &s, const LoweringContext &ctx);
+/** Dismantled loops expanded, values known when compiling (the static values of the tensors in
+ * `storage` among them) folded (DismantleLoops.cpp). */
+Stmt dismantle_loops(const Stmt &s, const StorageMap &storage);
+/** Allocations of every Func that is not an output (AllocateIntermediates.cpp). */
+Stmt allocate_intermediates(const Stmt &s, const LoweringContext &ctx, const StorageMap &storage);
 /** The kernel's arguments in ABI order, every aux array included (InferArguments.cpp). */
-std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx);
+std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx, const StorageMap &storage);
 
 /** The entry's body: argument checks, then `s`. With build_aux_in_kernel, the aux arrays are built
  * after the param and length checks instead of checked, and `size_query` (writing each tensor's
@@ -35,7 +48,7 @@ Stmt build_aux_arrays(const Stmt &rest, const std::vector<ModuleArg> &args, cons
 Stmt materialize_ufs(const Stmt &s, const std::vector<ModuleArg> &args, const LoweringContext &ctx);
 /** `args` with their expected counts materialized the same way. */
 std::vector<ModuleArg> materialize_counts(const std::vector<ModuleArg> &args, const LoweringContext &ctx);
-Stmt hoist_loads(const Stmt &s, const std::vector<ModuleArg> &args, LoweringContext &ctx);
+Stmt hoist_loads(const Stmt &s, const std::vector<ModuleArg> &args, const LoweringContext &ctx);
 /** One level of parallel loops, each with its WorkSplit (LoopExecution.cpp). */
 Stmt decide_loop_execution(const Stmt &s);
 /** GPU targets: a reduction loop bound to threads becomes per-thread parts in registers and a

@@ -48,7 +48,7 @@ struct TransformedLoops {
 /** Applies the op's loop transforms in order. With `skip_splits`, splits are left out: the result
  * runs the same (guarded) iterations in a simpler nest, where padded iterations are checked;
  * nullopt when a later transform uses a loop a split made. (LoopPlan.cpp) */
-std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_splits, LoweringContext &ctx);
+std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_splits, const LoweringContext &ctx);
 
 /** Everything decided about one op's loops before its nest is built. */
 struct LoopPlan {
@@ -81,7 +81,7 @@ struct LoopPlan {
 
 /** Checks the op splits, replays the transforms, applies the reorder requests, resolves extents
  * and loop kinds. (LoopPlan.cpp) */
-LoopPlan plan_loops(const TensorPtr &f, LoweringContext &ctx);
+LoopPlan plan_loops(const TensorPtr &f, const LoweringContext &ctx);
 
 /** The op's GPU bindings against the target: none on the host; on a GPU, block loops outermost,
  * threads inside them, no parallel loop. (GpuBindings.cpp) */
@@ -90,7 +90,7 @@ void check_gpu_bindings(const LoopPlan &plan, Target target);
 /** With padded loops: why a padded iteration may read outside storage ("" when every read stays
  * inside, or nothing is padded); CompileError when the store itself may leave storage.
  * (PadSafety.cpp) */
-std::string check_padded_iterations(const LoopPlan &plan, LoweringContext &ctx);
+std::string check_padded_iterations(const LoopPlan &plan, const LoweringContext &ctx);
 
 /** The kept guards, by depth: at[k] guards the body of loop k-1 (at[0]: the whole nest). */
 struct PlacedGuards {
@@ -100,7 +100,7 @@ struct PlacedGuards {
 };
 /** Attaches each guard to the innermost loop it uses, unless the prover shows it always holds
  * (pad guards: unless `pad_unsafe` says why not). (Guards.cpp) */
-PlacedGuards add_guards(const LoopPlan &plan, const std::string &pad_unsafe, LoweringContext &ctx);
+PlacedGuards add_guards(const LoopPlan &plan, const std::string &pad_unsafe, const LoweringContext &ctx);
 /** A kept guard `i + rest < e` on the serial loop over i it is attached to becomes the loop's
  * bound min(extent, e - rest). (Guards.cpp) */
 void bound_loops_by_guards(const LoopPlan &plan, PlacedGuards &guards);
@@ -122,15 +122,16 @@ struct CacheReads {
     Expr epilogue;                             ///< the plan's epilogue, fusion-map values substituted
 };
 /** cache_read tiles of the op, and the element and indices of its leaf statements. (CacheRead.cpp) */
-CacheReads apply_cache_reads(const LoopPlan &plan, LoweringContext &ctx);
+CacheReads apply_cache_reads(const LoopPlan &plan, const LoweringContext &ctx);
 
 /** The op's loop nest, with its cache_write tile or reduction init/update nests. (LoopNest.cpp) */
-Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads, LoweringContext &ctx);
+Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads,
+                     const LoweringContext &ctx);
 
 /** The ops in execution order: each Func, followed by the tails of its op splits. */
 std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx);
-/** A schedule for each op the user left unscheduled, in ctx.default_schedules. (DefaultSchedule.cpp) */
-void choose_default_schedules(const std::vector<TensorPtr> &ops, LoweringContext &ctx);
+/** A schedule for each op the user left unscheduled (DefaultSchedule.cpp). */
+ScheduleMap choose_default_schedules(const std::vector<TensorPtr> &ops);
 /** Whether every read in `body` is contiguous in `v` (the last index steps by one as v does, the
  * others not at all, in a tensor stored in its declared order) or does not move with it.
  * (LowerReductions.cpp) */

@@ -20,16 +20,16 @@ namespace {
 
 class Flattener : public IRMutator {
 public:
-    explicit Flattener(LoweringContext &ctx) : ctx_(ctx) {}
+    explicit Flattener(const LoweringContext &ctx) : ctx_(ctx) {}
 
     const TensorStorage &storage_of(const TensorPtr &t) {
-        auto it = ctx_.storage.find(t.get());
-        if (it != ctx_.storage.end()) return it->second;
+        auto it = storage.find(t.get());
+        if (it != storage.end()) return it->second;
         TensorStorage st;
         st.buffer = make_var(t->name, VarRole::Buffer, t->type);
         st.layout = physical_layout(ctx_.aux, *t);
         st.flat = flatten_layout(ctx_.aux, st.layout);
-        return ctx_.storage.emplace(t.get(), st).first->second;
+        return storage.emplace(t.get(), st).first->second;
     }
 
 protected:
@@ -76,20 +76,26 @@ private:
         visit_exprs(e, [&](const Expr &x) { n += x.as<Div>() || x.as<Mod>(); });
         return n;
     }
-    LoweringContext &ctx_;
+    const LoweringContext &ctx_;
+
+public:
+    StorageMap storage; ///< the result: every tensor's buffer and layout
+
+private:
     std::vector<std::pair<const VarNode *, Expr>> lets_; ///< enclosing lets, outermost first
     Scope loops_;                                        ///< enclosing loops, outermost first
 };
 
 } // namespace
 
-Stmt storage_lowering(const Stmt &s, LoweringContext &ctx) {
+StorageLowered storage_lowering(const Stmt &s, const LoweringContext &ctx) {
     Flattener f(ctx);
     for (auto &t : ctx.inputs)
         f.storage_of(t);
     for (auto &t : ctx.funcs)
         f.storage_of(t);
-    return f.mutate(s);
+    Stmt body = f.mutate(s);
+    return StorageLowered{body, std::move(f.storage)};
 }
 
 } // namespace cora::ir

@@ -26,7 +26,7 @@ namespace {
 
 class Checker {
 public:
-    Checker(LoweringContext &ctx, std::string where) : ctx_(ctx), where_(std::move(where)) {}
+    Checker(const LoweringContext &ctx, std::string where) : ctx_(ctx), where_(std::move(where)) {}
     Scope scope;
 
     bool in_scope(const VarNode *v) const {
@@ -147,7 +147,7 @@ private:
         for_each_child(e, [&](const Expr &x) { check(x); });
     }
 
-    LoweringContext &ctx_;
+    const LoweringContext &ctx_;
     std::string where_;
 };
 
@@ -156,7 +156,7 @@ private:
 namespace {
 
 /** The storage layout (possibly padded) must cover the domain in every dim. */
-void check_storage_covers(LoweringContext &ctx, const TensorPtr &t, Checker &c) {
+void check_storage_covers(const LoweringContext &ctx, const TensorPtr &t, Checker &c) {
     bool own_storage = false; // store_in()/pad_storage() gave a layout other than the domain
     for (size_t k = 0; k < t->domain.size(); k++)
         own_storage |= !equal(t->domain[k].extent, t->storage[k].extent);
@@ -178,7 +178,7 @@ void check_storage_covers(LoweringContext &ctx, const TensorPtr &t, Checker &c) 
 
 } // namespace
 
-void validate_pipeline(LoweringContext &ctx) {
+void validate_pipeline(const LoweringContext &ctx) {
     for (auto &t : ctx.inputs) {
         Checker c(ctx, "input '" + t->name + "'");
         c.check_layout(t->domain, "'" + t->name + "'");

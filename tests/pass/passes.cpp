@@ -13,6 +13,7 @@
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
+#include "lower/Scheduling.h"
 
 using namespace cora;
 using namespace cora::ir;
@@ -82,6 +83,46 @@ struct RaggedRows {
 };
 
 } // namespace
+
+TEST_CASE("select_inlined: inlined Funcs leave the computed list, producers stay first", "[pass]") {
+    Dim i("i");
+    Tensor A("A", {{i, 16}});
+    Func F("F", {{i, 16}}), G("G", {{i, 16}}), H("H", {{i, 16}});
+    F.compute([&](Expr x) { return A(x) * 2.0f; });
+    G.compute([&](Expr x) { return F(x) + 1.0f; });
+    H.compute([&](Expr x) { return G(x) * F(x); });
+    F.compute_inline();
+    LoweringContext ctx;
+    ctx.funcs = {F.node(), G.node(), H.node()};
+    ctx.outputs = {H.node()};
+    InlineSelection sel = select_inlined(ctx);
+    REQUIRE(sel.computed == std::vector<TensorPtr>{G.node(), H.node()});
+    REQUIRE(sel.inlined == std::vector<TensorPtr>{F.node()});
+    REQUIRE(ctx.funcs.size() == 3); // the context is the caller's to update
+    // An output cannot be inlined: it must be stored.
+    H.compute_inline();
+    REQUIRE_THROWS_AS(select_inlined(ctx), CompileError);
+    REQUIRE_THROWS_WITH(select_inlined(ctx), Contains("compute_inline of Func 'H': it is an output of the pipeline"));
+}
+
+TEST_CASE("choose_default_schedules: a schedule for each op left unscheduled, none for the others", "[pass]") {
+    Dim i("i"), j("j");
+    Tensor A("A", {{i, 16}, {j, 64}});
+    Func F("F", {{i, 16}, {j, 64}}), G("G", {{i, 16}, {j, 64}});
+    F.compute([&](Expr x, Expr y) { return A(x, y) * 2.0f; });
+    G.compute([&](Expr x, Expr y) { return F(x, y) + 1.0f; });
+    G.parallel(i);
+    ScheduleMap chosen = choose_default_schedules({F.node(), G.node()});
+    REQUIRE(chosen.size() == 1);
+    REQUIRE(chosen.count(F.node().get()) == 1);
+    const front::Schedule &s = chosen.at(F.node().get());
+    REQUIRE(!s.empty());
+    bool vectorized = false;
+    for (const auto &[dim, kind] : s.annotations)
+        vectorized = vectorized || kind == ForKind::Vectorized;
+    REQUIRE(vectorized);                            // the whole constant-extent innermost row
+    REQUIRE(front::schedule_of(*F.node()).empty()); // the user's schedule is not touched
+}
 
 TEST_CASE("lower_reductions: a reduction becomes an accumulator loop, nested ones inside it", "[pass]") {
     VarPtr i = index_var("i"), k = index_var("k"), j = index_var("j"), A = buffer("A");
@@ -204,9 +245,9 @@ TEST_CASE("warp_reductions: a one-warp block combines its parts with shuffles, n
 
 TEST_CASE("dismantle_loops: one copy of the body per iteration, the index a constant", "[pass]") {
     VarPtr i = index_var("i"), out = buffer("out");
-    LoweringContext ctx;
+    const StorageMap no_tensors;
     Stmt in = loop(i, c(3), ForKind::Dismantled, Store::make(out, var_expr(i), Mul::make(var_expr(i), c(10))));
-    Stmt d = dismantle_loops(in, ctx);
+    Stmt d = dismantle_loops(in, no_tensors);
     INFO(print(d));
     REQUIRE(count_stmts_of<For>(d) == 0);
     REQUIRE(count_stmts_of<Store>(d) == 3);
@@ -221,12 +262,12 @@ TEST_CASE("dismantle_loops: one copy of the body per iteration, the index a cons
     REQUIRE(b == a);
     // No dismantled loop: the statement comes back as it is.
     Stmt serial = loop(i, c(3), ForKind::Serial, Store::make(out, var_expr(i), c(1)));
-    REQUIRE(dismantle_loops(serial, ctx).same_as(serial));
+    REQUIRE(dismantle_loops(serial, no_tensors).same_as(serial));
     // An extent not known when compiling: a CompileError naming the loop.
     VarPtr n = make_var("n", VarRole::Param);
     Stmt runtime = loop(i, var_expr(n), ForKind::Dismantled, Store::make(out, var_expr(i), c(1)));
-    REQUIRE_THROWS_AS(dismantle_loops(runtime, ctx), CompileError);
-    REQUIRE_THROWS_WITH(dismantle_loops(runtime, ctx), Contains("dismantle: loop 'i' runs over n"));
+    REQUIRE_THROWS_AS(dismantle_loops(runtime, no_tensors), CompileError);
+    REQUIRE_THROWS_WITH(dismantle_loops(runtime, no_tensors), Contains("dismantle: loop 'i' runs over n"));
 }
 
 TEST_CASE("allocate_intermediates: every Func but the outputs, producers outermost", "[pass]") {
@@ -235,19 +276,20 @@ TEST_CASE("allocate_intermediates: every Func but the outputs, producers outermo
     Func F("F", {{d, 4}}, Int64), G("G", {{d, 4}}, Int64), H("H", {{d, 4}}, Int64);
     ctx.funcs = {F.node(), G.node(), H.node()};
     ctx.outputs = {H.node()};
+    StorageMap storage;
     for (const TensorPtr &t : ctx.funcs)
-        ctx.storage[t.get()] =
+        storage[t.get()] =
             TensorStorage{make_var(t->name, VarRole::Buffer, Int64), t->storage, flatten_layout(ctx.aux, t->storage)};
-    Stmt body = Store::make(ctx.storage[H.node().get()].buffer, c(0), c(1));
-    Stmt out = allocate_intermediates(body, ctx);
+    Stmt body = Store::make(storage[H.node().get()].buffer, c(0), c(1));
+    Stmt out = allocate_intermediates(body, ctx, storage);
     INFO(print(out));
     const Allocate *outer = out.as<Allocate>();
     REQUIRE(outer != nullptr);
-    REQUIRE(outer->buffer == ctx.storage[F.node().get()].buffer);
+    REQUIRE(outer->buffer == storage[F.node().get()].buffer);
     REQUIRE(print(outer->size) == "4");
     const Allocate *inner = outer->body.as<Allocate>();
     REQUIRE(inner != nullptr);
-    REQUIRE(inner->buffer == ctx.storage[G.node().get()].buffer);
+    REQUIRE(inner->buffer == storage[G.node().get()].buffer);
     REQUIRE(inner->body.same_as(body)); // the output is the caller's
 }
 
@@ -272,20 +314,23 @@ TEST_CASE("storage_lowering, infer_arguments, build_aux_arrays, materialize_ufs,
 
     // storage_lowering: Provide and Access become Store and Load at packed offsets, through the
     // prefix sum of the lengths.
-    Stmt stored = storage_lowering(in, ctx);
+    StorageLowered lowered = storage_lowering(in, ctx);
+    const Stmt &stored = lowered.body;
+    StorageMap &storage = lowered.storage;
     INFO(print(stored));
     REQUIRE(count_stmts_of<Provide>(stored) == 0);
     REQUIRE(count_exprs_of<Access>(stored) == 0);
-    REQUIRE(ctx.storage.count(S.node().get()) == 1);
-    REQUIRE(ctx.storage.count(A.node().get()) == 1);
-    const VarPtr S_buf = ctx.storage[S.node().get()].buffer, A_buf = ctx.storage[A.node().get()].buffer;
+    REQUIRE(storage.size() == 2);
+    REQUIRE(storage.count(S.node().get()) == 1);
+    REQUIRE(storage.count(A.node().get()) == 1);
+    const VarPtr S_buf = storage[S.node().get()].buffer, A_buf = storage[A.node().get()].buffer;
     REQUIRE(count_exprs(stored, [](const Expr &e) {
                 const UFCall *u = e.as<UFCall>();
                 return u && u->fn->kind == UFKind::Aux;
             }) >= 1);
 
     // infer_arguments: params, length arrays, aux arrays, inputs, outputs, in that order.
-    std::vector<ModuleArg> args = infer_arguments(stored, ctx);
+    std::vector<ModuleArg> args = infer_arguments(stored, ctx, storage);
     std::vector<ModuleArg::Kind> kinds;
     for (const ModuleArg &a : args)
         kinds.push_back(a.kind);
