@@ -27,8 +27,8 @@
  * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a
  * long one into partial sums). Requires: the ops in order (scheduled_ops). Ensures:
  * It returns the schedule of each op it chose one for (Lower.cpp records them in the context's
- * default_schedules); plan_loops and the steps after it read schedules through ctx.schedule_of. Tests:
- * tests/correctness/default_schedule.cpp. */
+ * default_schedules); plan_loops and the steps after it read schedules through ctx.schedule_of.
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/default_schedule.cpp. */
 #include "analysis/Simplify.h"
 #include "cora/Tensor.h"
 #include "ir/Epilogue.h"
