@@ -40,6 +40,16 @@ std::vector<std::vector<int32_t>> order_cases() {
     return cases;
 }
 
+/** A batch of B ragged rows of len(b) tokens, its packed storage flattened in `table`. */
+struct TokenBatch {
+    AuxTable table;
+    Dim batch{"batch"}, tok{"tok"}, fused{"fused"};
+    Param B{"B", 1, 5000};
+    LengthArray len{"len", B, 0, 40};
+    Tensor X{"X", {{batch, B}, {tok, len(batch)}}};
+    FlatLayout flat = flatten_layout(table, X.node()->storage);
+};
+
 } // namespace
 
 TEST_CASE("prefix sums built by the prelude equal the running sums of the lengths", "[aux]") {
@@ -95,12 +105,8 @@ TEST_CASE("nested prefix sums (a 2-D ragged array of offsets) follow the layout'
 
 TEST_CASE("fusion maps built by the prelude invert the prefix sum, pad segment included", "[aux]") {
     for (int64_t pad : {1, 4, 16}) {
-        AuxTable table;
-        Dim batch("batch"), tok("tok"), fused("fused");
-        Param B("B", 1, 5000);
-        LengthArray len("len", B, 0, 40);
-        Tensor X("X", {{batch, B}, {tok, len(batch)}});
-        FlatLayout flat = flatten_layout(table, X.node()->storage);
+        TokenBatch t;
+        auto &[table, batch, tok, fused, B, len, X, flat] = t;
         FusionMaps maps = fusion_maps(table, fused.node(), flat.aux[0], B, pad);
         for (const auto &lengths : order_cases()) {
             INFO(testing::describe(lengths) << ", padded to a multiple of " << pad);
@@ -166,12 +172,8 @@ TEST_CASE("a prelude that overflows names the aux array it was building", "[aux]
 }
 
 TEST_CASE("aux kinds are objects that answer for themselves: summand, fused-loop role, inputs", "[aux]") {
-    AuxTable table;
-    Dim batch("batch"), tok("tok"), fused("fused");
-    Param B("B", 1, 5000);
-    LengthArray len("len", B, 0, 40);
-    Tensor X("X", {{batch, B}, {tok, len(batch)}});
-    FlatLayout flat = flatten_layout(table, X.node()->storage);
+    TokenBatch t;
+    auto &[table, batch, tok, fused, B, len, X, flat] = t;
     const std::shared_ptr<const UFNode> &prefix = flat.aux[0];
     const AuxKind *kind = aux_kind_of(*prefix);
     REQUIRE(kind != nullptr);
