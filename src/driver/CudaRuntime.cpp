@@ -46,34 +46,33 @@ struct KernelDevice {
     std::unique_ptr<cora_rt::Device> device;
 
     void *alloc(size_t bytes) {
-        char error[1024] = {0};
-        void *p = device->alloc(std::max<size_t>(bytes, 1), error, (int32_t)sizeof error);
-        if (!p) throw_runtime_error(error);
+        void *p = nullptr;
+        checked([&](char *e, int32_t n) {
+            p = device->alloc(std::max<size_t>(bytes, 1), e, n);
+            return p ? CORA_OK : CORA_ERROR_ALLOCATION;
+        });
         return p;
     }
     void release(void *p) noexcept { device->release(p); }
     void upload(void *dst, const void *src, size_t bytes) {
-        char error[1024] = {0};
-        check(device->upload(dst, src, bytes, error, (int32_t)sizeof error), error);
+        checked([&](char *e, int32_t n) { return device->upload(dst, src, bytes, e, n); });
     }
     void download(void *dst, const void *src, size_t bytes) {
-        char error[1024] = {0};
-        check(device->download(dst, src, bytes, error, (int32_t)sizeof error), error);
+        checked([&](char *e, int32_t n) { return device->download(dst, src, bytes, e, n); });
     }
     void zero(void *dst, size_t bytes) {
-        char error[1024] = {0};
-        check(device->zero(dst, bytes, error, (int32_t)sizeof error), error);
+        checked([&](char *e, int32_t n) { return device->zero(dst, bytes, e, n); });
     }
     void synchronize(void *stream) {
-        char error[1024] = {0};
-        check(device->synchronize(stream, error, (int32_t)sizeof error), error);
+        checked([&](char *e, int32_t n) { return device->synchronize(stream, e, n); });
     }
     void synchronize_all() {
-        char error[1024] = {0};
-        check(device->synchronize_all(error, (int32_t)sizeof error), error);
+        checked([&](char *e, int32_t n) { return device->synchronize_all(e, n); });
     }
-    static void check(int32_t status, const char *error) {
-        if (status != CORA_OK) throw_runtime_error(error);
+    /** Runs one cora_rt call with an error buffer: a failure is a RuntimeError with its message. */
+    template <typename Call> static void checked(Call &&call) {
+        char error[1024] = {0};
+        if (call(error, (int32_t)sizeof error) != CORA_OK) throw_runtime_error(error);
     }
 };
 
