@@ -108,10 +108,9 @@ private:
 } // namespace
 
 std::shared_ptr<const AuxKind> fusion_map_kind(bool outer, std::shared_ptr<const UFNode> prefix,
-                                               std::shared_ptr<const UFNode> partner, Expr outer_extent, int64_t pad) {
+                                               std::shared_ptr<const UFNode> partner, Expr outer_extent) {
     CORA_CHECK(prefix && prefix->aux && prefix->aux->kind->is_prefix_sum() && prefix->arity == 1,
                "fusion maps need a 1-D prefix sum");
-    CORA_CHECK(pad >= 1, "fusion pad must be positive");
     CORA_CHECK(outer || partner, "a fusion map fi needs its fo");
     return std::make_shared<const FusionMapKind>(outer, std::move(prefix), std::move(partner), std::move(outer_extent));
 }

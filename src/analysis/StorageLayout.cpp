@@ -73,7 +73,7 @@ FusionMaps fusion_maps(AuxTable &table, const std::shared_ptr<const DimNode> &fu
         std::string key = std::string(outer ? "fo of " : "fi of ") + base;
         return table.intern(key, [&] {
             auto spec = std::make_shared<AuxSpec>();
-            spec->kind = fusion_map_kind(outer, prefix, partner, outer_extent, pad);
+            spec->kind = fusion_map_kind(outer, prefix, partner, outer_extent);
             spec->layout = layout;
             spec->key = key;
             auto u = std::make_shared<UFNode>();
