@@ -96,6 +96,36 @@ private:
     std::shared_ptr<const ir::UFNode> node_;
 };
 
+/** An input int32 tensor that belongs to a batch's shape, as length arrays do: a mask
+ * (`{N, H, W}`, values in [0, 1]), a list of active coordinates or tile origins, a block pattern.
+ * It is bound to the RaggedShape (RaggedShape::set), its element count and every value's range are
+ * checked at run time, and it is read by expressions, `mask(n, y, x)`, and by the formats (aux
+ * kinds) that build arrays from it. Kernels take it as an int32 argument stored row-major
+ * (ArgumentKind::LengthArray; the argument's layout names its dims). */
+class ShapeTensor {
+public:
+    /** `dims`: integer expressions of params (one or more), each value in the inclusive range
+     * [min_value, max_value]. CompileError for an empty name or dims list, an empty range or one
+     * that does not fit int32, or a dim that is not an integer expression. */
+    ShapeTensor(const std::string &name, std::vector<Expr> dims, int64_t min_value, int64_t max_value);
+    const std::string &name() const;
+    const std::vector<Expr> &dims() const;
+    /** The element count: the product of the dims. */
+    Expr count() const;
+    int64_t min_value() const;
+    int64_t max_value() const;
+    /** The element at `index` (one integer index per dim): an uninterpreted-function call that
+     * kernels turn into a read. CompileError for a wrong number of indices. */
+    Expr operator()(const std::vector<Expr> &index) const;
+    template <typename... I> Expr operator()(const Expr &i0, const I &...rest) const {
+        return (*this)(std::vector<Expr>{i0, Expr(rest)...});
+    }
+    const std::shared_ptr<const ir::UFNode> &node() const { return node_; }
+
+private:
+    std::shared_ptr<const ir::UFNode> node_;
+};
+
 Expr operator+(const Expr &a, const Expr &b);
 Expr operator-(const Expr &a, const Expr &b);
 Expr operator*(const Expr &a, const Expr &b);

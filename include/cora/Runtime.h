@@ -1,6 +1,6 @@
 /** \file Run-time objects: the ragged shape of a batch and packed buffers.
  *
- * A RaggedShape binds params and length arrays to values for one batch. It builds every aux
+ * A RaggedShape binds params, length arrays and shape tensors (a mask) to values for one batch. It builds every aux
  * array (prefix-sum offsets) on first use and keeps it, so all kernels and layers that share
  * the shape share the arrays. A Buffer owns packed storage sized by the library, or is a view of
  * the caller's memory (Buffer::view: no copy). */
@@ -27,7 +27,16 @@ public:
     RaggedShape &set_offsets(const LengthArray &len, const std::vector<int32_t> &offsets);
     RaggedShape &set_offsets(const LengthArray &len, const std::vector<int64_t> &offsets);
 
+    /** Bind a shape tensor (a mask, coordinates), its elements row-major; RuntimeError when a
+     * value is outside the declared range. The element count must equal the product of its dims
+     * (checked, naming the tensor, before anything reads it). Formats that read it (an active-tile
+     * list built from a mask) are rebuilt when it changes. */
+    RaggedShape &set(const ShapeTensor &t, std::vector<int32_t> values);
+    /** The same from bytes (a uint8 mask, as NumPy and PyTorch store boolean masks). */
+    RaggedShape &set(const ShapeTensor &t, const uint8_t *values, int64_t count);
+
     int64_t value(const Param &p) const;
+    const std::vector<int32_t> &values(const ShapeTensor &t) const;
     const std::vector<int32_t> &lengths(const LengthArray &len) const;
     /** Exclusive prefix sums of the lengths (B+1 entries), the cu_seqlens convention. */
     std::vector<int64_t> offsets(const LengthArray &len) const;

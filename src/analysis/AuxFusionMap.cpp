@@ -23,7 +23,7 @@ public:
     }
     /** Built from P; checked against P and (fi) its fo. */
     AuxInputs inputs() const override {
-        AuxInputs in{{outer_extent_}, {prefix_}};
+        AuxInputs in{{outer_extent_}, {prefix_}, {}};
         if (partner_) in.arrays.push_back(partner_);
         return in;
     }

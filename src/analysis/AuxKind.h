@@ -12,7 +12,7 @@
  *   - check:         IR that checks an array a caller passed (JIT kernels,
  *                    lower/AddArgumentChecks.cpp): the kernel indexes memory with it;
  *   - inputs:        what the build reads besides the layout's extents (expressions of params and
- *                    length arrays, other aux arrays), so that a kernel building or checking the
+ *                    length arrays, other aux arrays, shape tensors: a mask), so that a kernel building or checking the
  *                    array takes them as arguments and builds those arrays first;
  *   - facts:         what the prover may assume about one call (the build or the check makes it
  *                    hold), beyond the declared value range (analysis/Z3Prover.cpp);
@@ -49,6 +49,9 @@ struct AuxArray {
 struct AuxInputs {
     std::vector<Expr> exprs;                           ///< in params, length arrays and aux calls
     std::vector<std::shared_ptr<const UFNode>> arrays; ///< aux arrays it reads or is checked against
+    /** Shape tensors (ShapeTensor: a mask, coordinates) its build reads element by element: kernels
+     * that build or check the array take them as arguments, bound from the RaggedShape. */
+    std::vector<std::shared_ptr<const UFNode>> tensors;
 };
 
 /** A fusion map's role in the inverse law P(fo(f)) + fi(f) = f. */

@@ -11,7 +11,7 @@ class LongestFirstKind : public AuxKind {
 public:
     LongestFirstKind(Expr extent, Expr cost) : extent_(std::move(extent)), cost_(std::move(cost)) {}
     const char *name() const override { return "longest-first order"; }
-    AuxInputs inputs() const override { return AuxInputs{{cost_, extent_}, {}}; }
+    AuxInputs inputs() const override { return AuxInputs{{cost_, extent_}, {}, {}}; }
 
     /** The costs into a scratch array, the identity into the array, then a stable bottom-up
      * merge sort by descending cost (ties keep index order): pass p merges runs of width 2^p

@@ -42,7 +42,7 @@ public:
     explicit PrefixSumKind(Expr summand) : summand_(std::move(summand)) {}
     const char *name() const override { return "prefix sum"; }
     const Expr *prefix_summand() const override { return &summand_; }
-    AuxInputs inputs() const override { return AuxInputs{{summand_}, {}}; }
+    AuxInputs inputs() const override { return AuxInputs{{summand_}, {}, {}}; }
 
     Stmt build(const AuxArray &a, AuxTable &table) const override {
         PrefixRows rows(a.spec(), table);

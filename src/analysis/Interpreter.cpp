@@ -84,7 +84,18 @@ int64_t Interpreter::eval_int(const Expr &e) {
         const UFCall *u = e.as<UFCall>();
         if (u->fn->kind == UFKind::LengthArray) {
             if (!length_value) cannot(e, "no length arrays bound");
-            return length_value(u->fn.get(), eval_int(u->args.at(0)));
+            if (u->fn->dims.empty()) return length_value(u->fn.get(), eval_int(u->args.at(0)));
+            // A shape tensor: its row-major element, each index checked against its dim (a flat
+            // index in range could still be the wrong element).
+            int64_t flat = 0;
+            for (size_t k = 0; k < u->args.size(); k++) {
+                int64_t i = eval_int(u->args[k]), extent = eval_int(u->fn->dims[k]);
+                if (i < 0 || i >= extent)
+                    throw RuntimeError(concat(input_array_title(*u->fn), ": index ", i, " of dim ", k,
+                                              " is outside [0, ", extent, ") in ", print(e)));
+                flat = flat * extent + i;
+            }
+            return length_value(u->fn.get(), flat);
         }
         std::vector<int64_t> args;
         for (const Expr &a : u->args)

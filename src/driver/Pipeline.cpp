@@ -93,8 +93,7 @@ LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const C
 std::vector<KernelArgInfo> argument_info(const LoweredModule &m) {
     std::vector<KernelArgInfo> v;
     for (const ModuleArg &a : m.entry().args)
-        v.push_back(
-            KernelArgInfo{a.kind, a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type, a.layout});
+        v.push_back(KernelArgInfo{a.kind, a.name, a.kind == ModuleArg::Kind::Param ? Int64 : a.var->type, a.layout});
     return v;
 }
 
@@ -169,7 +168,7 @@ std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape
         case ModuleArg::Kind::LengthArray: {
             std::lock_guard<std::mutex> lock(s.mu);
             auto it = s.lengths.find(a.uf.get());
-            if (it == s.lengths.end()) throw_runtime_error("length array '", a.name, "' is not set in the RaggedShape");
+            if (it == s.lengths.end()) throw_runtime_error(input_array_title(*a.uf), " is not set in the RaggedShape");
             c.type_code = CORA_TYPE_INT32;
             c.data = const_cast<int32_t *>(it->second.data());
             c.count = (int64_t)it->second.size();

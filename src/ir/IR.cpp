@@ -198,6 +198,21 @@ bool is_const(const Expr &e, int64_t v) {
     const int64_t *c = as_const_int(e);
     return c && *c == v;
 }
+Expr input_array_flat_index(const UFNode &fn, const std::vector<Expr> &args) {
+    CORA_CHECK(fn.kind == UFKind::LengthArray && (int)args.size() == fn.arity, "input_array_flat_index of ", fn.name);
+    if (fn.dims.empty()) return args[0];
+    Expr flat = args[0];
+    for (size_t k = 1; k < args.size(); k++)
+        flat = Add::make(Mul::make(flat, fn.dims[k]), args[k]);
+    return flat;
+}
+
+Expr input_array_extent(const UFNode &fn, size_t k) { return fn.dims.empty() ? fn.count : fn.dims.at(k); }
+
+std::string input_array_title(const UFNode &fn) {
+    return (fn.dims.empty() ? "length array '" : "shape tensor '") + fn.name + "'";
+}
+
 Expr make_zero(Type t) { return t.is_float() ? FloatImm::make(0.0, t) : IntImm::make(0, t); }
 Expr make_one(Type t) { return t.is_float() ? FloatImm::make(1.0, t) : IntImm::make(1, t); }
 

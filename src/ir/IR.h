@@ -31,8 +31,8 @@ namespace cora::ir {
     X(Mod)                                                                                                             \
     X(Min)                                                                                                             \
     X(Max)                                                                                                             \
-    X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load)      \
-        X(Reduce)
+    X(EQ)                                                                                                              \
+    X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For)                                                                                                             \
@@ -86,7 +86,8 @@ struct DimNode {
 };
 
 enum class UFKind : uint8_t {
-    LengthArray, ///< user input: int32 array indexed by one dim, values in [min, max]
+    LengthArray, ///< user input: int32 array, values in [min, max]: a length array (one index) or a
+                 ///< shape tensor (ShapeTensor: one index per dim, row-major)
     Aux,         ///< built by the prelude (prefix sums); indexed by the dims of its layout
 };
 
@@ -98,8 +99,10 @@ struct UFNode {
     uint64_t id;
     UFKind kind;
     int arity;
-    int64_t min_value, max_value;       ///< inclusive value range: an axiom for the prover
-    Expr count;                         ///< LengthArray: number of elements
+    int64_t min_value, max_value; ///< inclusive value range: an axiom for the prover
+    Expr count;                   ///< LengthArray: number of elements
+    /** A shape tensor's dims (row-major; count is their product); empty for a length array. */
+    std::vector<Expr> dims;
     std::shared_ptr<const AuxSpec> aux; ///< Aux: how the prelude builds it
     /** LengthArray: values known when compiling (LengthArray::constant), or null. Reads at a
      * constant index fold to them (analysis/StaticValues.h); kernels check that the array passed
@@ -434,6 +437,15 @@ Expr reduce_identity(ReduceOp op, Type t);
 /** acc combined with x by `op` (acc + x, max, min): one definition for every reduction lowering. */
 Expr reduce_combine(ReduceOp op, const Expr &acc, const Expr &x);
 const char *reduce_op_name(ReduceOp op);
+
+/** The element of input array `fn` (a length array or a shape tensor) that the call `fn(args)`
+ * reads, in its row-major storage: args[0] for a length array. */
+Expr input_array_flat_index(const UFNode &fn, const std::vector<Expr> &args);
+/** The bound index k of a call of `fn` stays below: its count for a length array, dim k for a
+ * shape tensor. */
+Expr input_array_extent(const UFNode &fn, size_t k);
+/** "length array 'len'" or "shape tensor 'mask'": what messages call `fn`. */
+std::string input_array_title(const UFNode &fn);
 
 } // namespace cora::ir
 

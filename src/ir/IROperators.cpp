@@ -262,6 +262,47 @@ const std::string &LengthArray::name() const { return node_->name; }
 Expr LengthArray::count() const { return node_->count; }
 int64_t LengthArray::min_value() const { return node_->min_value; }
 int64_t LengthArray::max_value() const { return node_->max_value; }
+// --- ShapeTensor -------------------------------------------------------------------------------
+
+ShapeTensor::ShapeTensor(const std::string &name, std::vector<Expr> dims, int64_t min_value, int64_t max_value) {
+    if (name.empty()) throw_compile_error("a ShapeTensor needs a non-empty name");
+    if (dims.empty()) throw_compile_error("ShapeTensor '", name, "' needs at least one dim");
+    if (min_value > max_value)
+        throw_compile_error("ShapeTensor '", name, "': empty range [", min_value, ", ", max_value, "]");
+    if (min_value < INT32_MIN || max_value > INT32_MAX)
+        throw_compile_error("ShapeTensor '", name, "': range [", min_value, ", ", max_value, "] does not fit int32");
+    Expr count;
+    for (size_t k = 0; k < dims.size(); k++) {
+        if (!dims[k].defined() || !dims[k].type().is_int())
+            throw_compile_error("ShapeTensor '", name, "': dim ", k, " must be an integer expression");
+        count = count.defined() ? Mul::make(count, dims[k]) : dims[k];
+    }
+    auto u = std::make_shared<UFNode>();
+    u->name = name;
+    u->id = next_symbol_id++;
+    u->kind = UFKind::LengthArray;
+    u->arity = (int)dims.size();
+    u->min_value = min_value;
+    u->max_value = max_value;
+    u->count = count;
+    u->dims = std::move(dims);
+    node_ = u;
+}
+const std::string &ShapeTensor::name() const { return node_->name; }
+const std::vector<Expr> &ShapeTensor::dims() const { return node_->dims; }
+Expr ShapeTensor::count() const { return node_->count; }
+int64_t ShapeTensor::min_value() const { return node_->min_value; }
+int64_t ShapeTensor::max_value() const { return node_->max_value; }
+Expr ShapeTensor::operator()(const std::vector<Expr> &index) const {
+    if ((int)index.size() != node_->arity)
+        throw_compile_error("ShapeTensor '", node_->name, "' has ", node_->arity, " dims, indexed with ", index.size());
+    for (size_t k = 0; k < index.size(); k++)
+        if (!index[k].defined() || !index[k].type().is_int())
+            throw_compile_error("index ", k, " of '", node_->name, "' must be an integer expression, got ",
+                                index[k].defined() ? index[k].type().str() : std::string("an undefined Expr"));
+    return UFCall::make(node_, index);
+}
+
 Expr LengthArray::operator()(const Expr &index) const {
     if (!index.defined() || !index.type().is_int())
         throw_compile_error("argument of '", node_->name, "' must be an integer index, got ",

@@ -108,14 +108,15 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
             break;
         }
         case ModuleArg::Kind::LengthArray: {
+            const std::string title = input_array_title(*a.uf);
             inputs.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
-                                          {"length array '" + a.name + "' has ", " elements, expected ", ""},
+                                          {title + " has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
             VarPtr i = make_var("i", VarRole::Index);
             Expr v = Cast::make(Int64, Load::make(a.var, var_expr(i)));
             Stmt body = Assert::make(
                 And::make(GE::make(v, IntImm::make(a.uf->min_value)), LE::make(v, IntImm::make(a.uf->max_value))),
-                {"length array '" + a.name + "': element ", " is ",
+                {title + ": element ", " is ",
                  ", expected a value in [" + std::to_string(a.uf->min_value) + ", " + std::to_string(a.uf->max_value) +
                      "]"},
                 {var_expr(i), v});
@@ -175,7 +176,7 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
     for (const ModuleArg &a : args)
         if (a.kind == ModuleArg::Kind::Input || a.kind == ModuleArg::Kind::Output) report(a, "tensor");
     for (const ModuleArg &a : args)
-        if (a.kind == ModuleArg::Kind::LengthArray) report(a, "length array");
+        if (a.kind == ModuleArg::Kind::LengthArray) report(a, a.uf->dims.empty() ? "length array" : "shape tensor");
     std::vector<Stmt> sizes_body = inputs;
     sizes_body.push_back(build_aux_arrays(Block::make(sizes), args, ctx));
     out.size_query = Block::make(sizes_body);

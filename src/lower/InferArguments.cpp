@@ -1,4 +1,5 @@
-/** \file Pass: derive the kernel's argument list in ABI order: params, length arrays, aux
+/** \file Pass: derive the kernel's argument list in ABI order: params, length arrays (and shape
+ * tensors, among them by name: the aux arrays' kinds name those they read), aux
  * arrays (dependencies first), input tensors, output tensors. Every symbol the body, the sizes,
  * the length counts and the aux specs mention is included. Names are deterministic.
  * Tests: tests/pass/passes.cpp (the pass alone), tests/unit/lowering.cpp (argument order). */
@@ -11,6 +12,7 @@
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
+#include "util/Error.h"
 
 namespace cora::ir {
 
@@ -21,16 +23,18 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
     std::set<const void *> seen;
     std::vector<Expr> pending;
 
+    auto add_input_array = [&](const std::shared_ptr<const UFNode> &fn) {
+        if (!seen.insert(fn.get()).second) return;
+        lengths.push_back(fn);
+        pending.push_back(fn->count); // a shape tensor's count is the product of its dims
+    };
     auto scan = [&](const Expr &e) {
         visit_exprs(e, [&](const Expr &x) {
             if (const VarNode *v = x.as<VarNode>()) {
                 if (v->role == VarRole::Param && seen.insert(v).second)
                     params.push_back(std::static_pointer_cast<const VarNode>(x.ptr()));
             } else if (const UFCall *u = x.as<UFCall>()) {
-                if (u->fn->kind == UFKind::LengthArray && seen.insert(u->fn.get()).second) {
-                    lengths.push_back(u->fn);
-                    pending.push_back(u->fn->count);
-                }
+                if (u->fn->kind == UFKind::LengthArray) add_input_array(u->fn);
             }
         });
     };
@@ -42,8 +46,11 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
     for (auto &a : aux) {
         for (auto &ld : a->aux->layout)
             roots.push_back(ld.extent);
-        for (const Expr &e : a->aux->kind->inputs().exprs)
+        AuxInputs in = a->aux->kind->inputs();
+        for (const Expr &e : in.exprs)
             roots.push_back(e);
+        for (const std::shared_ptr<const UFNode> &t : in.tensors)
+            add_input_array(t);
     }
     for (auto &t : ctx.inputs)
         for (auto &ld : t->storage)
@@ -77,7 +84,15 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
         a.var = make_var(u->name, VarRole::Buffer, Int32);
         a.count_var = make_var(u->name + "_count", VarRole::Local, Int64);
         a.expected_count = u->count;
-        a.layout = "int32 " + u->name + "[" + print(u->count) + "]\n";
+        if (u->dims.empty()) {
+            a.layout = "int32 " + u->name + "[" + print(u->count) + "]\n";
+        } else {
+            std::string dims;
+            for (const Expr &d : u->dims)
+                dims += concat("[", print(d), "]");
+            a.layout =
+                concat("int32 ", u->name, dims, ", row-major (a shape tensor: ", print(u->count), " elements)\n");
+        }
         if (u->static_values)
             a.layout += "values fixed when compiling: the kernel was specialised to them and checks every element "
                         "on every call\n";

@@ -1,7 +1,7 @@
 /** \file Pass: turn uninterpreted-function calls into memory reads of argument arrays.
- * len(b) becomes int64(len[b]); an aux call P(args) becomes P[offset] where offset flattens
- * args through P's own layout (recursively, for nested raggedness).
- * Requires: the argument list. Ensures: no UFCall is left. Tests: tests/pass/passes.cpp (the pass alone), every file in
+ * len(b) becomes int64(len[b]), a shape tensor's mask(n, y, x) int64(mask[(n * H + y) * W + x]); an aux call P(args)
+ * becomes P[offset] where offset flattens args through P's own layout (recursively, for nested raggedness). Requires:
+ * the argument list. Ensures: no UFCall is left. Tests: tests/pass/passes.cpp (the pass alone), every file in
  * tests/correctness. */
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
@@ -23,7 +23,8 @@ protected:
         for (const ModuleArg &a : args_)
             if (a.uf.get() == op->fn.get()) arg = &a;
         CORA_CHECK(arg != nullptr, "no argument for uninterpreted function ", op->fn->name);
-        if (op->fn->kind == UFKind::LengthArray) return Cast::make(Int64, Load::make(arg->var, args[0]));
+        if (op->fn->kind == UFKind::LengthArray)
+            return Cast::make(Int64, Load::make(arg->var, input_array_flat_index(*op->fn, args)));
         FlatLayout flat = flatten_layout(ctx_.aux, op->fn->aux->layout);
         return Load::make(arg->var, mutate(flat_offset(flat, op->fn->aux->layout, args)));
     }

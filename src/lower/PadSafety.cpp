@@ -56,12 +56,15 @@ public:
         std::string out;
         if (const Access *a = e.as<Access>()) out = access(*a->tensor, a->indices);
         if (const UFCall *u = e.as<UFCall>(); u && u->fn->kind == UFKind::LengthArray) {
-            Expr i = simplify(u->args[0]);
-            std::string where = "length array '" + u->fn->name + "' at " + print(i);
-            if (!ctx_.prover->prove_nonneg(i, scope_))
-                out = where + " may be negative (" + failure() + ")";
-            else if (!ctx_.prover->prove_nonneg(Sub::make(Sub::make(u->fn->count, i), IntImm::make(1)), scope_))
-                out = where + " may reach its count " + print(u->fn->count) + " (" + failure() + ")";
+            for (size_t k = 0; k < u->args.size() && out.empty(); k++) {
+                Expr i = simplify(u->args[k]), extent = input_array_extent(*u->fn, k);
+                std::string where = input_array_title(*u->fn) + " at " + print(i);
+                if (!ctx_.prover->prove_nonneg(i, scope_))
+                    out = where + " may be negative (" + failure() + ")";
+                else if (!ctx_.prover->prove_nonneg(Sub::make(Sub::make(extent, i), IntImm::make(1)), scope_))
+                    out = where + " may reach its " + (u->fn->dims.empty() ? "count " : "dim ") + print(extent) + " (" +
+                          failure() + ")";
+            }
         }
         if (out.empty())
             for_each_child(e, [&](const Expr &x) {

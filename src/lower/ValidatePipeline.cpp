@@ -125,7 +125,10 @@ public:
             for (const Expr &x : u->args)
                 check(x);
             if (u->fn->kind == UFKind::LengthArray)
-                require_in_range(u->args[0], u->fn->count, "length array '" + u->fn->name + "'");
+                for (size_t k = 0; k < u->args.size(); k++)
+                    require_in_range(u->args[k], input_array_extent(*u->fn, k),
+                                     input_array_title(*u->fn) +
+                                         (u->fn->dims.empty() ? "" : " in dim " + std::to_string(k)));
             return;
         }
         visit_children(e);

@@ -26,9 +26,9 @@ Interpreter RaggedShape::Impl::interpreter() const {
     in.ints = params;
     in.length_value = [this](const UFNode *fn, int64_t i) -> int64_t {
         auto it = lengths.find(fn);
-        if (it == lengths.end()) throw_runtime_error("length array '", fn->name, "' is not set in the RaggedShape");
+        if (it == lengths.end()) throw_runtime_error(input_array_title(*fn), " is not set in the RaggedShape");
         if (i < 0 || i >= (int64_t)it->second.size())
-            throw_runtime_error("length array '", fn->name, "' has ", it->second.size(), " elements, index ", i,
+            throw_runtime_error(input_array_title(*fn), " has ", it->second.size(), " elements, index ", i,
                                 " was needed (is its count consistent with the params?)");
         return it->second[i];
     };
@@ -112,6 +112,33 @@ RaggedShape &RaggedShape::set(const LengthArray &len, std::vector<int32_t> lengt
     return *this;
 }
 
+RaggedShape &RaggedShape::set(const ShapeTensor &t, std::vector<int32_t> values) {
+    for (size_t i = 0; i < values.size(); i++) {
+        if (values[i] < t.min_value() || values[i] > t.max_value())
+            throw_runtime_error("shape tensor '", t.name(), "': element ", i, " (row-major) is ", values[i],
+                                ", expected a value in [", t.min_value(), ", ", t.max_value(), "]");
+    }
+    // Its element count against its dims is checked where the dims' params are known to be set:
+    // before any kernel, size or aux array reads it (validate_counts).
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->lengths[t.node().get()] = std::move(values);
+    impl_->aux.clear();
+    return *this;
+}
+
+RaggedShape &RaggedShape::set(const ShapeTensor &t, const uint8_t *values, int64_t count) {
+    if (count < 0) throw_runtime_error("shape tensor '", t.name(), "': negative element count ", count);
+    if (count > 0 && values == nullptr) throw_runtime_error("shape tensor '", t.name(), "': null data");
+    return set(t, std::vector<int32_t>(values, values + count));
+}
+
+const std::vector<int32_t> &RaggedShape::values(const ShapeTensor &t) const {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->lengths.find(t.node().get());
+    if (it == impl_->lengths.end()) throw_runtime_error("shape tensor '", t.name(), "' is not set in the RaggedShape");
+    return it->second;
+}
+
 template <typename T>
 static std::vector<int32_t> lengths_from_offsets(const LengthArray &len, const std::vector<T> &offsets) {
     if (offsets.empty()) throw_runtime_error("offsets for '", len.name(), "' are empty; expected B+1 entries");
@@ -169,7 +196,7 @@ void RaggedShape::Impl::validate_counts() const {
         Interpreter in = interpreter();
         int64_t want = in.eval_int(fn->count);
         if (want != (int64_t)l.size())
-            throw_runtime_error("length array '", fn->name, "' has ", l.size(), " elements, expected ", want, " (",
+            throw_runtime_error(input_array_title(*fn), " has ", l.size(), " elements, expected ", want, " (",
                                 print(fn->count), ")");
     }
 }

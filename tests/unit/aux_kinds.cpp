@@ -224,7 +224,7 @@ public:
                             For::make(t, IntImm::make(0), extent_, ForKind::Serial, Store::make(a.buffer, x, next))});
     }
     Stmt check(const AuxArray &, AuxTable &) const override { return Stmt(); }
-    AuxInputs inputs() const override { return AuxInputs{{extent_, summand_}, {}}; }
+    AuxInputs inputs() const override { return AuxInputs{{extent_, summand_}, {}, {}}; }
 
 private:
     VarPtr d_;
