@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -58,7 +57,7 @@ int run(int argc, char **argv) {
               "where cora runs: the CPU, a CUDA GPU, the GPU schedule emulated on the CPU, or its CUDA "
               "source on CPU threads");
     if (!cli.parse(argc, argv)) return 0;
-    const apps::Device device = apps::parse_device(device_name);
+    const Backend &device = apps::parse_device(device_name);
     std::vector<int32_t> lengths;
     std::string source = lengths_file;
     if (cli.given("--lengths") || std::ifstream(lengths_file)) {
@@ -85,7 +84,7 @@ int run(int argc, char **argv) {
     Sum.compute([&](Expr b_, Expr i, Expr h_) { return sum(r, len(b_), E(b_, i, h_, r)); });
     P.compute([&](Expr b_, Expr i, Expr h_, Expr j) { return E(b_, i, h_, j) / Sum(b_, i, h_); });
     Pipeline pipeline({P}, "attention_softmax");
-    if (device != apps::Device::Cpu) {
+    if (device.runs_gpu_schedules()) {
         // GPU: a block per (head, query row, sentence) — the row axis ragged, launched at the
         // longest sentence. The scores, exponentials and result: a thread per key. The row max and
         // sum: one warp per row, each lane reducing every 32nd key, the lanes combined with warp
@@ -96,25 +95,13 @@ int run(int argc, char **argv) {
         for (Func *f : {&Mx, &Sum})
             f->split(r, ro, ri, 32).reorder({b, q, h, ri, ro}).gpu_blocks(h, q, b).gpu_threads(ri);
     }
-    std::optional<Kernel> kernel;
-    std::optional<CudaKernel> gpu_kernel;
-    if (device == apps::Device::Cuda || device == apps::Device::CudaCpuThreads) {
-        gpu_kernel.emplace(apps::compile_for(device, pipeline));
-    } else {
-        CompileOptions o;
-        if (device == apps::Device::CudaEmulated) o.target = Target::CudaEmulated;
-        kernel.emplace(pipeline.compile(o));
-    }
-    auto run_kernel = [&](const RaggedShape &s, const std::vector<Binding> &bindings) {
-        if (gpu_kernel)
-            gpu_kernel->run(s, bindings);
-        else
-            kernel->run(s, bindings);
-    };
-    // Seconds per run: on a GPU the median with the data on the device, else the best wall time.
+    Kernel kernel = pipeline.compile(device.name());
+    auto run_kernel = [&](const RaggedShape &s, const std::vector<Binding> &bindings) { kernel.run(s, bindings); };
+    // Seconds per run: for a GPU schedule the median (on a GPU with the data on the device), for
+    // the CPU's the best wall time.
     auto time_kernel = [&](const RaggedShape &s, const std::vector<Binding> &bindings) {
-        if (gpu_kernel) return gpu_kernel->time_ms(s, bindings, (int)runs) * 1e-3;
-        return best_seconds(runs, [&] { kernel->run(s, bindings); });
+        if (device.runs_gpu_schedules()) return kernel.time_ms(s, bindings, (int)runs) * 1e-3;
+        return best_seconds(runs, [&] { kernel.run(s, bindings); });
     };
 
     // --- ragged run and correctness check against padded data with masks ---
@@ -169,18 +156,12 @@ int run(int argc, char **argv) {
     for (int32_t l : lengths)
         useful += (double)l * l;
     std::printf("cora ragged attention scores + softmax (batch %d, heads %d, head dim %lld) on %s\n", (int)batch,
-                (int)heads, (long long)D,
-                device == apps::Device::Cpu              ? "the CPU"
-                : device == apps::Device::Cuda           ? "a CUDA GPU (median, data on the device)"
-                : device == apps::Device::CudaCpuThreads ? "CPU threads running the CUDA source (not a GPU timing)"
-                                                         : "the CPU, GPU schedule emulated (not a GPU timing)");
+                (int)heads, (long long)D, device.description().c_str());
     std::printf("lengths: %s (min %d, max %d)\n", source.c_str(), *std::min_element(lengths.begin(), lengths.end()),
                 max_len);
     std::printf("correctness vs masked padded reference: %s (max abs error %.2e%s)\n", ok ? "PASS" : "FAIL",
                 check.max_abs(), check.non_finite_note().c_str());
-    if (kernel)
-        std::printf("kernel compile: %s (%.2f s)\n", kernel->from_cache() ? "cached" : "compiled",
-                    kernel->compile_seconds());
+    std::printf("kernel compile: %s (%.2f s)\n", kernel.from_cache() ? "cached" : "compiled", kernel.compile_seconds());
     std::printf("padded work / useful work (attention): %.2fx\n",
                 apps::work_ratio((double)batch * max_len * max_len, useful));
     const char *nt = std::getenv("CORA_NUM_THREADS");

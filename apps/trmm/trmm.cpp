@@ -43,7 +43,7 @@ bool check_against_strmm(const Buffer &l, const Buffer &b, const float *got, int
 }
 
 /** --device other than cpu: the GPU schedule (trmm_gpu_def.h), checked and timed. */
-int run_gpu(apps::Device device, int64_t size_m, int64_t size_n, int64_t runs) {
+int run_gpu(const Backend &device, int64_t size_m, int64_t size_n, int64_t runs) {
     apps::TrmmGpu t;
     RaggedShape shape;
     shape.set(t.M, size_m).set(t.N, size_n);
@@ -78,8 +78,8 @@ int run(int argc, char **argv) {
               "threads");
     if (!cli.parse(argc, argv)) return 0;
     if (size_n == 0) size_n = size_m;
-    const apps::Device device = apps::parse_device(device_name);
-    if (device != apps::Device::Cpu) return run_gpu(device, size_m, size_n, runs);
+    const Backend &device = apps::parse_device(device_name);
+    if (device.runs_gpu_schedules()) return run_gpu(device, size_m, size_n, runs);
     Pipeline p({t.C}, "trmm");
     Kernel k = p.compile();
     std::printf("trmm M = %lld, N = %lld (%s)\n", (long long)size_m, (long long)size_n, k.prover_stats().c_str());

@@ -36,7 +36,7 @@ double gflops(double flop, double secs) { return flop * 1e-9 / secs; }
 
 /** --device other than cpu: the GPU schedule (vgemm_gpu_def.h, JIT-compiled) on the same
  * operands, checked against the per-matrix cblas_sgemm loop. */
-int run_gpu(cora::apps::Device device, const VGemmProblem &p, const std::vector<GemmShape> &shapes, int64_t runs) {
+int run_gpu(const cora::Backend &device, const VGemmProblem &p, const std::vector<GemmShape> &shapes, int64_t runs) {
     using namespace cora;
     apps::VgemmGpu v(128); // 128 x 128 tiles: twice the 64 x 64 tiles' speed on an H200 (bench/gpu)
     RaggedShape shape;
@@ -64,7 +64,7 @@ int run_gpu(cora::apps::Device device, const VGemmProblem &p, const std::vector<
 /** --tensor-cores: the tensor-core schedule (VgemmTensorCores, float16 operands, float32 sums) on
  * the operands rounded to float16 and padded with zeros to whole tiles (M, N to 32, K to 16),
  * checked against the per-matrix cblas_sgemm loop on the same rounded operands. */
-int run_gpu_tensor_cores(cora::apps::Device device, const VGemmProblem &p, int64_t runs) {
+int run_gpu_tensor_cores(const cora::Backend &device, const VGemmProblem &p, int64_t runs) {
     using namespace cora;
     apps::VgemmTensorCores v;
     std::vector<std::array<int32_t, 3>> tiles;
@@ -137,8 +137,8 @@ int run(int argc, char **argv) {
         .toggle("--tensor-cores", &tensor_cores,
                 "with a GPU --device: the tensor-core schedule (float16 operands, float32 sums, whole tiles)");
     if (!cli.parse(argc, argv)) return 0;
-    const cora::apps::Device device = cora::apps::parse_device(device_name);
-    if (tensor_cores && device == cora::apps::Device::Cpu)
+    const cora::Backend &device = cora::apps::parse_device(device_name);
+    if (tensor_cores && !device.runs_gpu_schedules())
         throw cora::apps::UsageError("--tensor-cores needs a GPU --device (cuda, cuda-emulated or cuda-cpu-threads)");
     const std::string shared = std::getenv("CORA_SHARED_DIR") ? std::getenv("CORA_SHARED_DIR") : CORA_SHARED_DIR;
     bool from_file = false;
@@ -159,7 +159,7 @@ int run(int argc, char **argv) {
                 (long long)batch, data.c_str(), from_file ? "dataset" : "generated, dataset absent",
                 omp_get_max_threads(), p.flop * 1e-9, cora::apps::work_ratio(p.padded_flop(), p.flop));
     if (tensor_cores) return run_gpu_tensor_cores(device, p, runs);
-    if (device != cora::apps::Device::Cpu) return run_gpu(device, p, shapes, runs);
+    if (device.runs_gpu_schedules()) return run_gpu(device, p, shapes, runs);
     if (std::string e = p.check_library_sizes(); !e.empty()) {
         std::fprintf(stderr, "vgemm: %s\n", e.c_str());
         return 1;

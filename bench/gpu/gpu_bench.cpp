@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
         // trmm, at both tile sizes of the schedule (the cuBLAS baselines timed again beside each)
         for (int64_t tile : {64, 128}) {
             Trmm t(tile);
-            CudaKernel k = compile_cuda_kernel(t.pipeline());
+            Kernel k = t.pipeline().compile("cuda");
             RaggedShape s;
             s.set(t.M, trmm_size).set(t.N, trmm_size);
             Buffer l = Buffer::alloc(t.L, s), x = Buffer::alloc(t.X, s), c = Buffer::alloc(t.C, s);
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
         // vgemm, at both tile sizes
         for (int64_t tile : {64, 128}) {
             Vgemm v(tile);
-            CudaKernel k = compile_cuda_kernel(v.pipeline());
+            Kernel k = v.pipeline().compile("cuda");
             double cora_total = 0, loop_total = 0, grouped_total = 0, padded_total = 0, worst = 0;
             for (int64_t bi = 0; bi < batches; bi++) {
                 std::vector<apps::GemmShape> part(shapes.begin() + bi * batch, shapes.begin() + (bi + 1) * batch);
@@ -376,7 +376,7 @@ int main(int argc, char **argv) {
         {
             check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
             VgemmTc v;
-            CudaKernel k = compile_cuda_kernel(v.pipeline());
+            Kernel k = v.pipeline().compile("cuda");
             std::vector<std::pair<std::string, std::vector<std::array<int32_t, 3>>>> runs;
             for (int64_t bi = 0; bi < batches; bi++)
                 runs.push_back(

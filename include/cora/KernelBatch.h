@@ -19,7 +19,7 @@ namespace cora {
  * The kernels are the same as Pipeline::compile's (same lowering, same entry, same checks); only
  * their library is shared, and it stays loaded while any of them lives. The library is cached by
  * the batch's whole source: the same batch again is a cache hit; a kernel compiled alone is a
- * different cache entry. CPU targets only (Target::Host and Target::CudaEmulated).
+ * different cache entry. C++ kernels only: the backends "cpu" and "cuda-emulated" (CompileOptions::backend).
  *
  *     KernelBatch batch;
  *     for (Pipeline &p : pipelines) batch.add(p);   // lowered here: CompileError names the pipeline
@@ -30,7 +30,7 @@ public:
     explicit KernelBatch(CompileOptions opts = {});
 
     /** Lowers `p` now and keeps it for compile(); returns its index in compile()'s result.
-     * CompileError (as Pipeline::compile throws it) when `p` cannot be lowered or targets a GPU;
+     * CompileError (as Pipeline::compile throws it) when `p` cannot be lowered or its backend is another;
      * the batch is then unchanged. */
     size_t add(const Pipeline &p);
     /** How many pipelines wait for compile(). */

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cora/Expr.h"
@@ -128,6 +129,42 @@ private:
     int64_t count_ = 0;
     bool owned_ = true, read_only_ = false;
     std::shared_ptr<uint8_t[]> data_;
+};
+
+class Kernel;
+
+/** Memory on a kernel's device for one tensor, sized by the library for a shape (Kernel::alloc),
+ * released when the last copy of the handle goes; or a view of the caller's device memory
+ * (Kernel::view), never released by cora. It knows its device: it is a valid argument of the
+ * kernel that made it and of the kernels sharing that kernel's device (Kernel::share_device_with),
+ * of no other. */
+class DeviceBuffer {
+public:
+    Type type() const;
+    int64_t size() const; ///< elements
+    /** The device address (a CUdeviceptr on the backend "cuda"; host memory on "cuda-cpu-threads"). */
+    void *device_pointer() const;
+    /** The backend whose device holds it ("cuda", "cuda-cpu-threads") and the device's ordinal. */
+    const std::string &backend() const;
+    int device() const;
+    /** Copies `host` (the same type and size, else RuntimeError) to the device; returns when done. */
+    void upload(const Buffer &host);
+    /** Copies the device data into `host` (the same type and size); waits for the kernel's work. */
+    void download(Buffer &host) const;
+
+    struct Impl; ///< private to the backend that made it
+    explicit DeviceBuffer(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+private:
+    friend const std::shared_ptr<Impl> &device_buffer_impl(const DeviceBuffer &b);
+    std::shared_ptr<Impl> impl_;
+};
+
+/** A tensor bound to device memory. */
+struct DeviceBinding {
+    Tensor tensor;
+    DeviceBuffer *buffer;
+    DeviceBinding(const Tensor &t, DeviceBuffer &b) : tensor(t), buffer(&b) {}
 };
 
 } // namespace cora

@@ -1,4 +1,4 @@
-/** \file Where a pipeline's kernels run. */
+/** \file What the lowering produces for a backend (cora/Backend.h): host loops or a host/device split. */
 #pragma once
 
 namespace cora {
@@ -8,21 +8,13 @@ enum class Target {
      * error here (CompileError naming the loop). */
     Host,
     /** An NVIDIA GPU: every op's outer loops are bound with gpu_blocks (and gpu_threads); the
-     * kernels are CUDA C++ (cuda_source(), compiled by NVRTC in compile_cuda()). */
+     * kernels are CUDA C++ (compile_cuda(); the backends "cuda" and "cuda-cpu-threads"). */
     Cuda,
     /** The same host/device split as Cuda, run on the CPU: each launch runs its blocks and,
      * in each block, its threads one after another (the kernel's code is the device code printed
      * as C++). Slow, and exact: indexing, bound checks and launch sizes of a GPU schedule are
      * checked against the reference on any machine. */
     CudaEmulated
-};
-
-/** Where a CUDA kernel (cora/Cuda.h: CudaKernel) or a CUDA AOT library runs its device code. */
-enum class CudaBackend {
-    Gpu,        ///< this machine's GPU, through the CUDA driver API
-    CpuThreads, ///< the same CUDA source compiled for the CPU, a fiber per CUDA thread of a block on the launching
-                ///< thread, __syncthreads a barrier (divergent ones reported): the whole CUDA path without a GPU,
-                ///< for tests; one core runs every CUDA thread
 };
 
 inline bool is_gpu(Target t) { return t != Target::Host; }

@@ -1,6 +1,7 @@
 /** \file The whole public API of cora. */
 #pragma once
 
+#include "cora/Backend.h"
 #include "cora/Cuda.h"
 #include "cora/Error.h"
 #include "cora/Expr.h"

@@ -36,10 +36,14 @@ AotSource codegen_c_aot(const std::vector<const Module *> &variants, const std::
 struct CudaAotSource {
     std::string wrappers, on_cpu, header;
 };
-/** Where the library runs its kernels: CudaBackend::Gpu (through the driver API, from `fatbin`,
- * the device code built for `archs`, named in its load error) or CudaBackend::CpuThreads
- * (codegen_cuda_on_cpu: the library's whole host path, testable without a GPU). */
-CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaBackend backend, const std::string &fatbin,
+/** Where a CUDA library runs its kernels. */
+enum class CudaDeviceKind {
+    Gpu,        ///< through the driver API, from its fatbin
+    CpuThreads, ///< the CUDA source compiled for the CPU (codegen_cuda_on_cpu): testable without a GPU
+};
+/** A library running on `device`: for a GPU from `fatbin`, the device code built for `archs`, named
+ * in its load error. */
+CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaDeviceKind device, const std::string &fatbin,
                                const std::vector<int> &archs);
 
 /** The C header of an AOT library (AotHeader.cpp); `cuda`: of a CUDA library (a context, a stream,

@@ -1,7 +1,7 @@
 /** \file The sources of a CUDA AOT library (AotLibrary.h: codegen_cuda_aot).
  *
  * One translation unit holds the host entry (codegen_cuda_host, static), the size query, the
- * device runtime and the exported functions; with CudaBackend::CpuThreads a second one holds the
+ * device runtime and the exported functions; with CudaDeviceKind::CpuThreads a second one holds the
  * kernels compiled for the CPU (codegen_cuda_on_cpu). The device runtime is the text of
  * prelude/cora_device_runtime.h, the same code libcora's JIT kernels run on; this file adds only
  * the context and the C ABI around it. The context is an object the caller creates and destroys
@@ -154,11 +154,12 @@ std::string byte_array(const std::string &bytes) {
 
 } // namespace
 
-CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaBackend device, const std::string &fatbin,
+CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaDeviceKind device, const std::string &fatbin,
                                const std::vector<int> &archs) {
     const LoweredFunc *size_query = m.function(FunctionKind::SizeQuery);
     CORA_CHECK(size_query != nullptr, "codegen_cuda_aot: the module was lowered without build_aux_in_kernel");
-    CORA_CHECK(device == CudaBackend::CpuThreads || !fatbin.empty(), "codegen_cuda_aot: no fatbin for a GPU library");
+    CORA_CHECK(device == CudaDeviceKind::CpuThreads || !fatbin.empty(),
+               "codegen_cuda_aot: no fatbin for a GPU library");
     CudaAotSource out;
     std::string &src = out.wrappers;
     src = codegen_cuda_host(m, "static ");
@@ -168,7 +169,7 @@ CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaBacke
     src += kCoraDeviceRuntimeHeaderText;
     src += '\n';
     std::vector<const LoweredFunc *> kernels = m.device_kernels();
-    if (device == CudaBackend::Gpu) {
+    if (device == CudaDeviceKind::Gpu) {
         std::string names, list;
         // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
         for (const LoweredFunc *k : kernels) {

@@ -160,7 +160,7 @@ AotResult compile_cuda_library(const std::vector<Pipeline> &per_target, const st
         sources.push_back(fn + ".cu");
     }
     ir::CudaAotSource src =
-        ir::codegen_cuda_aot(m, fn, on_cpu ? CudaBackend::CpuThreads : CudaBackend::Gpu, fatbin, archs);
+        ir::codegen_cuda_aot(m, fn, on_cpu ? ir::CudaDeviceKind::CpuThreads : ir::CudaDeviceKind::Gpu, fatbin, archs);
 
     std::vector<std::string> cxx = compiler_command(options.compile.cxx);
     // Hidden by default: only the functions of <fn>.h are exported, so libraries of several

@@ -1,5 +1,5 @@
-/** \file The CUDA device runtime of JIT kernels (cora/Cuda.h: CudaKernel, DeviceBuffer). A
- * CudaKernel is the host entry (codegen_cuda_host, JIT-compiled like a CPU kernel) over a device of
+/** \file The kernels of the backends "cuda" and "cuda-cpu-threads" (cora/Backend.h) and their
+ * DeviceBuffers. Such a kernel is the host entry (codegen_cuda_host, JIT-compiled like a CPU kernel) over a device of
  * prelude/cora_device_runtime.h, the runtime CUDA AOT libraries embed too (one driver-API table,
  * one set of launch checks, one staging of the shape's arrays):
  *  - cora_rt::GpuDevice: the driver API loaded with dlopen, the kernels compiled by NVRTC for the
@@ -8,7 +8,7 @@
  *  - cora_rt::CpuThreadsDevice: the same CUDA source compiled for the CPU (codegen_cuda_on_cpu),
  *    host memory: everything but the driver runs without a GPU, so the tests cover it.
  * This file adds what is C++ API: exceptions, buffers that keep their kernel's device alive, and
- * the device state kernels share (CudaKernel::share_device_with). */
+ * the device state kernels share (Kernel::share_device_with). */
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,11 +17,13 @@
 #include "codegen/CRuntime.h"
 #include "codegen/CodeGen_C.h"
 #include "codegen/CodeGen_CUDA.h"
+#include "cora/Backend.h"
 #include "cora/Cuda.h"
 #include "cora_runtime.h"
 // After cora_runtime.h, which it builds on.
 #include "cora_device_runtime.h"
 #include "driver/JIT.h"
+#include "driver/KernelImpl.h"
 #include "driver/Lowering.h"
 #include "driver/Nvrtc.h"
 #include "ir/IRPrinter.h"
@@ -78,7 +80,7 @@ struct KernelDevice {
 
 } // namespace
 
-/** What kernels that share a device (CudaKernel::share_device_with) have in common: their memory
+/** What kernels that share a device (Kernel::share_device_with) have in common: their memory
  * space (each other's DeviceBuffers are valid arguments) and the shape arrays on the device, kept
  * by contents in one packed buffer (cora_rt::ShapeCache): kernels over the same ragged shape pay
  * one transfer between them. */
@@ -90,69 +92,101 @@ struct SharedDeviceState {
     cora_rt::ShapeCache shapes;
 };
 
-struct CudaKernel::Impl {
-    CudaBackend backend = CudaBackend::Gpu;
+namespace {
+
+/** A kernel of the CUDA runtime: its host entry and its device. */
+struct CudaRuntimeKernel : Kernel::Impl, std::enable_shared_from_this<CudaRuntimeKernel> {
+    CudaRuntimeKernel(std::string kernel_name, std::string backend_name)
+        : Kernel::Impl(std::move(kernel_name), std::move(backend_name)) {}
+    bool on_gpu = true;
     int device_ordinal = 0;
     ir::LoweredModule module;
-    CudaProgram program;
-    std::string host_source;
+    CudaProgram cuda;
     driver::JitResult jit;
     cora_device_entry_fn entry = nullptr;
-    std::shared_ptr<KernelDevice> device;
+    std::shared_ptr<KernelDevice> kernel_device;
     std::shared_ptr<SharedDeviceState> shared = std::make_shared<SharedDeviceState>();
+
+    void run(const RaggedShape &shape, const std::vector<Binding> &bindings) const override;
+    double time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const override;
+    double compile_seconds() const override { return jit.compile_seconds; }
+    bool from_cache() const override { return jit.from_cache; }
+    std::string prover_stats() const override { return module.prover_stats.str(); }
+    std::string prover_report() const override { return module.prover_stats.report(); }
+    void run(const RaggedShape &shape, const std::vector<DeviceBinding> &bindings, void *stream) const override;
+    void synchronize(void *stream) const override { kernel_device->synchronize(stream); }
+    DeviceBuffer alloc(const Tensor &t, const RaggedShape &shape) const override;
+    DeviceBuffer view(const Tensor &t, const RaggedShape &shape, void *device_pointer, int64_t count) const override;
+    int64_t shape_transfers() const override {
+        std::lock_guard<std::mutex> lock(shared->mu);
+        return shared->shapes.transfers();
+    }
+    void share_device_with(const Kernel::Impl &other) override;
+    const CudaProgram &program() const override { return cuda; }
+    int device() const override { return device_ordinal; }
+
+    /** Device buffers for the tensors of `bindings`, inputs uploaded. */
+    std::vector<DeviceBuffer> to_device(const RaggedShape &shape, const std::vector<Binding> &bindings,
+                                        std::vector<DeviceBinding> &out) const;
+    void require_argument(const Tensor &t) const;
 };
 
+} // namespace
+
 struct DeviceBuffer::Impl {
-    std::shared_ptr<CudaKernel::Impl> kernel; ///< keeps the device alive
+    std::shared_ptr<const CudaRuntimeKernel> kernel; ///< keeps the device alive
     void *ptr = nullptr;
     Type type = Float32;
     int64_t count = 0;
-    bool owned = true; ///< false: a view of the caller's device memory (CudaKernel::view), never freed here
+    bool owned = true; ///< false: a view of the caller's device memory (Kernel::view), never freed here
     ~Impl() {
-        if (owned) kernel->device->release(ptr);
+        if (owned) kernel->kernel_device->release(ptr);
     }
 };
+
+const std::shared_ptr<DeviceBuffer::Impl> &device_buffer_impl(const DeviceBuffer &b) { return b.impl_; }
 
 namespace {
 
 /** Calls the host entry on `args` (tensor pointers on the device), launches queued on `stream`. */
-void call_entry(CudaKernel::Impl &k, const std::vector<cora_arg_t> &args, void *stream) {
+void call_entry(const CudaRuntimeKernel &k, const std::vector<cora_arg_t> &args, void *stream) {
     const std::shared_ptr<SharedDeviceState> shared = k.shared;
     std::lock_guard<std::mutex> lock(shared->mu);
     char error[1024] = {0};
-    if (k.device->device->make_current(error, (int32_t)sizeof error) != CORA_OK)
+    if (k.kernel_device->device->make_current(error, (int32_t)sizeof error) != CORA_OK)
         throw_runtime_error("kernel '", k.module.name, "': ", error);
-    cora_rt::Run run(*k.device->device, shared->shapes, stream);
+    cora_rt::Run run(*k.kernel_device->device, shared->shapes, stream);
     cora_device_t services = run.services();
     const int64_t transfers = shared->shapes.transfers();
     int32_t rc = k.entry(args.data(), (int32_t)args.size(), &services, error, (int32_t)sizeof error);
     // A new copy of the shape's arrays lives on this kernel's device (the old one, released, was
     // on the previous owner's).
-    if (shared->shapes.transfers() != transfers) shared->owner = k.device;
+    if (shared->shapes.transfers() != transfers) shared->owner = k.kernel_device;
     if (rc != CORA_OK) throw_runtime_error("kernel '", k.module.name, "': ", error);
 }
 
-/** Device buffers for the tensors of `bindings`, inputs uploaded. */
-std::vector<DeviceBuffer> to_device(const CudaKernel &kernel, const CudaKernel::Impl &k, const RaggedShape &shape,
-                                    const std::vector<Binding> &bindings, std::vector<DeviceBinding> &out) {
+} // namespace
+
+std::vector<DeviceBuffer> CudaRuntimeKernel::to_device(const RaggedShape &shape, const std::vector<Binding> &bindings,
+                                                       std::vector<DeviceBinding> &out) const {
     // The host buffers' sizes and types first, named as a CPU kernel names them: the device
     // buffers are sized by the library, so the entry's own checks would not see a wrong host size.
     for (const Binding &b : bindings) {
         if (!b.buffer) throw_runtime_error("null buffer bound for tensor '", b.tensor.name(), "'");
         const int64_t expected = shape.size_of(b.tensor);
         if (b.buffer->size() != expected)
-            throw_runtime_error("kernel '", k.module.name, "': buffer for tensor '", b.tensor.name(), "' has ",
+            throw_runtime_error("kernel '", module.name, "': buffer for tensor '", b.tensor.name(), "' has ",
                                 b.buffer->size(), " elements, expected ", expected);
         if (b.buffer->type() != b.tensor.node()->type)
-            throw_runtime_error("kernel '", k.module.name, "': buffer for tensor '", b.tensor.name(), "' holds ",
+            throw_runtime_error("kernel '", module.name, "': buffer for tensor '", b.tensor.name(), "' holds ",
                                 b.buffer->type().str(), " elements, expected ", b.tensor.node()->type.str());
     }
     std::vector<DeviceBuffer> buffers;
     buffers.reserve(bindings.size());
     for (const Binding &b : bindings) {
-        buffers.push_back(kernel.alloc(b.tensor, shape));
+        buffers.push_back(alloc(b.tensor, shape));
         bool input = false;
-        for (const ir::ModuleArg &a : k.module.entry().args)
+        for (const ir::ModuleArg &a : module.entry().args)
             input = input || (a.tensor == b.tensor.node() && a.kind == ir::ModuleArg::Kind::Input);
         if (input) buffers.back().upload(*b.buffer);
     }
@@ -161,23 +195,22 @@ std::vector<DeviceBuffer> to_device(const CudaKernel &kernel, const CudaKernel::
     return buffers;
 }
 
-} // namespace
-
-CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts, CudaBackend backend) {
+Kernel driver::compile_cuda_runtime_kernel(const Pipeline &p, CompileOptions opts, bool on_gpu,
+                                           const std::string &backend) {
     opts.target = Target::Cuda;
-    auto impl = std::make_shared<CudaKernel::Impl>();
-    impl->backend = backend;
+    auto impl = std::make_shared<CudaRuntimeKernel>(p.name(), backend);
+    impl->on_gpu = on_gpu;
     std::vector<int> archs;
     std::unique_ptr<cora_rt::GpuDevice> gpu;
     char error[1024] = {0};
-    if (backend == CudaBackend::Gpu) {
+    if (on_gpu) {
         gpu = std::make_unique<cora_rt::GpuDevice>();
         if (gpu->open(opts.device, error, (int32_t)sizeof error) != CORA_OK)
             throw_runtime_error("pipeline '", p.name(), "': no CUDA device to run on: ", error);
         archs.push_back(gpu->compute_capability());
     } else if (opts.device != 0) {
-        throw_runtime_error("pipeline '", p.name(), "': there is no device ", opts.device,
-                            " on CPU threads (CudaBackend::CpuThreads has device 0 only)");
+        throw_runtime_error("pipeline '", p.name(), "': backend '", backend, "' has device 0 only, got device ",
+                            opts.device);
     }
     impl->device_ordinal = opts.device;
     impl->module = driver::lower_for_cuda(p, opts);
@@ -186,81 +219,68 @@ CudaKernel compile_cuda_kernel(const Pipeline &p, CompileOptions opts, CudaBacke
             throw_compile_error("pipeline '", p.name(), "': index tensor '", a.name,
                                 "' is checked on the host, and the CUDA runtime passes tensors in device memory; "
                                 "index tensors are not supported on CUDA yet");
-    impl->program = driver::cuda_program(impl->module, archs, opts);
+    impl->cuda = driver::cuda_program(impl->module, archs, opts);
     const int debug = opts.debug >= 0 ? opts.debug : 0;
     const driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
-    impl->device = std::make_shared<KernelDevice>();
+    impl->kernel_device = std::make_shared<KernelDevice>();
     if (gpu) {
         std::vector<const char *> names;
-        for (const std::string &k : impl->program.kernels)
+        for (const std::string &k : impl->cuda.kernels)
             names.push_back(k.c_str());
         const std::string holds = "a cubin for sm_" + std::to_string(archs[0]);
-        if (gpu->load_module(impl->program.binaries.at(0).cubin.data(), holds.c_str(), names.data(), (int)names.size(),
+        if (gpu->load_module(impl->cuda.binaries.at(0).cubin.data(), holds.c_str(), names.data(), (int)names.size(),
                              error, (int32_t)sizeof error) != CORA_OK)
             throw_runtime_error("pipeline '", p.name(), "': ", error);
-        impl->device->device = std::move(gpu);
+        impl->kernel_device->device = std::move(gpu);
     } else {
-        impl->device->on_cpu =
+        impl->kernel_device->on_cpu =
             driver::jit_compile(ir::codegen_cuda_on_cpu(impl->module), "cora_cuda_on_cpu_launch", jo);
-        impl->device->device = std::make_unique<cora_rt::CpuThreadsDevice>(
-            reinterpret_cast<cora_rt::CpuThreadsDevice::LaunchFn>(impl->device->on_cpu.entry));
+        impl->kernel_device->device = std::make_unique<cora_rt::CpuThreadsDevice>(
+            reinterpret_cast<cora_rt::CpuThreadsDevice::LaunchFn>(impl->kernel_device->on_cpu.entry));
     }
-    impl->host_source = impl->program.host_source;
-    impl->jit = driver::jit_compile(impl->host_source, ir::entry_symbol(impl->module), jo);
+    impl->source = impl->cuda.host_source;
+    impl->lowered = impl->cuda.lowered;
+    impl->arguments = driver::argument_info(impl->module);
+    impl->jit = driver::jit_compile(impl->source, ir::entry_symbol(impl->module), jo);
     impl->entry = reinterpret_cast<cora_device_entry_fn>(impl->jit.entry);
-    return CudaKernel(impl);
+    return Kernel(impl);
 }
 
-const CudaProgram &CudaKernel::program() const { return impl_->program; }
-const std::string &CudaKernel::host_source() const { return impl_->host_source; }
-CudaBackend CudaKernel::backend() const { return impl_->backend; }
-int CudaKernel::device() const { return impl_->device_ordinal; }
-int64_t CudaKernel::shape_transfers() const {
-    std::lock_guard<std::mutex> lock(impl_->shared->mu);
-    return impl_->shared->shapes.transfers();
+void CudaRuntimeKernel::share_device_with(const Kernel::Impl &other_impl) {
+    const auto *other = dynamic_cast<const CudaRuntimeKernel *>(&other_impl);
+    if (other && other->shared == shared) return;
+    if (!other || other->on_gpu != on_gpu)
+        throw_runtime_error("kernel '", name, "' runs on backend '", backend, "' and kernel '", other_impl.name,
+                            "' on backend '", other_impl.backend, "': they have no device memory to share");
+    if (other->device_ordinal != device_ordinal)
+        throw_runtime_error("kernel '", name, "' runs on CUDA device ", device_ordinal, " and kernel '", other->name,
+                            "' on device ", other->device_ordinal, ": they have no device memory to share");
+    shared = other->shared;
 }
 
-void CudaKernel::share_device_with(const CudaKernel &other) {
-    if (other.impl_->shared == impl_->shared) return;
-    auto where = [](CudaBackend b) { return b == CudaBackend::Gpu ? "on the GPU" : "on CPU threads"; };
-    if (other.impl_->backend != impl_->backend)
-        throw_runtime_error("kernel '", impl_->module.name, "' runs ", where(impl_->backend), " and kernel '",
-                            other.impl_->module.name, "' ", where(other.impl_->backend),
-                            ": they have no device memory to share");
-    if (other.impl_->device_ordinal != impl_->device_ordinal)
-        throw_runtime_error("kernel '", impl_->module.name, "' runs on CUDA device ", impl_->device_ordinal,
-                            " and kernel '", other.impl_->module.name, "' on device ", other.impl_->device_ordinal,
-                            ": they have no device memory to share");
-    impl_->shared = other.impl_->shared;
-}
-
-namespace {
-
-void require_argument(const CudaKernel::Impl &k, const Tensor &t) {
+void CudaRuntimeKernel::require_argument(const Tensor &t) const {
     bool known = false;
-    for (const ir::ModuleArg &a : k.module.entry().args)
+    for (const ir::ModuleArg &a : module.entry().args)
         known = known || (a.tensor && a.tensor == t.node());
-    if (!known) throw_runtime_error("tensor '", t.name(), "' is not an argument of kernel '", k.module.name, "'");
+    if (!known) throw_runtime_error("tensor '", t.name(), "' is not an argument of kernel '", module.name, "'");
 }
 
-} // namespace
-
-DeviceBuffer CudaKernel::view(const Tensor &t, const RaggedShape &shape, void *device_pointer, int64_t count) const {
-    require_argument(*impl_, t);
+DeviceBuffer CudaRuntimeKernel::view(const Tensor &t, const RaggedShape &shape, void *device_pointer,
+                                     int64_t count) const {
+    require_argument(t);
     auto fail = [&](auto &&...msg) {
-        throw_runtime_error("CudaKernel::view of tensor '", t.name(), "' (kernel '", impl_->module.name,
-                            "'): ", msg...);
+        throw_runtime_error("Kernel::view of tensor '", t.name(), "' (kernel '", module.name, "'): ", msg...);
     };
     const int64_t need = shape.size_of(t);
     if (count != need)
         fail(count, " elements given, the tensor has ", need,
-             " in this shape (its packed size; CudaKernel::program() and the AOT header give the layout)");
+             " in this shape (its packed size; Kernel::arguments() and the AOT header give the layout)");
     if (count > 0 && !device_pointer) fail("null device pointer for ", count, " elements");
     const Type type = t.node()->type;
     if ((uintptr_t)device_pointer % (uintptr_t)type.bytes() != 0)
         fail("device pointer ", device_pointer, " is not aligned to its ", type.bytes(), "-byte elements");
     auto b = std::make_shared<DeviceBuffer::Impl>();
-    b->kernel = impl_;
+    b->kernel = shared_from_this();
     b->type = type;
     b->count = count;
     b->ptr = device_pointer;
@@ -268,27 +288,29 @@ DeviceBuffer CudaKernel::view(const Tensor &t, const RaggedShape &shape, void *d
     return DeviceBuffer(b);
 }
 
-DeviceBuffer CudaKernel::alloc(const Tensor &t, const RaggedShape &shape) const {
-    require_argument(*impl_, t);
+DeviceBuffer CudaRuntimeKernel::alloc(const Tensor &t, const RaggedShape &shape) const {
+    require_argument(t);
     auto b = std::make_shared<DeviceBuffer::Impl>();
-    b->kernel = impl_;
+    b->kernel = shared_from_this();
     b->type = t.node()->type;
     b->count = shape.size_of(t);
     const size_t bytes = (size_t)b->count * (size_t)b->type.bytes();
-    b->ptr = impl_->device->alloc(bytes);
-    impl_->device->zero(b->ptr, bytes);
+    b->ptr = kernel_device->alloc(bytes);
+    kernel_device->zero(b->ptr, bytes);
     return DeviceBuffer(b);
 }
 
 Type DeviceBuffer::type() const { return impl_->type; }
 int64_t DeviceBuffer::size() const { return impl_->count; }
 void *DeviceBuffer::device_pointer() const { return impl_->ptr; }
+const std::string &DeviceBuffer::backend() const { return impl_->kernel->backend; }
+int DeviceBuffer::device() const { return impl_->kernel->device_ordinal; }
 
 void DeviceBuffer::upload(const Buffer &host) {
     if (host.type() != impl_->type || host.size() != impl_->count)
         throw_runtime_error("DeviceBuffer::upload: the host buffer holds ", host.size(), " ", host.type().str(),
                             " elements, the device buffer ", impl_->count, " ", impl_->type.str());
-    impl_->kernel->device->upload(impl_->ptr, host.raw(), (size_t)impl_->count * (size_t)impl_->type.bytes());
+    impl_->kernel->kernel_device->upload(impl_->ptr, host.raw(), (size_t)impl_->count * (size_t)impl_->type.bytes());
 }
 
 void DeviceBuffer::download(Buffer &host) const {
@@ -296,45 +318,43 @@ void DeviceBuffer::download(Buffer &host) const {
         throw_runtime_error("DeviceBuffer::download: the host buffer holds ", host.size(), " ", host.type().str(),
                             " elements, the device buffer ", impl_->count, " ", impl_->type.str());
     if (host.read_only()) throw_runtime_error("DeviceBuffer::download into a read-only buffer");
-    impl_->kernel->device->synchronize_all();
-    impl_->kernel->device->download(host.raw(), impl_->ptr, (size_t)impl_->count * (size_t)impl_->type.bytes());
+    impl_->kernel->kernel_device->synchronize_all();
+    impl_->kernel->kernel_device->download(host.raw(), impl_->ptr, (size_t)impl_->count * (size_t)impl_->type.bytes());
 }
 
-void CudaKernel::run(const RaggedShape &shape, const std::vector<DeviceBinding> &bindings, void *stream) const {
+void CudaRuntimeKernel::run(const RaggedShape &shape, const std::vector<DeviceBinding> &bindings, void *stream) const {
     std::vector<driver::BoundMemory> memory;
     for (const DeviceBinding &b : bindings) {
         if (!b.buffer) throw_runtime_error("null device buffer bound for tensor '", b.tensor.name(), "'");
-        if (b.buffer->impl_->kernel->shared != impl_->shared)
+        if (device_buffer_impl(*b.buffer)->kernel->shared != shared)
             throw_runtime_error("the device buffer bound for tensor '", b.tensor.name(),
                                 "' belongs to another kernel's device; allocate it with this kernel's alloc(), or "
-                                "share the kernels' device (CudaKernel::share_device_with)");
+                                "share the kernels' device (Kernel::share_device_with)");
         memory.push_back({b.tensor, b.buffer->type(), b.buffer->device_pointer(), b.buffer->size(), false});
     }
-    call_entry(*impl_, driver::make_args(impl_->module, shape, memory), stream);
+    call_entry(*this, driver::make_args(module, shape, memory), stream);
 }
 
-void CudaKernel::synchronize(void *stream) const { impl_->device->synchronize(stream); }
-
-void CudaKernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
-    driver::make_args(impl_->module, shape, bindings); // the host arguments' checks, before any copy
+void CudaRuntimeKernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
+    driver::make_args(module, shape, bindings); // the host arguments' checks, before any copy
     std::vector<DeviceBinding> device_bindings;
-    std::vector<DeviceBuffer> buffers = to_device(*this, *impl_, shape, bindings, device_bindings);
-    run(shape, device_bindings);
-    impl_->device->synchronize(nullptr);
+    std::vector<DeviceBuffer> buffers = to_device(shape, bindings, device_bindings);
+    run(shape, device_bindings, nullptr);
+    kernel_device->synchronize(nullptr);
     for (size_t i = 0; i < bindings.size(); i++)
-        for (const ir::ModuleArg &a : impl_->module.entry().args)
+        for (const ir::ModuleArg &a : module.entry().args)
             if (a.tensor == bindings[i].tensor.node() && a.kind == ir::ModuleArg::Kind::Output)
                 buffers[i].download(*bindings[i].buffer);
 }
 
-double CudaKernel::time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const {
-    if (reps < 1) throw_runtime_error("CudaKernel::time_ms: reps must be positive, got ", reps);
-    driver::make_args(impl_->module, shape, bindings);
+double CudaRuntimeKernel::time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const {
+    if (reps < 1) throw_runtime_error("Kernel::time_ms: reps must be positive, got ", reps);
+    driver::make_args(module, shape, bindings);
     std::vector<DeviceBinding> device_bindings;
-    std::vector<DeviceBuffer> buffers = to_device(*this, *impl_, shape, bindings, device_bindings);
+    std::vector<DeviceBuffer> buffers = to_device(shape, bindings, device_bindings);
     auto once = [&] {
-        run(shape, device_bindings);
-        impl_->device->synchronize(nullptr);
+        run(shape, device_bindings, nullptr);
+        kernel_device->synchronize(nullptr);
     };
     once(); // warm-up (and the shape's arrays on the device)
     std::vector<double> ms;

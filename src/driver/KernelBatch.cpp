@@ -13,14 +13,21 @@
 namespace cora {
 
 struct KernelBatch::Pending {
-    std::shared_ptr<Kernel::Impl> impl;
+    std::shared_ptr<driver::CpuKernel> impl;
     std::string name;
 };
 
 KernelBatch::KernelBatch(CompileOptions opts) : opts_(std::move(opts)) {}
 
 size_t KernelBatch::add(const Pipeline &p) {
-    auto pending = std::make_shared<Pending>(Pending{driver::prepare_cpu_kernel(p, opts_), p.name()});
+    const std::string backend = driver::backend_name(opts_);
+    if (backend != "cpu" && backend != "cuda-emulated")
+        throw_compile_error("pipeline '", p.name(),
+                            "': a KernelBatch compiles C++ kernels (backends \"cpu\" and "
+                            "\"cuda-emulated\"), not for backend '",
+                            backend, "'");
+    auto pending = std::make_shared<Pending>(
+        Pending{driver::prepare_cpu_kernel(p, driver::options_for(opts_, backend), backend), p.name()});
     pending_.push_back(std::move(pending));
     return pending_.size() - 1;
 }
@@ -40,14 +47,15 @@ std::vector<Kernel> KernelBatch::compile() {
     }
     std::string source = ir::codegen_c_batch(modules, symbols);
     const int debug = driver::debug_level(opts_);
-    if (debug >= 2) std::cerr << "-- cora: generated source of a batch of " << batch.size() << " --\n" << source << "\n";
+    if (debug >= 2)
+        std::cerr << "-- cora: generated source of a batch of " << batch.size() << " --\n" << source << "\n";
     driver::JitResult jit = driver::jit_compile(source, symbols, driver::JitOptions{opts_.cache_dir, opts_.cxx, debug});
     if (debug >= 1)
         std::cerr << "-- cora: batch of " << batch.size() << " kernels "
                   << (jit.from_cache ? "loaded from cache " : "compiled into ") << jit.library->path << "\n";
     std::vector<Kernel> kernels;
     for (size_t i = 0; i < batch.size(); i++) {
-        std::shared_ptr<Kernel::Impl> impl = batch[i]->impl;
+        std::shared_ptr<driver::CpuKernel> impl = batch[i]->impl;
         impl->jit = jit;
         impl->jit.entry = jit.entries[i];
         impl->jit.compile_seconds = jit.compile_seconds / (double)batch.size(); // each kernel's share

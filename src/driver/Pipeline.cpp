@@ -1,5 +1,5 @@
-/** \file Pipeline (lower + codegen + JIT) and Kernel (marshal a shape and buffers into the
- * generated entry's arguments). */
+/** \file The CPU backend's kernel (lower + codegen + JIT; marshal a shape and buffers into the
+ * generated entry's arguments), and Pipeline. */
 #include "cora/Pipeline.h"
 
 #include <cstdlib>
@@ -65,18 +65,29 @@ namespace driver {
 
 int debug_level(const CompileOptions &o) { return o.debug >= 0 ? o.debug : util::env_debug_level(); }
 
-std::shared_ptr<Kernel::Impl> prepare_cpu_kernel(const Pipeline &p, const CompileOptions &opts) {
-    if (opts.target == Target::Cuda)
-        throw_compile_error("pipeline '", p.name(),
-                            "': Pipeline::compile builds CPU kernels; for a CUDA device use compile_cuda_kernel() "
-                            "(cora/Cuda.h), or Target::CudaEmulated to run the device code on the CPU");
-    auto impl = std::make_shared<Kernel::Impl>();
+std::shared_ptr<CpuKernel> prepare_cpu_kernel(const Pipeline &p, const CompileOptions &opts,
+                                              const std::string &backend) {
+    CORA_CHECK(opts.target != Target::Cuda, "prepare_cpu_kernel for Target::Cuda");
+    auto impl = std::make_shared<CpuKernel>(p.name(), backend);
     impl->module = lower_pipeline(p, p.name(), opts);
     impl->lowered = print_module(impl->module);
     impl->source = ir::codegen_c(impl->module);
     if (debug_level(opts) >= 2) std::cerr << "-- cora: generated source --\n" << impl->source << "\n";
-    impl->arg_info = argument_info(impl->module);
+    impl->arguments = argument_info(impl->module);
     return impl;
+}
+
+Kernel compile_cpu_kernel(const Pipeline &p, const CompileOptions &opts, const std::string &backend) {
+    std::shared_ptr<CpuKernel> impl = prepare_cpu_kernel(p, opts, backend);
+    int debug = debug_level(opts);
+    JitOptions jo{opts.cache_dir, opts.cxx, debug};
+    impl->jit = jit_compile(impl->source, entry_symbol(impl->module), jo);
+    impl->entry = reinterpret_cast<cora_entry_fn>(impl->jit.entry);
+    if (debug >= 1)
+        std::cerr << "-- cora: kernel " << p.name()
+                  << (impl->jit.from_cache ? " loaded from cache " : " compiled into ") << impl->jit.library->path
+                  << "\n";
+    return Kernel(impl);
 }
 
 std::string print_module(const ir::Module &m) {
@@ -107,22 +118,10 @@ std::string Pipeline::lower_to_string(const CompileOptions &opts) const {
     return driver::print_module(lower(output_nodes(outputs_), name_, lower_options(opts)));
 }
 
-Kernel Pipeline::compile(const CompileOptions &opts) const {
-    std::shared_ptr<Kernel::Impl> impl = driver::prepare_cpu_kernel(*this, opts);
-    int debug = driver::debug_level(opts);
-    driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
-    impl->jit = driver::jit_compile(impl->source, entry_symbol(impl->module), jo);
-    impl->entry = reinterpret_cast<cora_entry_fn>(impl->jit.entry);
-    if (debug >= 1)
-        std::cerr << "-- cora: kernel " << name_ << (impl->jit.from_cache ? " loaded from cache " : " compiled into ")
-                  << impl->jit.library->path << "\n";
-    return Kernel(impl);
-}
-
-void Kernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
+void driver::CpuKernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
     std::vector<cora_arg_t> args = make_args(shape, bindings);
     std::string error;
-    if (run_raw(args, &error) != CORA_OK) throw RuntimeError("kernel '" + impl_->module.name + "': " + error);
+    if (run_raw(args, &error) != CORA_OK) throw RuntimeError("kernel '" + module.name + "': " + error);
 }
 
 std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape &shape,
@@ -201,23 +200,16 @@ std::vector<cora_arg_t> driver::make_args(const ir::Module &m, const RaggedShape
     return args;
 }
 
-std::vector<cora_arg_t> Kernel::make_args(const RaggedShape &shape, const std::vector<Binding> &bindings) const {
-    return driver::make_args(impl_->module, shape, bindings);
+std::vector<cora_arg_t> driver::CpuKernel::make_args(const RaggedShape &shape,
+                                                     const std::vector<Binding> &bindings) const {
+    return driver::make_args(module, shape, bindings);
 }
 
-int Kernel::run_raw(const std::vector<cora_arg_t> &args, std::string *error) const {
+int driver::CpuKernel::run_raw(const std::vector<cora_arg_t> &args, std::string *error) const {
     char buf[1024] = {0};
-    int status = impl_->entry(args.data(), (int32_t)args.size(), buf, (int32_t)sizeof buf);
+    int status = entry(args.data(), (int32_t)args.size(), buf, (int32_t)sizeof buf);
     if (status != CORA_OK && error) *error = buf;
     return status;
 }
-
-const std::vector<KernelArgInfo> &Kernel::arguments() const { return impl_->arg_info; }
-const std::string &Kernel::source() const { return impl_->source; }
-const std::string &Kernel::lowered() const { return impl_->lowered; }
-double Kernel::compile_seconds() const { return impl_->jit.compile_seconds; }
-bool Kernel::from_cache() const { return impl_->jit.from_cache; }
-std::string Kernel::prover_stats() const { return impl_->module.prover_stats.str(); }
-std::string Kernel::prover_report() const { return impl_->module.prover_stats.report(); }
 
 } // namespace cora

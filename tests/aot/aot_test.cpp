@@ -388,11 +388,11 @@ TEST_CASE("a CUDA AOT library for sm_90 and sm_80 creates a context only where a
     }
     INFO(error);
     REQUIRE(ctx != nullptr);
-    // On a GPU: device memory from a CudaKernel of the same definition, the library's results
+    // On a GPU: device memory from a Kernel of the same definition, the library's results
     // against the reference.
     cora_aot_test::PackedProjectionGpu def;
     Pipeline pipe({def.Out}, "aot_projection_sm_reference");
-    CudaKernel k = compile_cuda_kernel(pipe);
+    Kernel k = pipe.compile("cuda");
     for (const auto &lengths : testing::length_cases(40, 8, 6)) {
         INFO(testing::describe(lengths));
         RaggedShape shape;

@@ -1,5 +1,5 @@
 /** \file Two pipelines over one ragged shape for the tests of kernels that share a device
- * (CudaKernel::share_device_with): C = X Y per matrix of a batch, then D = 2 C + 1 read from C's
+ * (Kernel::share_device_with): C = X Y per matrix of a batch, then D = 2 C + 1 read from C's
  * device buffer. Shared by the CPU-threads test (tests/correctness/gpu_schedules.cpp) and the
  * device test (tests/gpu/gpu_run.cpp). */
 #pragma once

@@ -1,6 +1,6 @@
 // The whole CUDA path of a pipeline without a GPU: lowered for Target::Cuda (per-thread tile
 // slices included), the host entry (codegen_cuda_host) and the runtime's device services, with the
-// CUDA source run on CPU threads (CudaBackend::CpuThreads: codegen_cuda_on_cpu).
+// CUDA source run on CPU threads (the backend "cuda-cpu-threads": codegen_cuda_on_cpu).
 #pragma once
 
 #include <cora/Cuda.h>
@@ -17,10 +17,10 @@ inline CompileOptions emulated() {
     return o;
 }
 
-inline CudaKernel cuda_on_cpu(const Pipeline &p) { return compile_cuda_kernel(p, {}, CudaBackend::CpuThreads); }
+inline Kernel cuda_on_cpu(const Pipeline &p) { return p.compile("cuda-cpu-threads"); }
 
 /** The kernels' IR, one after another. */
-inline std::string kernel_ir(const CudaKernel &k) {
+inline std::string kernel_ir(const Kernel &k) {
     std::string s;
     for (const std::string &ir : k.program().kernel_ir)
         s += ir + "\n";

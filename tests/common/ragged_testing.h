@@ -125,7 +125,7 @@ inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape 
     }
 }
 
-/** Runs `k` (a Kernel, or a CudaKernel: anything with run(shape, bindings)) and the reference
+/** Runs `k` (a Kernel, or a Kernel: anything with run(shape, bindings)) and the reference
  * (inputs filled at random) for every length case; returns the outputs of the last case. */
 template <class CompiledKernel>
 std::vector<std::vector<float>>
@@ -203,7 +203,7 @@ struct VgemmInputs {
     }
 };
 
-/** Runs `k` (a Kernel or CudaKernel computing C = A Bm, dense, sizes from params M, N, K) on each
+/** Runs `k` (a Kernel or Kernel computing C = A Bm, dense, sizes from params M, N, K) on each
  * (M, N, K) of `sizes` with random inputs, against the reference. */
 template <class CompiledKernel>
 void check_dense_gemm(const Pipeline &p, const CompiledKernel &k, const Param &M, const Param &N, const Param &K,

@@ -226,8 +226,8 @@ TEST_CASE("a CUDA AOT library for sm_80 and sm_90 embeds a fatbin and loads only
         return;
     }
     REQUIRE(lib.ctx != nullptr);
-    // On a GPU, tensors are device memory: run through a CudaKernel's buffers of the same shapes.
-    CudaKernel k = compile_cuda_kernel(p);
+    // On a GPU, tensors are device memory: run through a Kernel's buffers of the same shapes.
+    Kernel k = p.compile("cuda");
     for (const std::vector<int32_t> &lengths : std::vector<std::vector<int32_t>>{{3, 0, 17, 40}, {1}, {40, 40}}) {
         RaggedShape s;
         t.bind(s, lengths);

@@ -313,8 +313,8 @@ TEST_CASE("device buffers: data stays on the device, a shape's arrays go there o
     C.compute([&](Expr b, Expr i, Expr j) { return sum(k, Ks(b), X(b, i, k) * Y(b, k, j)); });
     C.gpu_blocks(m, batch).gpu_threads(n);
     Pipeline p({C}, "gpu_device_buffers");
-    CudaKernel kern = testing::cuda_on_cpu(p);
-    REQUIRE(kern.backend() == CudaBackend::CpuThreads);
+    Kernel kern = testing::cuda_on_cpu(p);
+    REQUIRE(kern.backend() == "cuda-cpu-threads");
     auto shape_of = [&](const std::vector<int32_t> &ms, const std::vector<int32_t> &ns,
                         const std::vector<int32_t> &ks) {
         RaggedShape s;
@@ -342,12 +342,12 @@ TEST_CASE("device buffers: data stays on the device, a shape's arrays go there o
     REQUIRE_THROWS_WITH(dc.download(small), Contains("DeviceBuffer::download: the host buffer holds 3"));
     Tensor Z("Z", {{batch, B}});
     REQUIRE_THROWS_WITH(kern.alloc(Z, s1), Contains("tensor 'Z' is not an argument of kernel 'gpu_device_buffers'"));
-    CudaKernel other = testing::cuda_on_cpu(p);
+    Kernel other = testing::cuda_on_cpu(p);
     DeviceBuffer foreign = other.alloc(X, s1), dy = kern.alloc(Y, s1);
     REQUIRE_THROWS_WITH(kern.run(s1, {{X, foreign}, {Y, dy}, {C, dc}}),
                         Contains("the device buffer bound for tensor 'X' belongs to another kernel's device; allocate "
                                  "it with this kernel's alloc(), or share the kernels' device "
-                                 "(CudaKernel::share_device_with)"));
+                                 "(Kernel::share_device_with)"));
     DeviceBuffer dx = kern.alloc(X, s1);
     REQUIRE_THROWS_WITH(kern.run(s2, {{X, dx}, {Y, dy}, {C, dc}}), Contains("'X'")); // sized for s1, run on s2
     // Host buffers of the wrong size: named as a CPU kernel names them, nothing run or written.
@@ -384,14 +384,14 @@ TEST_CASE("device buffers: data stays on the device, a shape's arrays go there o
             REQUIRE_THROWS_WITH(kern.view(t, s1, ptr, count), Contains(message));
         };
         refused(C, cs.data(), (int64_t)cs.size() - 1,
-                "CudaKernel::view of tensor 'C' (kernel 'gpu_device_buffers'): " + std::to_string(cs.size() - 1) +
+                "Kernel::view of tensor 'C' (kernel 'gpu_device_buffers'): " + std::to_string(cs.size() - 1) +
                     " elements given, the tensor has " + std::to_string(cs.size()));
         refused(C, nullptr, (int64_t)cs.size(), "null device pointer for " + std::to_string(cs.size()) + " elements");
         refused(C, reinterpret_cast<char *>(cs.data()) + 2, (int64_t)cs.size(),
                 "is not aligned to its 4-byte elements");
         refused(Z, cs.data(), 1, "tensor 'Z' is not an argument of kernel 'gpu_device_buffers'");
         // A view belongs to the kernel's device: another kernel takes it only when they share it.
-        CudaKernel stranger = testing::cuda_on_cpu(p);
+        Kernel stranger = testing::cuda_on_cpu(p);
         DeviceBuffer foreign_view = stranger.view(X, s1, xs.data(), (int64_t)xs.size()),
                      vy = kern.view(Y, s1, ys.data(), (int64_t)ys.size()),
                      vc = kern.view(C, s1, cs.data(), (int64_t)cs.size());
@@ -408,7 +408,7 @@ TEST_CASE("kernels that share a device take each other's buffers and upload a sh
     // C's device buffer), on the CPU-threads backend; the second kernel reads a subset of the
     // first one's shape arrays, so the pair uploads them once per shape.
     testing::ChainedGpuPipelines t(16, 40, "gpu_shared");
-    CudaKernel k1 = testing::cuda_on_cpu(t.gemm), k2 = testing::cuda_on_cpu(t.scale);
+    Kernel k1 = testing::cuda_on_cpu(t.gemm), k2 = testing::cuda_on_cpu(t.scale);
     k2.share_device_with(k1);
     k2.share_device_with(k1); // again: nothing changes
     RaggedShape s1 = t.shape({3, 0, 17}, {5, 2, 9}, {4, 7, 1}), s2 = t.shape({8}, {1}, {0});
@@ -430,7 +430,7 @@ TEST_CASE("kernels that share a device take each other's buffers and upload a sh
     }
     REQUIRE(expected_transfers == 2);
     // A kernel that shares nothing keeps its own arrays and rejects the others' buffers.
-    CudaKernel alone = testing::cuda_on_cpu(t.scale);
+    Kernel alone = testing::cuda_on_cpu(t.scale);
     DeviceBuffer dc = k1.alloc(t.C, s1), dd = alone.alloc(t.D, s1);
     REQUIRE_THROWS_WITH(alone.run(s1, {{t.Cin, dc}, {t.D, dd}}),
                         Contains("the device buffer bound for tensor 'C' belongs to another kernel's device"));
@@ -532,12 +532,21 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
                             Contains("the store to 'Q' is outside the kernel's thread loops, so every thread of a "
                                      "block would run it"));
     }
-    SECTION("a CUDA target given to the CPU compiler") {
+    SECTION("a backend that does not exist, or that lacks what is asked of it") {
         Func F = fresh("F");
         F.gpu_blocks(r.batch).gpu_threads(r.seq);
-        CompileOptions o;
-        o.target = Target::Cuda;
-        REQUIRE_THROWS_WITH(Pipeline({F}, "dev").compile(o), Contains("for a CUDA device use compile_cuda_kernel()"));
+        REQUIRE_THROWS_AS(Pipeline({F}, "dev").compile("gpu"), RuntimeError);
+        REQUIRE_THROWS_WITH(Pipeline({F}, "dev").compile("gpu"),
+                            "pipeline 'dev': no backend called 'gpu' (there are 'cpu', 'cuda', 'cuda-emulated', "
+                            "'cuda-cpu-threads')");
+        Kernel k = Pipeline({F}, "dev").compile(emulated());
+        REQUIRE(k.backend() == "cuda-emulated");
+        RaggedShape shape;
+        shape.set(r.B, 1).set(r.len, {2});
+        REQUIRE_THROWS_AS(k.alloc(F, shape), RuntimeError);
+        REQUIRE_THROWS_WITH(k.alloc(F, shape), Contains("kernel 'dev' runs on backend 'cuda-emulated', which has no "
+                                                        "device memory"));
+        REQUIRE_THROWS_WITH(k.program(), Contains("which has no CUDA program"));
     }
     SECTION("aux arrays built in the kernel (the CUDA runtime copies the shape's)") {
         Func F = fresh("F");
@@ -638,7 +647,7 @@ void check_random_gpu_case(const testing::RandomGpuCase &c, const Kernel &kern, 
     const bool over_threads = c.description.find("reduce over") != std::string::npos;
     n.reductions += over_threads;
     if (trial % 4 == 0 || over_threads || c.description.find("cache_write(block)") != std::string::npos) {
-        CudaKernel on_cpu = testing::cuda_on_cpu(c.pipeline);
+        Kernel on_cpu = testing::cuda_on_cpu(c.pipeline);
         check_against_reference(c.pipeline, on_cpu, c.inputs, c.bind, 40, 8, 100 + trial);
         n.on_threads++;
         // A block-level tile: the block's in the emulation, one thread's in CUDA.
@@ -813,7 +822,7 @@ TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced
     Kernel emulated_kernel = p.compile(emulated());
     REQUIRE_THAT(emulated_kernel.lowered(), Contains("C_tile[float32 * 1024]"));
     testing::check_dense_gemm(p, emulated_kernel, M, N, K, A, Bm, C, sizes);
-    CudaKernel on_cpu = testing::cuda_on_cpu(p);
+    Kernel on_cpu = testing::cuda_on_cpu(p);
     testing::check_dense_gemm(p, on_cpu, M, N, K, A, Bm, C, sizes);
 }
 
@@ -845,7 +854,7 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
         REQUIRE_THAT(cp.kernel_ir[0],
                      Contains("allocate on stack C_tile[float32 * " + std::to_string(tile * tile / 256) + "]"));
         Kernel emulated_kernel = p.compile(emulated());
-        CudaKernel on_cpu = testing::cuda_on_cpu(p);
+        Kernel on_cpu = testing::cuda_on_cpu(p);
         for (int64_t size : {1, 17, 64, 130}) {
             INFO("M " << size << " N " << size + 3);
             RaggedShape s;
@@ -862,7 +871,7 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
         REQUIRE_THAT(cp.kernel_ir[0],
                      Contains("allocate on stack C_tile[float32 * " + std::to_string(tile * tile / 256) + "]"));
         Kernel emulated_kernel = p.compile(emulated());
-        CudaKernel on_cpu = testing::cuda_on_cpu(p);
+        Kernel on_cpu = testing::cuda_on_cpu(p);
         for (const auto &shapes : std::vector<std::vector<std::array<int32_t, 3>>>{
                  {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}}, {{33, 33, 0}}, {{5, 80, 31}, {16, 16, 16}}}) {
             RaggedShape s;
@@ -1001,24 +1010,24 @@ TEST_CASE("the CUDA host entry checks its arguments, sizes its launches and call
         REQUIRE(dev.launches.empty());
         REQUIRE(dev.allocs == 0);
     }
-    SECTION("without a GPU, compile_cuda_kernel says why") {
+    SECTION("without a GPU, the backend \"cuda\" says why") {
         std::string why;
         if (!cuda_device_available(&why))
-            REQUIRE_THROWS_WITH(compile_cuda_kernel(p),
-                                Contains("pipeline 'gpu_host': no CUDA device to run on: " + why));
+            REQUIRE_THROWS_WITH(p.compile("cuda"), Contains("pipeline 'gpu_host': no CUDA device to run on: " + why));
     }
     SECTION("a device that does not exist is a RuntimeError naming it") {
         CompileOptions o;
         o.device = 1;
-        REQUIRE_THROWS_AS(compile_cuda_kernel(p, o, CudaBackend::CpuThreads), RuntimeError);
-        REQUIRE_THROWS_WITH(compile_cuda_kernel(p, o, CudaBackend::CpuThreads),
-                            Contains("pipeline 'gpu_host': there is no device 1 on CPU threads"));
+        REQUIRE_THROWS_AS(p.compile("cuda-cpu-threads", o), RuntimeError);
+        REQUIRE_THROWS_WITH(
+            p.compile("cuda-cpu-threads", o),
+            Contains("pipeline 'gpu_host': backend 'cuda-cpu-threads' has device 0 only, got device 1"));
         REQUIRE(testing::cuda_on_cpu(p).device() == 0);
         o.device = 4096; // more GPUs than any machine has
-        REQUIRE_THROWS_AS(compile_cuda_kernel(p, o), RuntimeError);
-        REQUIRE_THROWS_WITH(compile_cuda_kernel(p, o), Contains("pipeline 'gpu_host': no CUDA device to run on: "));
+        REQUIRE_THROWS_AS(p.compile("cuda", o), RuntimeError);
+        REQUIRE_THROWS_WITH(p.compile("cuda", o), Contains("pipeline 'gpu_host': no CUDA device to run on: "));
         std::string why;
         if (cuda_device_available(&why))
-            REQUIRE_THROWS_WITH(compile_cuda_kernel(p, o), Contains("there is no CUDA device 4096 (this machine has"));
+            REQUIRE_THROWS_WITH(p.compile("cuda", o), Contains("there is no CUDA device 4096 (this machine has"));
     }
 }

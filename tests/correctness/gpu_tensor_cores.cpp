@@ -205,7 +205,7 @@ TEST_CASE("vgemm on tensor cores: matrices of different tile counts, empty ones,
     INFO(cp.kernel_ir[0]);
     REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_mma for ri in [0, 0 + 16)"));
     Kernel emulated_kernel = p.compile(emulated());
-    CudaKernel on_cpu = testing::cuda_on_cpu(p);
+    Kernel on_cpu = testing::cuda_on_cpu(p);
     const std::vector<std::vector<std::array<int32_t, 3>>> batches = {
         {{1, 1, 1}}, {{2, 1, 3}, {0, 2, 1}, {1, 3, 0}, {3, 2, 2}}, {{1, 2, 1}, {2, 1, 2}}};
     for (const auto &tiles : batches) {

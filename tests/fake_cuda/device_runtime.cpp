@@ -1,7 +1,7 @@
 // The GPU side of the device runtime (prelude/cora_device_runtime.h), run on a machine without a
 // GPU against the fake driver of fake_cuda_driver.cpp (ctest puts its folder on LD_LIBRARY_PATH):
 // the runtime itself (open, limits, module, launch checks, shape staging, failures and their
-// messages, nothing leaked), a JIT CudaKernel on it and a CUDA AOT library's context on it (the
+// messages, nothing leaked), a JIT Kernel on it and a CUDA AOT library's context on it (the
 // same runtime, embedded). Kernels do not run on the fake, so results are not checked here; the
 // CPU-threads backend and gpu_tests check those.
 #include "common/cuda_on_cpu.h"
@@ -230,8 +230,7 @@ TEST_CASE("ShapeCache: a shape's arrays are uploaded once, packed, and kept by c
     fake.require_nothing_held();
 }
 
-TEST_CASE("a JIT CudaKernel on the fake GPU: launches, one transfer per shape, errors as RuntimeErrors",
-          "[fake-cuda]") {
+TEST_CASE("a JIT Kernel on the fake GPU: launches, one transfer per shape, errors as RuntimeErrors", "[fake-cuda]") {
     std::string why;
     if (!cuda_compiler_available(&why)) {
         WARN("SKIPPED: compiling for a GPU needs NVRTC: " << why);
@@ -241,8 +240,8 @@ TEST_CASE("a JIT CudaKernel on the fake GPU: launches, one transfer per shape, e
     {
         testing::TwoGpuOps t;
         Pipeline p = t.pipeline();
-        CudaKernel k = compile_cuda_kernel(p);
-        REQUIRE(k.backend() == CudaBackend::Gpu);
+        Kernel k = p.compile("cuda");
+        REQUIRE(k.backend() == "cuda");
         REQUIRE(k.device() == 0);
         REQUIRE(k.program().binaries.size() == 1);
         REQUIRE(k.program().binaries[0].arch == 90); // the fake's compute capability
@@ -266,11 +265,11 @@ TEST_CASE("a JIT CudaKernel on the fake GPU: launches, one transfer per shape, e
                             Contains("CUDA call cuMemAlloc of ") && Contains("failed: CUDA_ERROR_OUT_OF_MEMORY (2)"));
         CompileOptions o;
         o.device = 1;
-        REQUIRE_THROWS_AS(compile_cuda_kernel(p, o), RuntimeError);
-        REQUIRE_THROWS_WITH(compile_cuda_kernel(p, o), Contains("pipeline 'two_ops': no CUDA device to run on: there "
-                                                                "is no CUDA device 1 (this machine has 1)"));
+        REQUIRE_THROWS_AS(p.compile("cuda", o), RuntimeError);
+        REQUIRE_THROWS_WITH(p.compile("cuda", o), Contains("pipeline 'two_ops': no CUDA device to run on: there "
+                                                           "is no CUDA device 1 (this machine has 1)"));
         // Kernels on different devices share no memory.
-        CudaKernel on_cpu = compile_cuda_kernel(p, {}, CudaBackend::CpuThreads);
+        Kernel on_cpu = p.compile("cuda-cpu-threads");
         REQUIRE_THROWS_WITH(on_cpu.share_device_with(k), Contains("they have no device memory to share"));
     }
     fake.require_nothing_held();

@@ -23,13 +23,14 @@ namespace {
 /** --cuda-backend (ctest's per-case registration passes it), else CORA_TEST_CUDA_BACKEND. */
 std::string backend_option;
 
-CudaBackend backend() {
+/** The backend's name: "cuda-cpu-threads" for cpu-threads, else "cuda". */
+std::string backend() {
     const char *b = std::getenv("CORA_TEST_CUDA_BACKEND");
     const std::string name = !backend_option.empty() ? backend_option : b ? b : "";
-    return name == "cpu-threads" ? CudaBackend::CpuThreads : CudaBackend::Gpu;
+    return name == "cpu-threads" ? "cuda-cpu-threads" : "cuda";
 }
 
-CudaKernel compile(const Pipeline &p) { return compile_cuda_kernel(p, {}, backend()); }
+Kernel compile(const Pipeline &p) { return p.compile(backend()); }
 
 } // namespace
 
@@ -38,7 +39,7 @@ TEST_CASE("random GPU schedules of ragged ops match the reference on the device"
     for (int trial = 0; trial < testing::scaled_trials(40); trial++) {
         testing::RandomGpuCase c = testing::random_gpu_case(rng, "gpu_device_" + std::to_string(trial));
         INFO("trial " << trial << ": " << c.description);
-        CudaKernel k = compile(c.pipeline);
+        Kernel k = compile(c.pipeline);
         testing::check_against_reference(c.pipeline, k, c.inputs, c.bind, 40, 8, 100 + trial);
     }
 }
@@ -53,7 +54,7 @@ TEST_CASE("a GEMM with shared-memory panels matches the reference on the device"
     C.reorder({io, jo, ko, ii, ji, ki}).gpu_blocks(jo, io).gpu_threads(ji, ii).cache_write(ji);
     C.cache_read(A, ko).cache_read(Bm, ko);
     Pipeline p({C}, "gpu_device_gemm");
-    CudaKernel kern = compile(p);
+    Kernel kern = compile(p);
     testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C,
                               {{0, 5, 3}, {1, 1, 1}, {32, 32, 16}, {33, 65, 17}, {300, 257, 300}, {64, 1, 48}});
 }
@@ -66,7 +67,7 @@ TEST_CASE("a float16 GEMM (float32 accumulators, cvt conversions) matches the re
     C.compute([&](Expr x, Expr y) { return sum(k, K, A(x, k) * Bm(k, y)); });
     testing::schedule_sliced_gemm(C, A, Bm, i, j, k);
     Pipeline p({C}, "gpu_device_gemm_f16");
-    CudaKernel kern = compile(p);
+    Kernel kern = compile(p);
     testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C,
                               {{0, 5, 3}, {1, 1, 1}, {32, 32, 8}, {33, 65, 17}, {300, 257, 300}, {64, 1, 48}});
 }
@@ -78,9 +79,9 @@ TEST_CASE("a tensor-core GEMM (mma.sync, float16 operands, float32 sums) matches
     testing::TileGemm gemm(Float16, Float32, 16);
     gemm.schedule();
     Pipeline p({gemm.C}, "gpu_device_mma_gemm");
-    CudaKernel kern = compile(p);
+    Kernel kern = compile(p);
     // On CPU threads (two barriers per emulated instruction) the largest size would take minutes.
-    const bool device = backend() == CudaBackend::Gpu;
+    const bool device = backend() == "cuda";
     testing::check_dense_gemm(p, kern, gemm.Mb, gemm.Nb, gemm.Kb, gemm.A, gemm.B, gemm.C,
                               {{0, 1, 1},
                                {1, 1, 1},
@@ -93,8 +94,8 @@ TEST_CASE("a tensor-core GEMM (mma.sync, float16 operands, float32 sums) matches
 TEST_CASE("vgemm on tensor cores matches the reference on the device", "[gpu]") {
     apps::VgemmTensorCores v;
     Pipeline p = v.pipeline();
-    CudaKernel kern = compile(p);
-    const bool device = backend() == CudaBackend::Gpu;
+    Kernel kern = compile(p);
+    const bool device = backend() == "cuda";
     const std::vector<std::vector<std::array<int32_t, 3>>> batches = {
         {{1, 1, 1}},
         {{2, 1, 3}, {0, 2, 1}, {1, 3, 0}, {3, 2, 2}},
@@ -114,7 +115,7 @@ TEST_CASE("vgemm on tensor cores matches the reference on the device", "[gpu]") 
 }
 
 TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers on the device", "[gpu]") {
-    auto check = [](const Pipeline &p, const CudaKernel &k, const RaggedShape &s, const std::vector<Tensor> &inputs) {
+    auto check = [](const Pipeline &p, const Kernel &k, const RaggedShape &s, const std::vector<Tensor> &inputs) {
         std::vector<Buffer> in;
         std::vector<std::pair<Tensor, const Buffer *>> ref_in;
         for (size_t i = 0; i < inputs.size(); i++)
@@ -140,18 +141,18 @@ TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers o
         testing::require_close(out, reference_evaluate(p, s, ref_in)[0]);
     };
     // Smaller on CPU threads (every CUDA thread a fiber on one core): the same tails, less work.
-    const bool on_gpu = backend() == CudaBackend::Gpu;
+    const bool on_gpu = backend() == "cuda";
     for (int64_t tile : {64, 128}) {
         INFO("tile " << tile);
         apps::TrmmGpu t(tile);
-        CudaKernel trmm = compile(t.pipeline());
+        Kernel trmm = compile(t.pipeline());
         for (int64_t size : on_gpu ? std::vector<int64_t>{1, 63, 64, 300} : std::vector<int64_t>{1, 63, 130}) {
             RaggedShape s;
             s.set(t.M, size).set(t.N, size + 5);
             check(t.pipeline(), trmm, s, {t.L, t.X});
         }
         apps::VgemmGpu v(tile);
-        CudaKernel vgemm = compile(v.pipeline());
+        Kernel vgemm = compile(v.pipeline());
         RaggedShape s;
         v.bind(s, {{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 129, 2}, {on_gpu ? 200 : 20, 100, 150}});
         check(v.pipeline(), vgemm, s, {v.X, v.Y});
@@ -165,7 +166,7 @@ TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers o
     Sum.compute([&](Expr x) { return sum(kk, len(x), A(x, kk)) * 0.5f; });
     Sum.split(kk, ko, ki, 32).reorder({b, ki, ko}).gpu_blocks(b).gpu_threads(ki);
     Pipeline sum_p({Sum}, "gpu_device_row_sum");
-    CudaKernel row_sum = compile(sum_p);
+    Kernel row_sum = compile(sum_p);
     RaggedShape rs;
     rs.set(B, 5).set(len, std::vector<int32_t>{0, 1, 31, 33, 600});
     check(sum_p, row_sum, rs, {A});
@@ -173,7 +174,7 @@ TEST_CASE("the apps' GPU schedules, cross-thread reductions and device buffers o
 
 TEST_CASE("kernels sharing a device chain on device memory and upload a shape's arrays once", "[gpu]") {
     testing::ChainedGpuPipelines t(64, 300, "gpu_device_shared");
-    CudaKernel k1 = compile(t.gemm), k2 = compile(t.scale);
+    Kernel k1 = compile(t.gemm), k2 = compile(t.scale);
     k2.share_device_with(k1);
     RaggedShape s = t.shape({3, 0, 200, 64}, {5, 2, 130, 1}, {4, 7, 1, 300});
     Buffer x = Buffer::alloc(t.X, s), y = Buffer::alloc(t.Y, s), d = Buffer::alloc(t.D, s);
@@ -205,7 +206,7 @@ int main(int argc, char **argv) {
     const bool listing = session.configData().listTests || session.configData().listTestNamesOnly ||
                          session.configData().listTags || session.configData().listReporters;
     std::string why;
-    if (!listing && backend() == CudaBackend::Gpu && !cuda_device_available(&why)) {
+    if (!listing && backend() == "cuda" && !cuda_device_available(&why)) {
         std::cout << "SKIPPED: no CUDA device: " << why << "\n";
         return 77;
     }
