@@ -12,10 +12,7 @@
 #include <vector>
 
 #include "ir/IR.h"
-
-namespace cora::front {
-struct Schedule; // the front end's record of how a Func is scheduled (front/Schedule.h)
-}
+#include "ir/Schedule.h"
 
 namespace cora::ir {
 
@@ -62,9 +59,9 @@ struct TensorNode {
      * that the buffer passed at run time holds exactly these values. */
     std::shared_ptr<const std::vector<int64_t>> static_values;
     std::string defined_at; ///< "file:line" of the compute() call, for messages; empty when unknown
-    /** How its loops are built: recorded by the front end, read by lowering (front/Schedule.h,
-     * front::schedule_of). Null for inputs. */
-    std::shared_ptr<front::Schedule> schedule;
+    /** How its loops are built (ir/Schedule.h): recorded by the front end, read by lowering
+     * (front::schedule_of). Null for inputs. */
+    std::shared_ptr<Schedule> schedule;
     /** The tail of an op split writes the storage of `stores_into`, the Func it was split from,
      * at `store_indices` (its own domain vars shifted by the split point). Weak: the Func owns
      * its tails (Schedule::op_splits); see split_head(). */
