@@ -195,6 +195,12 @@ public:
     }
     /** sm_<major><minor> of the open device, e.g. 90. */
     int compute_capability() const { return major_ * 10 + minor_; }
+    /** The open device's launch limits: threads per block, and per axis (0..2: x, y, z) block and
+     * grid sizes. Lowering checks a kernel against them (a CompileError for constant sizes), as
+     * launch() does at run time. */
+    int max_threads_per_block() const { return max_threads_; }
+    int max_block_dim(int axis) const { return max_block_[axis]; }
+    int max_grid_dim(int axis) const { return max_grid_[axis]; }
     int ordinal() const { return ordinal_; }
 
     /** Loads `image` (a cubin, PTX or fatbin, as cuModuleLoadData takes) and looks up its `count`

@@ -61,13 +61,13 @@ std::optional<driver::Nvrtc::Output> decode_record(const std::string &r) {
 
 } // namespace
 
-ir::LoweredModule driver::lower_for_cuda(const Pipeline &p, CompileOptions opts) {
+ir::LoweredModule driver::lower_for_cuda(const Pipeline &p, CompileOptions opts, const ir::GpuLimits &limits) {
     if (opts.build_aux_in_kernel)
         throw_compile_error("pipeline '", p.name(),
                             "': build_aux_in_kernel is not supported on CUDA: the device runtime copies the shape's "
                             "aux arrays to the device");
     opts.target = Target::Cuda;
-    return driver::lower_pipeline(p, p.name(), opts);
+    return driver::lower_pipeline(p, p.name(), opts, limits);
 }
 
 CudaProgram driver::cuda_program(const ir::LoweredModule &m, const std::vector<int> &archs,

@@ -213,7 +213,15 @@ Kernel driver::compile_cuda_runtime_kernel(const Pipeline &p, CompileOptions opt
                             opts.device);
     }
     impl->device_ordinal = opts.device;
-    impl->module = driver::lower_for_cuda(p, opts);
+    ir::GpuLimits limits; // the device's, where there is one; else those every GPU has
+    if (gpu) {
+        limits.max_threads_per_block = gpu->max_threads_per_block();
+        for (int i = 0; i < 3; i++) {
+            limits.max_block[i] = gpu->max_block_dim(i);
+            limits.max_grid[i] = gpu->max_grid_dim(i);
+        }
+    }
+    impl->module = driver::lower_for_cuda(p, opts, limits);
     for (const ir::ModuleArg &a : impl->module.entry().args)
         if (a.tensor && a.tensor->has_value_range)
             throw_compile_error("pipeline '", p.name(), "': index tensor '", a.name,

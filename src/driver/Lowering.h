@@ -10,9 +10,12 @@
 
 namespace cora::driver {
 
-ir::LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts);
-/** `p` lowered for Target::Cuda (CompileError for options the CUDA runtime does not support). */
-ir::LoweredModule lower_for_cuda(const Pipeline &p, CompileOptions opts);
+/** `p` lowered with `opts`; a GPU target's launches checked against `limits` (the device's). */
+ir::LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts,
+                                 const ir::GpuLimits &limits = {});
+/** `p` lowered for Target::Cuda and a device with `limits` (CompileError for options the CUDA
+ * runtime does not support). */
+ir::LoweredModule lower_for_cuda(const Pipeline &p, CompileOptions opts, const ir::GpuLimits &limits = {});
 /** The device code of a module lowered for CUDA, compiled by NVRTC for each of `archs`. */
 CudaProgram cuda_program(const ir::LoweredModule &m, const std::vector<int> &archs, const CompileOptions &opts);
 /** The raw arguments of `m`'s entry for a run on `shape` with `bindings` (ABI order; aux arrays built

@@ -97,8 +97,11 @@ std::string print_module(const ir::Module &m) {
     return s;
 }
 
-LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts) {
-    return lower(output_nodes(p.outputs()), name, lower_options(opts));
+LoweredModule lower_pipeline(const Pipeline &p, const std::string &name, const CompileOptions &opts,
+                             const GpuLimits &limits) {
+    LowerOptions l = lower_options(opts);
+    l.gpu_limits = limits;
+    return lower(output_nodes(p.outputs()), name, l);
 }
 
 std::vector<KernelArgInfo> argument_info(const LoweredModule &m) {

@@ -92,6 +92,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     ctx.remove_guards = opts.remove_guards;
     ctx.build_aux_in_kernel = opts.build_aux_in_kernel;
     ctx.target = opts.target;
+    ctx.gpu_limits = opts.gpu_limits;
     ctx.prover = std::make_unique<ProverChain>(opts.use_z3);
     if (outputs.empty()) throw_compile_error("pipeline '", name, "' has no outputs");
     for (auto &o : outputs) {
@@ -160,7 +161,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
                  [&] { return lower_thread_reductions(s, ctx.target); });
     std::vector<LoweredFunc> device_kernels;
     s = pass.run("split_host_device", Stage::Materialized,
-                 [&] { return split_host_device(s, kernel_prefix(name), ctx.target, device_kernels); });
+                 [&] { return split_host_device(s, kernel_prefix(name), ctx.target, ctx.gpu_limits, device_kernels); });
     if (ctx.target == Target::Cuda) // the emulation runs thread loops as loops: whole tiles, shared parts
         for (LoweredFunc &k : device_kernels) {
             k.body = pass.run("slice_thread_tiles", Stage::Materialized, [&] { return slice_thread_tiles(k.body); });

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cora/Target.h"
+#include "lower/GpuLimits.h"
 #include "lower/LoweringContext.h"
 
 namespace cora::ir {
@@ -14,6 +15,7 @@ struct LowerOptions {
      * from the params and length arrays, so callers pass only those and the tensors (AOT). */
     bool build_aux_in_kernel = false;
     Target target = Target::Host; ///< a GPU target splits host from device (lower/SplitHostDevice.cpp)
+    GpuLimits gpu_limits;         ///< a GPU target's launch limits, checked when splitting
 };
 
 /** A module with what the prover did for it. */

@@ -20,6 +20,7 @@
 #include "front/Schedule.h"
 #include "ir/Module.h"
 #include "ir/Tensor.h"
+#include "lower/GpuLimits.h"
 
 namespace cora::ir {
 
@@ -46,6 +47,7 @@ struct LoweringContext {
     bool remove_guards = true;        ///< false: every schedule guard stays (the prover still validates)
     bool build_aux_in_kernel = false; ///< aux arrays are built by the kernel, not passed (AOT)
     Target target = Target::Host;     ///< where the kernels run (GPU bindings allowed only on a GPU target)
+    GpuLimits gpu_limits;             ///< a GPU target's launch limits (the device's, from the backend)
     std::unique_ptr<ProverChain> prover;
     /** This compilation's aux arrays: one symbol per structure (AuxTable.h). Interning is a cache,
      * so passes with a const context may add to it. */

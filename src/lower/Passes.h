@@ -55,8 +55,9 @@ Stmt decide_loop_execution(const Stmt &s);
  * combine by one thread between two barriers (ThreadReductions.cpp). */
 Stmt lower_thread_reductions(const Stmt &s, Target target);
 /** GPU targets: each nest of block-bound loops becomes a device kernel (appended to `kernels`,
- * named `<kernel_prefix>_k<n>`) and a LaunchKernel in its place. (SplitHostDevice.cpp) */
-Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target,
+ * named `<kernel_prefix>_k<n>`) and a LaunchKernel in its place, its sizes checked against
+ * `limits` (the device's). (SplitHostDevice.cpp) */
+Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target, const GpuLimits &limits,
                        std::vector<LoweredFunc> &kernels);
 /** Target::Cuda: a block-level register tile whose threads touch disjoint parts becomes one
  * slice per thread (SliceThreadTiles.cpp). */

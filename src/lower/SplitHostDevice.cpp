@@ -10,23 +10,22 @@
  *    over those blocks, mirroring the lets and guards on the way to the loop (so it reads what the
  *    kernel would read, where the kernel would read it); an extent that depends on another kind of
  *    kernel variable is a CompileError;
- *  - CUDA's limits (1024 threads per block, 65535 blocks in y and z, 2^31-1 in x): a CompileError
+ *  - the device's limits (GpuLimits, from the backend: threads per block, block and grid sizes per
+ *    axis; every current GPU: 1024, 1024 x 1024 x 64, 2^31-1 x 65535 x 65535): a CompileError
  *    when the sizes are constants, else an Assert before the launch.
  * Each block and thread runs the bound loop's body for its own index when that index is below the
  * loop's extent (the printers write the bound check), so extents smaller than the launch are safe;
  * an axis whose loops all have the launch size as their extent needs no check (LoweredFunc::exact_bindings).
  * Shared memory: in a kernel with thread loops, a tile written outside them (cache_read at a block
- * or serial loop around the thread loops) is the block's: it moves to shared memory (at most 48 KiB
- * in all, else a CompileError) and its copy becomes a GpuLanes loop, shared by the block's threads
- * between two barriers (PlaceSharedTiles).
- * Checks (CompileError): in a kernel, a block loop inside a thread or serial loop, two loops bound
- * to the same axis one inside the other, and — in a kernel with thread loops — a store to memory
- * outside the kernel (a parameter) that is not inside a thread loop: every thread would run it.
- * A per-thread local (a cache_write tile, a cache_read copy, a scalar) may live outside them.
- * Requires: the final loop kinds (decide_loop_execution; no Parallel loop inside a GPU-bound one),
- * per-op bindings checked (GpuBindings.cpp). Ensures: no GPU-bound loop in the entry; heap
- * allocations and argument checks stay on the host. On the host target it changes nothing.
- * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/gpu_schedules.cpp. */
+ * or serial loop around the thread loops) is the block's: it moves to shared memory (at most the
+ * limit's static shared bytes, 48 KiB, in all, else a CompileError) and its copy becomes a GpuLanes loop, shared by the
+ * block's threads between two barriers (PlaceSharedTiles). Checks (CompileError): in a kernel, a block loop inside a
+ * thread or serial loop, two loops bound to the same axis one inside the other, and — in a kernel with thread loops — a
+ * store to memory outside the kernel (a parameter) that is not inside a thread loop: every thread would run it. A
+ * per-thread local (a cache_write tile, a cache_read copy, a scalar) may live outside them. Requires: the final loop
+ * kinds (decide_loop_execution; no Parallel loop inside a GPU-bound one), per-op bindings checked (GpuBindings.cpp).
+ * Ensures: no GPU-bound loop in the entry; heap allocations and argument checks stay on the host. On the host target it
+ * changes nothing. Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/gpu_schedules.cpp. */
 #include <map>
 #include <set>
 
@@ -39,11 +38,6 @@
 namespace cora::ir {
 
 namespace {
-
-constexpr int64_t kMaxThreadsPerBlock = 1024;
-constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
-constexpr int64_t kMaxGridX = 2147483647;
-constexpr int64_t kMaxGridYZ = 65535;
 
 /** The variables and buffers a kernel uses without defining them (its parameters), in order of
  * first use; those it defines; the buffers it stores to. */
@@ -340,8 +334,8 @@ private:
 
 class SplitHostDevice : public IRMutator {
 public:
-    SplitHostDevice(const std::string &prefix, std::vector<LoweredFunc> &kernels)
-        : prefix_(prefix), kernels_(kernels) {}
+    SplitHostDevice(const std::string &prefix, const GpuLimits &limits, std::vector<LoweredFunc> &kernels)
+        : prefix_(prefix), limits_(limits), kernels_(kernels) {}
 
 protected:
     using IRMutator::mutate_node;
@@ -354,6 +348,7 @@ protected:
 
 private:
     std::string prefix_;
+    const GpuLimits &limits_;
     std::vector<LoweredFunc> &kernels_;
 
     Stmt make_kernel(const Stmt &bound_nest) {
@@ -388,9 +383,9 @@ private:
             shared_bytes += *n * a->buffer->type.bytes();
             shared_names += std::string(shared_names.empty() ? "" : ", ") + "'" + a->buffer->name + "'";
         });
-        if (shared_bytes > kMaxStaticSharedBytes)
+        if (shared_bytes > limits_.max_static_shared_bytes)
             throw_compile_error(what, ": its shared-memory tiles (", shared_names, ") take ", shared_bytes,
-                                " bytes, more than the ", kMaxStaticSharedBytes,
+                                " bytes, more than the ", limits_.max_static_shared_bytes,
                                 " a block may use; cache smaller tiles (split the loops they are cached at)");
 
         std::vector<Expr> grid(3), threads(3);
@@ -440,34 +435,36 @@ private:
         return s;
     }
 
-    /** CUDA's launch limits: CompileErrors for constants, Asserts before the launch otherwise. */
-    static void check_limits(const std::string &what, const std::vector<Expr> &grid, const std::vector<Expr> &threads,
-                             std::vector<Stmt> &host) {
+    /** The device's launch limits: CompileErrors for constants, Asserts before the launch otherwise. */
+    void check_limits(const std::string &what, const std::vector<Expr> &grid, const std::vector<Expr> &threads,
+                      std::vector<Stmt> &host) const {
         Expr per_block = simplify(Mul::make(Mul::make(threads[0], threads[1]), threads[2]));
         auto limit = [&](const Expr &value, int64_t max, const std::string &text) {
             if (const int64_t *c = as_const_int(value)) {
                 if (*c > max)
                     throw_compile_error(what, ": ", *c, " ", text, ", more than the ", max,
-                                        " CUDA allows; split the loop and bind the outer part elsewhere");
+                                        " the device allows; split the loop and bind the outer part elsewhere");
                 return;
             }
             host.push_back(Assert::make(
                 LE::make(value, IntImm::make(max)),
-                {what + ": ", " " + text + ", more than the " + std::to_string(max) + " CUDA allows"}, {value}));
+                {what + ": ", " " + text + ", more than the " + std::to_string(max) + " the device allows"}, {value}));
         };
-        limit(per_block, kMaxThreadsPerBlock, "threads per block");
-        limit(grid[0], kMaxGridX, "blocks in x");
-        limit(grid[1], kMaxGridYZ, "blocks in y");
-        limit(grid[2], kMaxGridYZ, "blocks in z");
+        limit(per_block, limits_.max_threads_per_block, "threads per block");
+        const char *axis[3] = {"x", "y", "z"};
+        for (int i = 0; i < 3; i++) {
+            limit(grid[(size_t)i], limits_.max_grid[i], std::string("blocks in ") + axis[i]);
+            limit(threads[(size_t)i], limits_.max_block[i], std::string("threads in ") + axis[i]);
+        }
     }
 };
 
 } // namespace
 
-Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target,
+Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target, const GpuLimits &limits,
                        std::vector<LoweredFunc> &kernels) {
     if (!is_gpu(target)) return s;
-    return SplitHostDevice(kernel_prefix, kernels).mutate(s);
+    return SplitHostDevice(kernel_prefix, limits, kernels).mutate(s);
 }
 
 } // namespace cora::ir

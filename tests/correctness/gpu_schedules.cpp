@@ -512,7 +512,7 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
         F.compute([&](Expr x) { return cast(Float32, x); });
         F.split(i, io, ii, 2048).gpu_blocks(io).gpu_threads(ii);
         REQUIRE_THROWS_WITH(Pipeline({F}, "big").compile(emulated()),
-                            Contains("2048 threads per block, more than the 1024 CUDA allows"));
+                            Contains("2048 threads per block, more than the 1024 the device allows"));
     }
     SECTION("a thread extent that depends on a serial loop") {
         Dim x("x"), i("i"), j("j");

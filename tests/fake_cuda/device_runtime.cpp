@@ -271,6 +271,13 @@ TEST_CASE("a JIT Kernel on the fake GPU: launches, one transfer per shape, error
         // Kernels on different devices share no memory.
         Kernel on_cpu = p.compile("cuda-cpu-threads");
         REQUIRE_THROWS_WITH(on_cpu.share_device_with(k), Contains("they have no device memory to share"));
+        // The launch limits lowering checks are the device's: one allowing 8 threads per block
+        // refuses the 16-thread tiles when compiling (the emulators keep every GPU's 1024).
+        setenv("FAKE_CUDA_MAX_THREADS", "8", 1);
+        REQUIRE_THROWS_AS(p.compile("cuda"), CompileError);
+        REQUIRE_THROWS_WITH(p.compile("cuda"), Contains("16 threads per block, more than the 8 the device allows"));
+        unsetenv("FAKE_CUDA_MAX_THREADS");
+        REQUIRE(p.compile("cuda").backend() == "cuda");
     }
     fake.require_nothing_held();
 }

@@ -67,6 +67,11 @@ int devices() {
     const char *n = std::getenv("FAKE_CUDA_DEVICES");
     return n ? std::atoi(n) : 1;
 }
+/** Threads per block the fake device allows (FAKE_CUDA_MAX_THREADS; default 1024, as every GPU). */
+int max_threads_per_block() {
+    const char *n = std::getenv("FAKE_CUDA_MAX_THREADS");
+    return n ? std::atoi(n) : 1024;
+}
 
 /** The injected error of `call`, once, or kSuccess; call with the mutex held. */
 int injected(State &s, const char *call) {
@@ -106,7 +111,7 @@ FAKE_API int cuDeviceGetAttribute(int *value, int attribute, int device) {
     FAKE_ENTER("cuDeviceGetAttribute");
     if (device < 0 || device >= devices()) return kInvalidDevice;
     switch (attribute) {
-    case 1: *value = 1024; return kSuccess; // threads per block
+    case 1: *value = max_threads_per_block(); return kSuccess;
     case 2:
     case 3: *value = 1024; return kSuccess;       // block x, y
     case 4: *value = 64; return kSuccess;         // block z

@@ -185,7 +185,7 @@ TEST_CASE("split_host_device: block loops become a kernel and a launch of its si
     RowSums r;
     Stmt in = lower_thread_reductions(r.stmt(32), Target::Cuda);
     std::vector<LoweredFunc> kernels;
-    Stmt host = split_host_device(in, "cora_t", Target::Cuda, kernels);
+    Stmt host = split_host_device(in, "cora_t", Target::Cuda, GpuLimits{}, kernels);
     INFO(print(host));
     REQUIRE(kernels.size() == 1);
     const LoweredFunc &k = kernels[0];
@@ -203,24 +203,34 @@ TEST_CASE("split_host_device: block loops become a kernel and a launch of its si
     // On the host target nothing moves.
     std::vector<LoweredFunc> none;
     Stmt cpu = loop(r.bx, c(4), ForKind::Parallel, Store::make(r.X, var_expr(r.bx), FloatImm::make(1.0)));
-    REQUIRE(split_host_device(cpu, "cora_t", Target::Host, none).same_as(cpu));
+    REQUIRE(split_host_device(cpu, "cora_t", Target::Host, GpuLimits{}, none).same_as(cpu));
     REQUIRE(none.empty());
     // More threads per block than CUDA allows, known when compiling: a CompileError.
     Stmt wide = loop(r.bx, c(4), ForKind::GpuBlockX,
                      loop(r.t, c(2048), ForKind::GpuThreadX, Store::make(r.X, var_expr(r.t), FloatImm::make(1.0))));
-    REQUIRE_THROWS_AS(split_host_device(wide, "cora_t", Target::Cuda, none), CompileError);
+    REQUIRE_THROWS_AS(split_host_device(wide, "cora_t", Target::Cuda, GpuLimits{}, none), CompileError);
+    // The limits are the device's (the backend reads them): a device allowing 16 threads per block,
+    // or 2 in x, refuses the 32 of the row sums, naming the limit.
+    GpuLimits small;
+    small.max_threads_per_block = 16;
+    REQUIRE_THROWS_WITH(split_host_device(in, "cora_t", Target::Cuda, small, none),
+                        Catch::Matchers::Contains("32 threads per block, more than the 16 the device allows"));
+    small = GpuLimits{};
+    small.max_block[0] = 2;
+    REQUIRE_THROWS_WITH(split_host_device(in, "cora_t", Target::Cuda, small, none),
+                        Catch::Matchers::Contains("32 threads in x, more than the 2 the device allows"));
     // In a kernel with thread loops, a store outside them that every thread would run: refused.
     Stmt racy = loop(
         r.bx, c(4), ForKind::GpuBlockX,
         Block::make({Store::make(r.X, var_expr(r.bx), FloatImm::make(1.0)),
                      loop(r.t, c(32), ForKind::GpuThreadX, Store::make(r.A, var_expr(r.t), FloatImm::make(2.0)))}));
-    REQUIRE_THROWS_AS(split_host_device(racy, "cora_t", Target::Cuda, none), CompileError);
+    REQUIRE_THROWS_AS(split_host_device(racy, "cora_t", Target::Cuda, GpuLimits{}, none), CompileError);
 }
 
 TEST_CASE("warp_reductions: a one-warp block combines its parts with shuffles, not shared memory", "[pass][gpu]") {
     RowSums r;
     std::vector<LoweredFunc> kernels;
-    split_host_device(lower_thread_reductions(r.stmt(32), Target::Cuda), "cora_t", Target::Cuda, kernels);
+    split_host_device(lower_thread_reductions(r.stmt(32), Target::Cuda), "cora_t", Target::Cuda, GpuLimits{}, kernels);
     const LoweredFunc &k = kernels.at(0);
     Stmt out = warp_reductions(k.body, k.exact_bindings);
     INFO(print(out));
@@ -235,7 +245,7 @@ TEST_CASE("warp_reductions: a one-warp block combines its parts with shuffles, n
     REQUIRE(warp_reductions(k.body, {}).same_as(k.body));
     // A block of 64 threads: two levels, the warps' values through shared memory of 2 elements.
     std::vector<LoweredFunc> wide;
-    split_host_device(lower_thread_reductions(r.stmt(64), Target::Cuda), "cora_w", Target::Cuda, wide);
+    split_host_device(lower_thread_reductions(r.stmt(64), Target::Cuda), "cora_w", Target::Cuda, GpuLimits{}, wide);
     Stmt two_level = warp_reductions(wide.at(0).body, wide.at(0).exact_bindings);
     INFO(print(two_level));
     REQUIRE(has_shared_memory(two_level));
