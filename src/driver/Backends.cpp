@@ -12,13 +12,22 @@ namespace cora {
 
 namespace {
 
-/** Backends whose kernels are generated C++ with a C entry: the CPU, and GPU schedules emulated. */
-class CppBackend : public Backend {
+/** A built-in backend's name and description. */
+class NamedBackend : public Backend {
 public:
-    CppBackend(const char *name, Target target, const char *description)
-        : name_(name), target_(target), description_(description) {}
+    NamedBackend(const char *name, const char *description) : name_(name), description_(description) {}
     std::string name() const override { return name_; }
     std::string description() const override { return description_; }
+
+protected:
+    std::string name_, description_;
+};
+
+/** Backends whose kernels are generated C++ with a C entry: the CPU, and GPU schedules emulated. */
+class CppBackend : public NamedBackend {
+public:
+    CppBackend(const char *name, Target target, const char *description)
+        : NamedBackend(name, description), target_(target) {}
     bool runs_gpu_schedules() const override { return target_ != Target::Host; }
     Kernel compile(const Pipeline &p, const CompileOptions &opts) const override {
         CompileOptions o = opts;
@@ -30,18 +39,14 @@ public:
     }
 
 private:
-    std::string name_;
     Target target_;
-    std::string description_;
 };
 
 /** Backends of the CUDA runtime: a GPU, or the CUDA source on CPU threads. */
-class CudaRuntimeBackend : public Backend {
+class CudaRuntimeBackend : public NamedBackend {
 public:
     CudaRuntimeBackend(const char *name, bool on_gpu, const char *description)
-        : name_(name), on_gpu_(on_gpu), description_(description) {}
-    std::string name() const override { return name_; }
-    std::string description() const override { return description_; }
+        : NamedBackend(name, description), on_gpu_(on_gpu) {}
     bool runs_gpu_schedules() const override { return true; }
     bool available(std::string *why) const override {
         std::string no_compiler;
@@ -56,9 +61,7 @@ public:
     }
 
 private:
-    std::string name_;
     bool on_gpu_;
-    std::string description_;
 };
 
 BackendRegistry make_builtin() {

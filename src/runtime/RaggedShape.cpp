@@ -100,29 +100,26 @@ RaggedShape &RaggedShape::set(const Param &p, int64_t value) {
     return *this;
 }
 
-RaggedShape &RaggedShape::set(const LengthArray &len, std::vector<int32_t> lengths) {
-    for (size_t i = 0; i < lengths.size(); i++) {
-        if (lengths[i] < len.min_value() || lengths[i] > len.max_value())
-            throw_runtime_error("length array '", len.name(), "': element ", i, " is ", lengths[i],
-                                ", expected a value in [", len.min_value(), ", ", len.max_value(), "]");
+void RaggedShape::Impl::bind_input_array(const UFNode &fn, std::vector<int32_t> values) {
+    for (size_t i = 0; i < values.size(); i++) {
+        if (values[i] < fn.min_value || values[i] > fn.max_value)
+            throw_runtime_error(input_array_title(fn), ": element ", i, fn.dims.empty() ? "" : " (row-major)", " is ",
+                                values[i], ", expected a value in [", fn.min_value, ", ", fn.max_value, "]");
     }
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->lengths[len.node().get()] = std::move(lengths);
-    impl_->aux.clear();
+    // The element count is checked where the params it depends on are known to be set: before
+    // any kernel, size or aux array reads the array (validate_counts).
+    std::lock_guard<std::mutex> lock(mu);
+    lengths[&fn] = std::move(values);
+    aux.clear();
+}
+
+RaggedShape &RaggedShape::set(const LengthArray &len, std::vector<int32_t> lengths) {
+    impl_->bind_input_array(*len.node(), std::move(lengths));
     return *this;
 }
 
 RaggedShape &RaggedShape::set(const ShapeTensor &t, std::vector<int32_t> values) {
-    for (size_t i = 0; i < values.size(); i++) {
-        if (values[i] < t.min_value() || values[i] > t.max_value())
-            throw_runtime_error("shape tensor '", t.name(), "': element ", i, " (row-major) is ", values[i],
-                                ", expected a value in [", t.min_value(), ", ", t.max_value(), "]");
-    }
-    // Its element count against its dims is checked where the dims' params are known to be set:
-    // before any kernel, size or aux array reads it (validate_counts).
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->lengths[t.node().get()] = std::move(values);
-    impl_->aux.clear();
+    impl_->bind_input_array(*t.node(), std::move(values));
     return *this;
 }
 

@@ -23,6 +23,9 @@ struct RaggedShape::Impl {
     mutable std::map<std::string, std::vector<int64_t>> aux; // by AuxSpec::key
     mutable std::map<std::string, FlatLayout> aux_layouts;   // by AuxSpec::key (symbols belong to one table)
 
+    /** Binds a length array or shape tensor `fn` to `values` after checking each value's range
+     * (RuntimeError naming it and the element); cached aux arrays are dropped. */
+    void bind_input_array(const UFNode &fn, std::vector<int32_t> values);
     /** An interpreter bound to this shape's params, lengths and aux arrays. */
     Interpreter interpreter() const;
     /** RuntimeError unless each length array's size matches its count expression. */
