@@ -1,9 +1,9 @@
-/** \file Aux-array kinds as objects: each kind (prefix sums, fusion maps, longest-first orders;
- * later BSR row pointers, active-tile lists) is a subclass of AuxKind, defined in one file
- * (AuxPrefixSum.cpp, AuxFusionMap.cpp, AuxLongestFirst.cpp) with its parameters and everything
- * cora needs from it. An aux array's AuxSpec (ir/Tensor.h) holds its kind object; nothing else
- * tests which kind an array is: the simplifier, the static folder, the layout description, the
- * prover and argument inference ask the kind.
+/** \file Aux-array kinds as objects: the interface. Each kind (prefix sums, fusion maps,
+ * longest-first orders; later active-tile lists) is a subclass of AuxKind, defined in one file of
+ * its format's folder (formats/ragged/AuxPrefixSum.cpp, AuxFusionMap.cpp, AuxLongestFirst.cpp) with
+ * its parameters and everything cora needs from it. An aux array's AuxSpec (ir/Tensor.h) holds its kind object; nothing
+ * else tests which kind an array is: the simplifier, the static folder, the layout description, the prover and argument
+ * inference ask the kind.
  *   - build:         IR that fills the array from its inputs, written once and used by both
  *                    paths: AOT kernels compile it to build their aux arrays
  *                    (lower/BuildAuxArrays.cpp); the host prelude (runtime/RaggedShape.cpp) runs
@@ -21,7 +21,7 @@
  *                    identity (analysis/Simplify.cpp) and cache_read's placement
  *                    (lower/CacheRead.cpp) ask about.
  * Adding a kind: a file with its AuxKind subclass and a constructor of its arrays (as
- * prefix_sum_aux in StorageLayout.h makes them: a UFNode whose AuxSpec holds the kind), and tests:
+ * prefix_sum_aux in formats/ragged/StorageLayout.h makes them: a UFNode whose AuxSpec holds the kind), and tests:
  * the built array against a definition written in the test (tests/unit/aux_kinds.cpp), kernels
  * through the JIT and AOT paths. */
 #pragma once
@@ -92,14 +92,5 @@ public:
 inline const AuxKind &aux_kind(const AuxSpec &spec) { return *spec.kind; }
 /** The kind of `fn`'s array, or null when `fn` is not an aux array. */
 inline const AuxKind *aux_kind_of(const UFNode &fn) { return fn.aux ? fn.aux->kind.get() : nullptr; }
-
-/** The kinds' constructors, each defined in its kind's file. */
-std::shared_ptr<const AuxKind> prefix_sum_kind(Expr summand);
-/** `outer`: fo, else fi (with `partner`, its fo); over a loop (o < outer_extent, i < E_i(o)) whose
- * inner extents `prefix` sums. The padded total (the pad segment) is the extent of its layout. */
-std::shared_ptr<const AuxKind> fusion_map_kind(bool outer, std::shared_ptr<const UFNode> prefix,
-                                               std::shared_ptr<const UFNode> partner, Expr outer_extent);
-/** The permutation of [0, extent) by decreasing `cost` (in the dim's variable), ties by index. */
-std::shared_ptr<const AuxKind> longest_first_kind(Expr extent, Expr cost);
 
 } // namespace cora::ir

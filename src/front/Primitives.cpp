@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "front/Schedule.h"
 #include "util/Error.h"
 

@@ -4,7 +4,7 @@
 
 #include "cora/Tensor.h"
 
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "front/Primitives.h"
 #include "front/Schedule.h"
 #include "ir/IRPrinter.h"

@@ -22,7 +22,7 @@ struct ModuleArg {
     Expr expected_count;              ///< arrays: the count the layout requires (no UF calls left)
     std::shared_ptr<const UFNode> uf; ///< LengthArray / AuxArray
     TensorPtr tensor;                 ///< Input / Output
-    /** Input / Output: where each element lives, in words and formulas (analysis/LayoutDescription.h);
+    /** Input / Output: where each element lives, in words and formulas (formats/ragged/LayoutDescription.h);
      * LengthArray: its element count. Stated in AOT headers and Kernel::arguments(). */
     std::string layout;
 };

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "analysis/AuxKind.h"
-#include "analysis/LayoutDescription.h"
+#include "formats/ragged/LayoutDescription.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"

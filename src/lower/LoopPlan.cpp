@@ -25,7 +25,7 @@
 #include <algorithm>
 
 #include "analysis/Simplify.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "ir/Epilogue.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"

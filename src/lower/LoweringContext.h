@@ -15,7 +15,7 @@
 
 #include "analysis/Bounds.h"
 #include "analysis/ProverChain.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "cora/Target.h"
 #include "front/Schedule.h"
 #include "ir/Module.h"

@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "analysis/Simplify.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Scheduling.h"

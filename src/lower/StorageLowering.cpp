@@ -1,5 +1,5 @@
 /** \file Pass: storage lowering. Every tensor gets a buffer variable and a flattened layout
- * (analysis/StorageLayout: dimension graph -> offsets through prefix-sum aux arrays).
+ * (formats/ragged/StorageLayout: dimension graph -> offsets through prefix-sum aux arrays).
  * Provide becomes Store and Access becomes Load at the flat offset of the indices (through the
  * tensor's storage transforms, if any); offsets are simplified so fused-loop maps cancel.
  * A blocked layout (split_storage) divides an index by the block: where the offset has a

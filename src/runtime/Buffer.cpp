@@ -5,7 +5,7 @@
 #include <new>
 
 #include "analysis/Interpreter.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "cora/Runtime.h"
 #include "cora_runtime.h"
 #include "ir/IRPrinter.h"

@@ -10,7 +10,7 @@
 
 #include "analysis/AuxKind.h"
 #include "analysis/Interpreter.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "cora/Runtime.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "analysis/Interpreter.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "cora/Runtime.h"
 
 namespace cora {

@@ -5,7 +5,7 @@
 #include "common/ragged_testing.h"
 
 #include "analysis/AuxKind.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 

@@ -6,7 +6,7 @@
 
 #include "analysis/Interpreter.h"
 #include "analysis/ProverChain.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "analysis/Z3Prover.h"
 #include "common/brute_force.h"
 #include "cora/cora.h"

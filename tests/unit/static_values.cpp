@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "analysis/StaticValues.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "cora/cora.h"
 #include "ir/IRPrinter.h"
 

@@ -1,7 +1,7 @@
 // Storage lowering through the dimension graph, against hand computations, and the prelude.
 #include "common/ragged_testing.h"
 
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 #include "ir/IRPrinter.h"
 #include "runtime/RaggedShapeImpl.h"
 

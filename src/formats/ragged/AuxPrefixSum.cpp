@@ -2,8 +2,8 @@
  * kind's `summand` (in the layout's variables) over x' < x: entry 0 is 0 and entry x + 1 = entry
  * x + summand(x), per outer index; the last dim's extent is the summed range + 1. They turn a
  * ragged index into a packed offset. */
-#include "analysis/AuxKind.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/RaggedKinds.h"
+#include "formats/ragged/StorageLayout.h"
 #include "ir/IRPrinter.h"
 #include "util/Error.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "analysis/AuxTable.h"
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 
 namespace cora::ir {
 

@@ -1,7 +1,7 @@
 /** \file Aux kind: longest-first orders. Over layout [d: E], entry p is the index of d with the
  * p-th largest cost (the kind's `cost`, in d's variable), ties by index: a permutation of [0, E)
  * that a remap runs rows in, so the longest rows start first. */
-#include "analysis/AuxKind.h"
+#include "formats/ragged/RaggedKinds.h"
 
 namespace cora::ir {
 

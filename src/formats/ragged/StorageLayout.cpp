@@ -1,4 +1,4 @@
-#include "analysis/StorageLayout.h"
+#include "formats/ragged/StorageLayout.h"
 
 #include <algorithm>
 #include <functional>
@@ -8,6 +8,7 @@
 
 #include "analysis/AuxKind.h"
 #include "analysis/Simplify.h"
+#include "formats/ragged/RaggedKinds.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "util/Error.h"

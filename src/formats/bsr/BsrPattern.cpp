@@ -1,4 +1,4 @@
-/** \file A BSR pattern's consistency (BsrData::validate_pattern), in the front end: a BsrMatrix
+/** \file A BSR pattern's consistency (BsrData::validate_pattern), checked when a BsrMatrix
  * declared with a static pattern checks it when it is declared (include/cora/Sparse.h). */
 #include "cora/Sparse.h"
 #include "util/Error.h"

@@ -3,7 +3,7 @@
  * padding (the total padded up to a multiple of `pad`), where P is the prefix sum of E_i;
  * fo(f) = o and fi(f) = f - P(o) for P(o) <= f < P(o + 1), so P(fo(f)) + fi(f) = f, and the pad
  * segment belongs to the last o: fo = E_o - 1, fi = f - P(E_o - 1). */
-#include "analysis/AuxKind.h"
+#include "formats/ragged/RaggedKinds.h"
 #include "ir/IRVisitor.h"
 #include "util/Error.h"
 

@@ -1,5 +1,5 @@
 /** \file Storage layouts in words: see LayoutDescription.h. */
-#include "analysis/LayoutDescription.h"
+#include "formats/ragged/LayoutDescription.h"
 
 #include <sstream>
 
