@@ -10,7 +10,6 @@
 
 #include "analysis/Simplify.h"
 #include "codegen/CRuntime.h"
-#include "codegen/EntryFunction.h"
 #include "cora_runtime.h"
 #include "ir/IRPrinter.h"
 #include "util/Error.h"
@@ -446,48 +445,12 @@ bool CodeGen_C::emit_vector_loop(const For *op) {
 }
 
 void CodeGen_C::visit_node(const LaunchKernel *op) {
-    CORA_CHECK(parallel_depth == 0, "codegen: a kernel launch inside a parallel loop");
-    auto list = [&](const std::vector<Expr> &v) { return expr(v[0]) + ", " + expr(v[1]) + ", " + expr(v[2]); };
-    std::string args;
-    for (const VarPtr &a : op->args)
-        args += name_of(a.get()) + ", ";
-    line("{");
-    indent++;
-    // The thread counts were checked against CUDA's limits; the emulated kernel runs each
-    // block's thread loops as loops over their extents.
-    line("const int64_t cora_grid[3] = {" + list(op->grid) + "};");
-    line("for (int64_t cora_bz = 0; cora_bz < cora_grid[2]; ++cora_bz)");
-    line("for (int64_t cora_by = 0; cora_by < cora_grid[1]; ++cora_by)");
-    line("for (int64_t cora_bx = 0; cora_bx < cora_grid[0]; ++cora_bx) {");
-    line("    const int64_t cora_block[3] = {cora_bx, cora_by, cora_bz};");
-    line("    " + op->kernel + "(" + args + "cora_block);");
-    line("}");
-    indent--;
-    line("}");
+    throw InternalError("codegen: a launch of kernel '" + op->kernel +
+                        "' in host code printed for the CPU alone (the emulator's printer, CodeGen_Emulated, "
+                        "prints launches)");
 }
 
 namespace {
-
-/** Prints an emulated kernel's body, run once per block: the block index comes from the array the
- * emulated launch passes; the thread loops and lanes loops run as loops, one phase after another,
- * which is what the barriers between them guarantee on a GPU. Shared tiles are the block's arrays. */
-class CodeGen_EmulatedKernel : public CodeGen_C {
-protected:
-    using CodeGen_C::visit_node;
-    std::string gpu_index(ForKind kind) override {
-        CORA_CHECK(is_gpu_block(kind), "codegen: emulated thread index");
-        return "cora_block[" + std::to_string(gpu_axis(kind)) + "]";
-    }
-    void visit_node(const For *op) override {
-        if (!is_gpu_thread(op->for_kind) && op->for_kind != ForKind::GpuLanes) return CodeGen_C::visit_node(op);
-        std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
-        line("for (int64_t " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
-        indent++;
-        visit(op->body);
-        indent--;
-        line("}");
-    }
-};
 
 /** Whether the kernel stores to `buffer` (its parameter is then writable). */
 bool stores_to(const Stmt &body, const VarNode *buffer) {
@@ -526,36 +489,6 @@ std::vector<std::string> kernel_parameters(CodeGen_C &g, const LoweredFunc &kern
     return params;
 }
 
-std::string emulated_kernel_function(const LoweredFunc &kernel) {
-    CodeGen_EmulatedKernel g;
-    g.exact_bindings = kernel.exact_bindings;
-    std::string params;
-    for (const std::string &p : kernel_parameters(g, kernel))
-        params += p + ", ";
-    g.os << "static void " << kernel.name << "(" << params << "const int64_t *cora_block) {\n";
-    g.visit(kernel.body);
-    g.os << "}\n";
-    return g.os.str();
-}
-
 std::string entry_symbol(const Module &m) { return "cora_" + c_identifier(m.name); }
-
-std::string codegen_c_body(const Module &m, const std::string &symbol) {
-    std::string kernels;
-    for (const LoweredFunc *k : m.device_kernels())
-        kernels += emulated_kernel_function(*k) + "\n";
-    return kernels + emit_function("extern \"C\" ", symbol, m.entry());
-}
-
-std::string codegen_c(const Module &m) { return c_prologue() + "\n" + codegen_c_body(m, entry_symbol(m)); }
-
-std::string codegen_c_batch(const std::vector<const Module *> &modules, const std::vector<std::string> &symbols) {
-    CORA_CHECK(modules.size() == symbols.size(), "codegen_c_batch: one symbol per module");
-    std::string src = c_prologue() + "\n";
-    for (size_t i = 0; i < modules.size(); i++)
-        src += "namespace cora_batch_" + std::to_string(i) + " {\n" + codegen_c_body(*modules[i], symbols[i]) +
-               "} // namespace cora_batch_" + std::to_string(i) + "\n\n";
-    return src;
-}
 
 } // namespace cora::ir

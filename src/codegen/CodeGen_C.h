@@ -96,8 +96,9 @@ protected:
     void visit_node(const Assign *op) override;
     void visit_node(const Allocate *op) override;
     void visit_node(const Assert *op) override;
-    /** On the CPU: the launch emulated, every block in turn calling the kernel's C function
-     * (emulated_kernel_function). A GPU host printer overrides it. */
+    /** Host code for the CPU alone has no launches (InternalError): the printers of a GPU
+     * backend's host code override it (CodeGen_Emulated: the launch as loops over the blocks;
+     * CodeGen_CUDA: through the device runtime). */
     void visit_node(const LaunchKernel *op) override;
 
     /** In a device kernel's body: this block's or thread's index along the axis a GPU-bound loop
@@ -124,22 +125,5 @@ std::string entry_symbol(const Module &m);
 /** A device kernel's parameters as `g` declares them: a buffer the kernel writes is `T *__restrict__`,
  * one it only reads `const T *__restrict__`, a scalar `const T`. */
 std::vector<std::string> kernel_parameters(CodeGen_C &g, const LoweredFunc &kernel);
-
-/** A device kernel as a C++ function of the CPU (Target::CudaEmulated): `static void name(params...,
- * const int64_t *cora_block)`, the body run for one block, its thread loops as loops (the phases
- * between barriers one after another). */
-std::string emulated_kernel_function(const LoweredFunc &kernel);
-
-/** The JIT source of a module: the prologue, then codegen_c_body with the module's entry_symbol. */
-std::string codegen_c(const Module &m);
-
-/** A module's code after the prologue: its device kernels emulated (if any), then its entry
- * (EntryFunction.h) as `extern "C"` function `symbol`. */
-std::string codegen_c_body(const Module &m, const std::string &symbol);
-
-/** One JIT source for several modules (KernelBatch): the prologue once, then each module's body in
- * a namespace of its own (`cora_batch_<i>`: their kernels' names may repeat), its entry named
- * `symbols[i]` (the symbols must differ). One compiler run builds them all. */
-std::string codegen_c_batch(const std::vector<const Module *> &modules, const std::vector<std::string> &symbols);
 
 } // namespace cora::ir

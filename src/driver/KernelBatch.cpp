@@ -6,6 +6,7 @@
 
 #include "codegen/CRuntime.h"
 #include "codegen/CodeGen_C.h"
+#include "codegen/CppSource.h"
 #include "driver/JIT.h"
 #include "driver/KernelImpl.h"
 #include "util/Error.h"

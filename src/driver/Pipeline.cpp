@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "codegen/CodeGen_C.h"
+#include "codegen/CppSource.h"
 #include "cora_runtime.h"
 #include "driver/JIT.h"
 #include "driver/KernelImpl.h"
