@@ -1,6 +1,6 @@
 /* cora_device_runtime.h: the runtime of cora's CUDA kernels, written once.
  *
- * libcora's JIT kernels include it (src/driver/CudaRuntime.cpp, behind cora/Cuda.h's CudaKernel);
+ * libcora's JIT kernels include it (src/driver/CudaRuntime.cpp, behind the backends "cuda" and "cuda-cpu-threads");
  * a CUDA AOT library embeds its text (src/codegen/CudaAotLibrary.cpp), as every generated source
  * embeds cora_runtime.h. So the driver-API table, the device limits, the launch checks and the
  * staging of the shape's arrays are the same code in both. It holds:
