@@ -1,6 +1,7 @@
 /** \file The kernels of the backends "cuda" and "cuda-cpu-threads" (cora/Backend.h) and their
- * DeviceBuffers. Such a kernel is the host entry (codegen_cuda_host, JIT-compiled like a CPU kernel) over a device of
- * prelude/cora_device_runtime.h, the runtime CUDA AOT libraries embed too (one driver-API table,
+ * DeviceBuffers. Such a kernel is the host entry (codegen_cuda_host, JIT-compiled like a CPU
+ * kernel) over a device of prelude/cora_device_runtime.h, the runtime CUDA AOT libraries embed too
+ * (one driver-API table,
  * one set of launch checks, one staging of the shape's arrays):
  *  - cora_rt::GpuDevice: the driver API loaded with dlopen, the kernels compiled by NVRTC for the
  *    device's compute capability and loaded as a module. Every failing CUDA call is a RuntimeError
