@@ -31,8 +31,8 @@ namespace cora::ir {
     X(Mod)                                                                                                             \
     X(Min)                                                                                                             \
     X(Max)                                                                                                             \
-    X(EQ)                                                                                                              \
-    X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
+    X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load)      \
+        X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For)                                                                                                             \
