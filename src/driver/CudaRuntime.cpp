@@ -361,19 +361,11 @@ double CudaRuntimeKernel::time_ms(const RaggedShape &shape, const std::vector<Bi
     driver::make_args(module, shape, bindings);
     std::vector<DeviceBinding> device_bindings;
     std::vector<DeviceBuffer> buffers = to_device(shape, bindings, device_bindings);
-    auto once = [&] {
+    // The warm-up also puts the shape's arrays on the device.
+    return driver::median_call_ms(reps, [&] {
         run(shape, device_bindings, nullptr);
         kernel_device->synchronize(nullptr);
-    };
-    once(); // warm-up (and the shape's arrays on the device)
-    std::vector<double> ms;
-    for (int r = 0; r < reps; r++) {
-        auto t0 = std::chrono::steady_clock::now();
-        once();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    });
 }
 
 } // namespace cora

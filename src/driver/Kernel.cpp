@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "cora/Backend.h"
+#include "driver/KernelImpl.h"
 #include "util/Error.h"
 
 namespace cora {
@@ -12,17 +13,21 @@ void Kernel::Impl::lacks(const char *capability) const {
     throw_runtime_error("kernel '", name, "' runs on backend '", backend, "', which has no ", capability);
 }
 
-double Kernel::Impl::time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const {
+double driver::median_call_ms(int reps, const std::function<void()> &once) {
     if (reps < 1) throw_runtime_error("Kernel::time_ms: reps must be positive, got ", reps);
-    run(shape, bindings); // warm-up
+    once(); // warm-up
     std::vector<double> ms;
     for (int r = 0; r < reps; r++) {
         auto t0 = std::chrono::steady_clock::now();
-        run(shape, bindings);
+        once();
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
+}
+
+double Kernel::Impl::time_ms(const RaggedShape &shape, const std::vector<Binding> &bindings, int reps) const {
+    return driver::median_call_ms(reps, [&] { run(shape, bindings); });
 }
 
 std::vector<cora_arg_t> Kernel::Impl::make_args(const RaggedShape &, const std::vector<Binding> &) const {

@@ -3,6 +3,7 @@
  * and KernelBatch share. */
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,10 @@ struct CpuKernel : Kernel::Impl {
 std::string backend_name(const CompileOptions &o);
 /** `o` with the target of the built-in backend `backend` ("cpu": Host; "cuda-emulated": CudaEmulated). */
 CompileOptions options_for(CompileOptions o, const std::string &backend);
+
+/** Kernel::time_ms's figure: the median milliseconds of `reps` calls of `once` after one warm-up
+ * call (RuntimeError unless reps > 0). */
+double median_call_ms(int reps, const std::function<void()> &once);
 
 /** CompileOptions::debug, or CORA_DEBUG when it is negative. */
 int debug_level(const CompileOptions &o);

@@ -189,6 +189,13 @@ TEST_CASE("a shape tensor is checked: its values, its size, a tampered list; not
     const uint8_t bytes[6] = {1, 0, 1, 1, 0, 0};
     shape.set(p.mask, bytes, 6);
     REQUIRE(shape.values(p.mask) == std::vector<int32_t>{1, 0, 1, 1, 0, 0});
+    // Bad bytes change nothing: a null pointer, a negative count, a value out of range.
+    const uint8_t bad[6] = {1, 0, 3, 1, 0, 0};
+    REQUIRE_THROWS_WITH(shape.set(p.mask, nullptr, 6), "shape tensor 'mask': null data");
+    REQUIRE_THROWS_WITH(shape.set(p.mask, bytes, -1), "shape tensor 'mask': negative element count -1");
+    REQUIRE_THROWS_WITH(shape.set(p.mask, bad, 6),
+                        "shape tensor 'mask': element 2 (row-major) is 3, expected a value in [0, 1]");
+    REQUIRE(shape.values(p.mask) == std::vector<int32_t>{1, 0, 1, 1, 0, 0});
     std::vector<cora_arg_t> args = k.make_args(shape, {{p.X, x}, {p.out, out}, {p.masked, masked}});
     std::vector<int64_t> tampered;
     for (cora_arg_t &a : args)
