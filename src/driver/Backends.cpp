@@ -1,6 +1,6 @@
 /** \file The built-in backends and the registry that finds backends by name (cora/Backend.h).
  * A new backend is a Backend subclass in its own file; making it built in is one line in
- * BackendRegistry::builtin(). */
+ * make_builtin(), the list BackendRegistry::builtin() holds. */
 #include <algorithm>
 
 #include "cora/Backend.h"
