@@ -25,6 +25,8 @@ struct TensorNode;
 }
 
 /** One dimension of a shape: a named dim and its extent. */
+class ActiveTiles; // cora/Spatial.h
+
 struct DimExtent {
     Dim dim;
     Expr extent;
@@ -143,6 +145,22 @@ public:
      * e.g. the row length), ties by index, so the longest iterations start first. The
      * RaggedShape builds the order once per shape; the kernel checks it like remap(). */
     Func &remap_longest_first(const Dim &d, const Dim &rank, const Expr &cost);
+    /** Spatial sparsity (cora/Spatial.h): compute only the active tiles of `tiles`. The loops
+     * `n`, `y`, `x` (this Func's batch and position dims, whose extents must be the list's grid:
+     * a CompileError otherwise) become, in place, `tile` (over the active tiles, in the list's
+     * order) and `yi`, `xi` (a position within the tile, extents tile_h and tile_w):
+     * y = ty * tile_h + yi, guarded by y < rows where the last tile is partial. The loop over
+     * `tile` is parallel by default. Positions outside the active tiles are not written: they
+     * keep what the output held (incremental inference on a cached output), unless
+     * fill_inactive_tiles() gives them a value. */
+    Func &over_active_tiles(const ActiveTiles &tiles, const Dim &n, const Dim &y, const Dim &x, const Dim &tile,
+                            const Dim &yi, const Dim &xi);
+    /** After over_active_tiles(): the positions of the inactive tiles get `value` (an expression
+     * of this Func's dims, e.g. 0.0f). Returns the op that writes them (named "<name>_inactive",
+     * with loops named as this Func's tile loops), to be scheduled on its own (vectorize the
+     * channels); like an op split's tail, it writes this Func's storage and is not a tensor of
+     * its own. */
+    Func fill_inactive_tiles(const Expr &value);
     /** Horizontal fusion: run the outermost loop of this Func and of each of `others` as one
      * loop (one parallel region / launch): the first E_0 iterations run this Func's body, the
      * next E_1 the first other's, and so on. The Funcs must not read each other, and no Func

@@ -11,6 +11,7 @@
 #include "cora/Reference.h"
 #include "cora/Runtime.h"
 #include "cora/Sparse.h"
+#include "cora/Spatial.h"
 #include "cora/SparsityPropagation.h"
 #include "cora/Target.h"
 #include "cora/Tensor.h"

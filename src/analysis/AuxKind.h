@@ -26,6 +26,7 @@
  * through the JIT and AOT paths. */
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,6 +62,14 @@ struct FusedLoopMap {
     const UFNode *partner; ///< fi: its fo; fo: null
 };
 
+/** What a native host build (AuxKind::host_build) reads: the value of an expression of params,
+ * a shape tensor's values (row-major, count already checked), an aux array built before it. */
+struct HostAuxInputs {
+    std::function<int64_t(const Expr &)> eval;
+    std::function<const std::vector<int32_t> &(const UFNode *)> shape_tensor;
+    std::function<const std::vector<int64_t> &(const UFNode *)> aux_array;
+};
+
 class AuxKind {
 public:
     virtual ~AuxKind() = default;
@@ -76,6 +85,12 @@ public:
      * undefined when another check covers it. Messages name `a.name`. */
     virtual Stmt check(const AuxArray &a, AuxTable &table) const = 0;
     virtual AuxInputs inputs() const = 0;
+    /** Optionally, the same array built by native code for the host prelude, which otherwise
+     * interprets build(): for kinds whose build visits every element of a large input (a mask of
+     * H x W positions), where the interpreter would cost more than the kernels. `out` has the
+     * layout's size; failures are RuntimeErrors with build()'s messages. The IR build stays the
+     * definition (AOT kernels compile it); tests hold the two equal. False: no native build. */
+    virtual bool host_build(const HostAuxInputs &in, std::vector<int64_t> &out) const { return false; }
     /** Facts (boolean IR) that hold for the call `call`, whose value `value` stands for. */
     virtual std::vector<Expr> facts(const UFCall &call, const Expr &value) const { return {}; }
 

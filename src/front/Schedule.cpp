@@ -60,7 +60,11 @@ bool is_known_dim(const ir::TensorNode &t, const ir::DimNode *d) {
         if (ld.dim.get() == d) return true;
     if (d == reduction_dim(t)) return true;
     for (const LoopTransform &tr : schedule_of(t).transforms)
+    {
         if (tr.outer.get() == d || tr.inner.get() == d || tr.fused.get() == d) return true;
+        for (const DimPtr &l : tr.tile_loops)
+            if (l.get() == d) return true;
+    }
     return false;
 }
 
@@ -73,6 +77,10 @@ std::string why_not_a_loop(const ir::TensorNode &t, const ir::DimNode *d) {
             return concat(dn, " was remapped: its loop is now '", tr.outer->name, "'");
         if (tr.kind == LoopTransform::Kind::Fuse && (tr.outer.get() == d || tr.inner.get() == d))
             return concat(dn, " was fused into '", tr.fused->name, "'");
+        for (size_t k = 0; k < tr.tiled.size(); k++)
+            if (tr.tiled[k].get() == d)
+                return concat(dn, " runs over the tiles of '", tr.tiles->name, "': its loop is now '",
+                              tr.tile_loops[k]->name, "'");
     }
     // The reductions of the definition: how many are outermost, and whether d is one's dim.
     struct Finder : ir::IRVisitor {
@@ -128,6 +136,8 @@ bool LoopReplay::is_loop(const DimPtr &d) const {
 
 bool LoopReplay::applies(const LoopTransform &t) const {
     using Kind = LoopTransform::Kind;
+    if (t.kind == Kind::Tiles)
+        return std::all_of(t.tiled.begin(), t.tiled.end(), [&](const DimPtr &d) { return is_loop(d); });
     return t.kind == Kind::Pad || t.kind == Kind::Remap || t.kind == Kind::Split ? is_loop(t.parent)
                                                                                  : is_loop(t.outer) && is_loop(t.inner);
 }
@@ -153,6 +163,15 @@ size_t LoopReplay::apply(const LoopTransform &t) {
         return (size_t)(it - loops_.begin());
     }
     case Kind::Pad: return (size_t)(find(t.parent) - loops_.begin());
+    case Kind::Tiles: {
+        size_t first = loops_.size();
+        for (size_t k = 0; k < t.tiled.size(); k++) {
+            auto it = find(t.tiled[k]);
+            *it = t.tile_loops[k];
+            first = std::min(first, (size_t)(it - loops_.begin()));
+        }
+        return first;
+    }
     case Kind::Fuse: {
         auto it = find(t.outer);
         CORA_CHECK(it + 1 != loops_.end() && (it + 1)->get() == t.inner.get(), "fused loops '", t.outer->name,

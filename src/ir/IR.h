@@ -150,6 +150,9 @@ using VarPtr = std::shared_ptr<const VarNode>;
 
 /** A fresh variable (ids are unique per process; printing uses names, so keep names distinct). */
 VarPtr make_var(const std::string &name, VarRole role, Type t = Int64);
+/** A fresh id for a symbol the public API makes (a Dim, a Param, a length array, a format's
+ * arrays): ids tell symbols apart in structural keys and debug prints. */
+uint64_t new_symbol_id();
 Expr var_expr(const VarPtr &v);
 
 #define CORA_BINARY(N)                                                                                                 \

@@ -17,6 +17,11 @@ using namespace ir;
 
 namespace {
 std::atomic<uint64_t> next_symbol_id{1};
+} // namespace
+
+uint64_t ir::new_symbol_id() { return next_symbol_id++; }
+
+namespace {
 
 Expr adapt_constant(const Expr &c, Type t) {
     if (const IntImm *i = c.as<IntImm>()) {

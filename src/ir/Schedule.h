@@ -28,8 +28,25 @@ using DimPtr = std::shared_ptr<const DimNode>;
  *    pair; a ragged inner extent uses the prelude's fusion maps fo(fused), fi(fused).
  *  - Pad: the extent E of loop `parent` becomes ceil_mult(E, factor); the extra iterations
  *    compute values nobody reads, so they must stay inside storage (else they are guarded). */
+/** A list of the tiles of a grid of positions [batch, rows, cols] cut into tile_h x tile_w tiles,
+ * which a Tiles transform iterates (formats/spatial/, cora/Spatial.h): `order`, an aux array of
+ * [tiles][3] entries (n, ty, tx), lists the active tiles first, in row-major order, then the
+ * inactive ones; `count` ([1]) holds how many are active. Both are built by the prelude from a
+ * run-time mask (a ShapeTensor) and facts bound each entry by the grid. */
+struct TileList {
+    std::string name;
+    std::shared_ptr<const UFNode> order, count;
+    std::shared_ptr<const UFNode> bitmap; ///< [batch][tile rows][tile cols], 0/1: what order and count are built from
+    Expr batch, rows, cols; ///< the extents of the positions the tiles cover
+    int64_t tile_h = 1, tile_w = 1;
+    Expr tile_rows() const { return Div::make(Add::make(rows, IntImm::make(tile_h - 1)), IntImm::make(tile_h)); }
+    Expr tile_cols() const { return Div::make(Add::make(cols, IntImm::make(tile_w - 1)), IntImm::make(tile_w)); }
+    /** The number of tiles: batch * ceil(rows / tile_h) * ceil(cols / tile_w). */
+    Expr grid_tiles() const { return Mul::make(batch, Mul::make(tile_rows(), tile_cols())); }
+};
+
 struct LoopTransform {
-    enum class Kind : uint8_t { Split, Fuse, Pad, Remap };
+    enum class Kind : uint8_t { Split, Fuse, Pad, Remap, Tiles };
     Kind kind;
     DimPtr parent, outer, inner, fused;
     int64_t factor = 1;
@@ -38,6 +55,13 @@ struct LoopTransform {
      * the parent's indices by decreasing `cost` (longest first; ties by index). */
     std::shared_ptr<const UFNode> permutation;
     Expr cost;
+    /** Tiles: the loops `tiled` (n, y, x: the batch and the two position dims) become
+     * `tile_loops` (the tile's rank in `tiles`, y and x within the tile), in place:
+     * n = order(r, 0), y = order(r, 1) * tile_h + yi, x = order(r, 2) * tile_w + xi, over the
+     * active tiles (r = rank < count) or, with `inactive_tiles`, the others (r = count + rank). */
+    std::shared_ptr<const TileList> tiles{};
+    bool inactive_tiles = false;
+    std::vector<DimPtr> tiled{}, tile_loops{};
 };
 
 /** Operation splitting: the op's loops cover only [0, point) of its domain dim `dim`; `tail`, a
@@ -62,6 +86,9 @@ struct Schedule {
      * earlier ones left) and hands the rest to its tail. Empty: the op is not split. */
     std::vector<OpSplit> op_splits;
     bool inlined = false; ///< compute_inline: expanded into its readers, never stored
+    /** fill_inactive_tiles: the op writing a value at the positions of the inactive tiles of this
+     * Func's Tiles transform (a tail: it writes this Func's storage), or null. */
+    TensorPtr inactive_fill;
     /** compute_at: this Func's loops run inside `at_consumer`'s loop over `at_loop` (set
      * together). Weak: the consumer reads this Func, so it owns it; a strong pointer back would be
      * a cycle that is never freed. */

@@ -34,6 +34,7 @@ std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx) {
         ops.push_back(op);
         for (const front::OpSplit &s : front::schedule_of(*op).op_splits)
             add(s.tail);
+        if (const TensorPtr &fill = front::schedule_of(*op).inactive_fill) add(fill);
     };
     for (const TensorPtr &f : ctx.funcs)
         add(f);

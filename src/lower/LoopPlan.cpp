@@ -39,6 +39,54 @@ using front::LoopTransform;
 using front::OpSplit;
 using front::Schedule;
 
+namespace {
+
+/** Tiles: (n, y, x) = (order(r, 0), order(r, 1) * th + yi, order(r, 2) * tw + xi) over the active
+ * tiles r = tile < count, or the inactive ones r = count + tile < tiles; guards y < rows and
+ * x < cols (a partial last tile). The loops' extents must be the list's grid: the order's entries
+ * are bounded by the grid (the prover's facts), so the positions then stay in the Func. */
+void apply_tiles(const TensorNode &f, const LoopTransform &s, TransformedLoops &plan, const LoweringContext &ctx) {
+    const TileList &list = *s.tiles;
+    auto now = [&](const Expr &e) { return simplify(substitute(e, plan.value)); };
+    const Expr grid[3] = {list.batch, list.rows, list.cols};
+    const char *what[3] = {"batch", "rows", "cols"};
+    for (int k = 0; k < 3; k++) {
+        const DimPtr &d = s.tiled[k];
+        Expr e = now(plan.extent.at(d.get()));
+        for (const VarNode *v : vars_of(e, VarRole::Index))
+            throw_compile_error("over_active_tiles of '", list.name, "' in Func '", f.name, "': the extent of '",
+                                d->name, "' (", print(e), ") depends on loop '", v->name,
+                                "'; the tiled loops must have loop-invariant extents");
+        Expr diff = simplify(Sub::make(e, grid[k]));
+        if (!ctx.prover->prove_nonneg(diff, {}) || !ctx.prover->prove_nonneg(Sub::make(IntImm::make(0), diff), {}))
+            throw_compile_error("over_active_tiles of '", list.name, "' in Func '", f.name, "': loop '", d->name,
+                                "' has extent ", print(e), ", but the tiles' grid has ", print(grid[k]), " ", what[k],
+                                "; tile a Func over the positions the list was made for");
+    }
+    for (int k = 1; k < 3; k++)
+        plan.guards.push_back(Guard{now(var_expr(s.tiled[k]->var)), now(plan.extent.at(s.tiled[k].get())),
+                                    s.tiled[k]->name, false});
+    Expr count = UFCall::make(list.count, {IntImm::make(0)});
+    Expr tile = var_expr(s.tile_loops[0]->var);
+    Expr rank = s.inactive_tiles ? Add::make(count, tile) : tile;
+    auto entry = [&](int field) { return UFCall::make(list.order, {rank, IntImm::make(field)}); };
+    auto rebind = [&](const VarNode *v, const Expr &e) {
+        for (auto &[w, x] : plan.value)
+            x = substitute(x, v, e);
+        plan.value[v] = e;
+    };
+    rebind(s.tiled[0]->var.get(), entry(0));
+    rebind(s.tiled[1]->var.get(),
+           Add::make(Mul::make(entry(1), IntImm::make(list.tile_h)), var_expr(s.tile_loops[1]->var)));
+    rebind(s.tiled[2]->var.get(),
+           Add::make(Mul::make(entry(2), IntImm::make(list.tile_w)), var_expr(s.tile_loops[2]->var)));
+    plan.extent[s.tile_loops[0].get()] = s.inactive_tiles ? simplify(Sub::make(list.grid_tiles(), count)) : count;
+    plan.extent[s.tile_loops[1].get()] = IntImm::make(list.tile_h);
+    plan.extent[s.tile_loops[2].get()] = IntImm::make(list.tile_w);
+}
+
+} // namespace
+
 std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_splits, const LoweringContext &ctx) {
     const Schedule &sch = ctx.schedule_of(*f);
     TransformedLoops plan;
@@ -95,6 +143,8 @@ std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_s
             plan.permutations.push_back(Permutation{perm, e, s.parent->name});
             rebind(s.parent->var.get(), UFCall::make(perm, {var_expr(s.outer->var)}));
             extent[s.outer.get()] = extent.at(s.parent.get());
+        } else if (s.kind == Kind::Tiles) {
+            apply_tiles(*f, s, plan, ctx);
         } else if (s.kind == Kind::Pad) {
             Expr ep = extent.at(s.parent.get());
             for (const OpSplit &split : sch.op_splits)

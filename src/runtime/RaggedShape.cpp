@@ -77,7 +77,16 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
         // The builder reads only the spec through the symbol; a non-owning pointer to `fn`, which
         // the caller keeps alive, stands in for the shared one.
         std::shared_ptr<const UFNode> symbol(std::shared_ptr<const UFNode>(), fn);
-        in.exec(aux_kind(spec).build(AuxArray{symbol, fn->name, buffer}, table));
+        HostAuxInputs host{[&](const Expr &e) { return in.eval_int(e); },
+                           [&](const UFNode *t) -> const std::vector<int32_t> & {
+                               auto it = lengths.find(t);
+                               if (it == lengths.end())
+                                   throw_runtime_error(input_array_title(*t), " is not set in the RaggedShape");
+                               return it->second;
+                           },
+                           [&](const UFNode *a) -> const std::vector<int64_t> & { return build(a); }};
+        if (!aux_kind(spec).host_build(host, out))
+            in.exec(aux_kind(spec).build(AuxArray{symbol, fn->name, buffer}, table));
     } catch (const RuntimeError &e) {
         // Say which array failed once, at the innermost build (dependencies nest).
         std::string what = e.what();

@@ -1,0 +1,62 @@
+/** \file Convolution layers in cora's DSL, NHWC, for spatially sparse inference (cora/Spatial.h):
+ * the dense definition of a k x k convolution (k = 1 or 3; stride 1 or 2; zero padding k / 2;
+ * dense or depthwise) with a bias, an optional residual added and an optional ReLU, and the
+ * schedules that run it over an active-tile list. The definition is the dense one: a schedule
+ * only chooses which tiles run, so the reference evaluator checks every schedule against it.
+ *
+ * Layouts (row-major): input [N, H, W, Cin]; weights [k * k * Cin, Cout] (HWIO flattened:
+ * row (ky * k + kx) * Cin + ci), depthwise [k * k, C]; bias [Cout]; output [N, Ho, Wo, Cout] with
+ * Ho = ceil(H / stride). Reads past the input's edge are zeros (the select below): the prover
+ * checks the clamped read, the select gives the padding's zero. */
+#pragma once
+
+#include <string>
+
+#include "cora/cora.h"
+
+namespace cora::spatial {
+
+struct ConvShape {
+    int64_t cin = 0, cout = 0;
+    int64_t kernel = 3; ///< 1 or 3
+    int64_t stride = 1; ///< 1 or 2
+    bool depthwise = false;
+    bool relu = false;
+};
+
+/** One layer's tensors and its Func, defined densely. */
+struct ConvLayer {
+    ConvShape shape;
+    Dim n, y, x, c, r;
+    Tensor weight, bias;
+    Func out;
+
+    /** `in` is [N, H, W, cin]; `residual`, when given, is added before the ReLU (same extents as
+     * the output). */
+    ConvLayer(const std::string &name, const Tensor &in, const Expr &N, const Expr &H, const Expr &W, ConvShape s,
+              const Tensor *residual = nullptr)
+        : shape(s), n(name + "_n"), y(name + "_y"), x(name + "_x"), c(name + "_c"), r(name + "_r"),
+          weight(name + "_w", {{r, s.kernel * s.kernel * (s.depthwise ? 1 : s.cin)}, {c, s.cout}}),
+          bias(name + "_b", {{c, s.cout}}),
+          out(name, {{n, N}, {y, out_extent(H, s.stride)}, {x, out_extent(W, s.stride)}, {c, s.cout}}) {
+        const int64_t k = s.kernel, pad = k / 2, cin = s.cin;
+        out.compute([&, residual](Expr n_, Expr y_, Expr x_, Expr c_) {
+            auto tap = [&](Expr rr, Expr ci) {
+                Expr ky = rr / (k * (s.depthwise ? 1 : cin)), kx = (rr / (s.depthwise ? 1 : cin)) % k;
+                Expr iy = y_ * s.stride + ky - pad, ix = x_ * s.stride + kx - pad;
+                Expr inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+                Expr read = in(n_, min(max(iy, 0), H - 1), min(max(ix, 0), W - 1), ci);
+                return select(inside, read, 0.0f);
+            };
+            Expr acc = s.depthwise ? sum(r, k * k, tap(r, c_) * weight(r, c_))
+                                   : sum(r, k * k * cin, tap(r, r % cin) * weight(r, c_));
+            Expr v = acc + bias(c_);
+            if (residual) v = v + (*residual)(n_, y_, x_, c_);
+            return s.relu ? max(v, 0.0f) : v;
+        });
+    }
+
+    static Expr out_extent(const Expr &e, int64_t stride) { return stride == 1 ? e : ceil_div(e, stride); }
+};
+
+} // namespace cora::spatial
