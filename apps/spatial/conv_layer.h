@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "cora/cora.h"
 
@@ -42,7 +43,9 @@ struct ConvLayer {
         const int64_t k = s.kernel, pad = k / 2, cin = s.cin;
         out.compute([&, residual](Expr n_, Expr y_, Expr x_, Expr c_) {
             auto tap = [&](Expr rr, Expr ci) {
-                Expr ky = rr / (k * (s.depthwise ? 1 : cin)), kx = (rr / (s.depthwise ? 1 : cin)) % k;
+                // The tap first, then its row and column: once r is split by cin, r / cin folds
+                // to the tap loop (and ky, kx to constants when it is unrolled).
+                Expr t = s.depthwise ? rr : rr / cin, ky = t / k, kx = t % k;
                 Expr iy = y_ * s.stride + ky - pad, ix = x_ * s.stride + kx - pad;
                 Expr inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
                 Expr read = in(n_, min(max(iy, 0), H - 1), min(max(ix, 0), W - 1), ci);
@@ -57,6 +60,40 @@ struct ConvLayer {
     }
 
     static Expr out_extent(const Expr &e, int64_t stride) { return stride == 1 ? e : ceil_div(e, stride); }
+
+    /** The CPU schedule, over the active tiles of `tiles` or, without a list, over the whole grid
+     * cut into tiles of the same shape (cora's dense baseline: the same inner code). Per tile row,
+     * a register tile of `tile_w` pixels x `vector_channels` output channels (cache_write) sums
+     * the taps and input channels with the channels vectorised and the pixels unrolled; tiles (or
+     * image rows) run in parallel. `vector_channels` must divide cout (CompileError otherwise). */
+    void schedule_cpu(const ActiveTiles *tiles, int64_t tile_h, int64_t tile_w, int64_t vector_channels = 32) {
+        if (shape.cout % vector_channels != 0)
+            throw CompileError("conv '" + out.name() + "': vector_channels " + std::to_string(vector_channels) +
+                               " must divide the " + std::to_string(shape.cout) + " output channels");
+        std::vector<Dim> order;
+        if (tiles) {
+            out.over_active_tiles(*tiles, n, y, x, tile, yi, xi);
+            order = {tile, yi};
+        } else {
+            // Not fused with n: the reads' indices stay provably in bounds (no division), so the
+            // tile's update needs no guard for a partial last tile.
+            out.split(y, ty, yi, tile_h).split(x, tx, xi, tile_w);
+            order = {n, ty, tx, yi};
+        }
+        out.split(c, co, cv, vector_channels);
+        if (shape.depthwise) {
+            // One tap at a time per channel vector: the register tile is pixels x channels.
+            order.insert(order.end(), {co, r, xi, cv});
+            out.reorder(order).unroll(r);
+        } else {
+            out.split(r, tap, ci, shape.cin);
+            order.insert(order.end(), {co, tap, ci, xi, cv});
+            out.reorder(order).unroll(tap);
+        }
+        out.vectorize(cv).unroll(xi).cache_write(co);
+        if (!tiles) out.parallel(ty);
+    }
+    Dim tile{"tile"}, yi{"yi"}, xi{"xi"}, ty{"ty"}, tx{"tx"}, co{"co"}, cv{"cv"}, tap{"tap"}, ci{"ci"};
 };
 
 } // namespace cora::spatial

@@ -6,12 +6,14 @@
  * the caller's memory (Buffer::view: no copy). */
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cora/Expr.h"
+#include "cora/Spatial.h"
 #include "cora/Tensor.h"
 
 namespace cora {
@@ -46,6 +48,12 @@ public:
     int64_t size_of(const Tensor &t) const;
     /** Evaluate an integer expression of params and length arrays. */
     int64_t eval(const Expr &e) const;
+
+    /** The active tiles of `tiles` in this shape, (batch, tile row, tile column) each, in the
+     * order kernels run them: built from the bound mask (or coordinates, tile origins) on first
+     * use and shared by every kernel on the shape, as a kernel run would build it (a RuntimeError
+     * for a bad mask or list, naming the entry). For inspection, and to time the build. */
+    std::vector<std::array<int32_t, 3>> active_tiles(const ActiveTiles &tiles) const;
 
     /** How many aux arrays this shape has built so far (each built on first use, thread-safe, and
      * shared by every kernel run on the shape). */

@@ -196,7 +196,42 @@ CacheReads apply_cache_reads(const LoopPlan &plan, const LoweringContext &ctx) {
         out.prologue[pos].push_back(tile);
         element = cached;
     }
-    out.element = substitute(element, direct);
+    // Lets of plain loop arithmetic (a split reduction's r = tap * 128 + ci) are substituted into
+    // the element where a division or modulo by a constant reads them, so that it folds with the
+    // loops' ranges: a convolution's kernel row (r / 128) / 3 became tap / 3, a constant once the
+    // tap loop is unrolled, where it had cost two divisions per multiply-add.
+    std::map<const VarNode *, Expr> affine = direct;
+    for (const auto &[v, e] : out.lets) {
+        bool plain = true;
+        visit_exprs(e, [&](const Expr &x) { plain = plain && !x.as<UFCall>() && !x.as<Load>() && !x.as<Access>(); });
+        if (plain) affine[v.get()] = e;
+    }
+    struct FoldDivisions : IRMutator {
+        const std::map<const VarNode *, Expr> *affine;
+        const LoopPlan *plan;
+        const LoweringContext *ctx;
+        Expr fold(const Expr &self, const Expr &a) {
+            bool reads_let = false;
+            visit_exprs(a, [&](const Expr &x) {
+                if (const VarNode *v = x.as<VarNode>()) reads_let = reads_let || affine->count(v);
+            });
+            if (!reads_let) return self;
+            // Twice: simplifying (o * 128 + i) / 128 leaves o + i / 128, which folds the second time.
+            Expr once = fold_small_div_mod(substitute(self, *affine), plan->constant_loops, *ctx->prover);
+            return fold_small_div_mod(once, plan->constant_loops, *ctx->prover);
+        }
+        Expr mutate_node(const Div *op, const Expr &self) override {
+            return as_const_int(op->b) && op->type.is_int() ? fold(self, op->a) : IRMutator::mutate_node(op, self);
+        }
+        Expr mutate_node(const Mod *op, const Expr &self) override {
+            return as_const_int(op->b) && op->type.is_int() ? fold(self, op->a) : IRMutator::mutate_node(op, self);
+        }
+        using IRMutator::mutate_node;
+    } folder;
+    folder.affine = &affine;
+    folder.plan = &plan;
+    folder.ctx = &ctx;
+    out.element = folder.mutate(substitute(element, direct));
     if (plan.epilogue.defined()) out.epilogue = substitute(plan.epilogue, direct);
     return out;
 }

@@ -64,8 +64,8 @@ void apply_tiles(const TensorNode &f, const LoopTransform &s, TransformedLoops &
                                 "; tile a Func over the positions the list was made for");
     }
     for (int k = 1; k < 3; k++)
-        plan.guards.push_back(Guard{now(var_expr(s.tiled[k]->var)), now(plan.extent.at(s.tiled[k].get())),
-                                    s.tiled[k]->name, false});
+        plan.guards.push_back(
+            Guard{now(var_expr(s.tiled[k]->var)), now(plan.extent.at(s.tiled[k].get())), s.tiled[k]->name, false});
     Expr count = UFCall::make(list.count, {IntImm::make(0)});
     Expr tile = var_expr(s.tile_loops[0]->var);
     Expr rank = s.inactive_tiles ? Add::make(count, tile) : tile;

@@ -10,10 +10,11 @@
 
 #include "analysis/AuxKind.h"
 #include "analysis/Interpreter.h"
-#include "formats/ragged/StorageLayout.h"
 #include "cora/Runtime.h"
+#include "formats/ragged/StorageLayout.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "ir/Schedule.h"
 #include "runtime/RaggedShapeImpl.h"
 #include "util/Error.h"
 
@@ -278,6 +279,17 @@ const std::shared_ptr<RaggedShape::Impl> &shape_impl(const RaggedShape &shape) {
 size_t RaggedShape::aux_array_count() const {
     std::lock_guard<std::mutex> lock(impl_->mu);
     return impl_->aux.size();
+}
+
+std::vector<std::array<int32_t, 3>> RaggedShape::active_tiles(const ActiveTiles &tiles) const {
+    const TileList &list = *tiles.node();
+    const std::vector<int64_t> &count = impl_->aux_array(list.count.get());
+    const std::vector<int64_t> &order = impl_->aux_array(list.order.get());
+    CORA_CHECK(count.size() == 1 && count[0] >= 0 && 3 * count[0] <= (int64_t)order.size(), "active-tile list sizes");
+    std::vector<std::array<int32_t, 3>> out((size_t)count[0]);
+    for (size_t k = 0; k < out.size(); k++)
+        out[k] = {(int32_t)order[3 * k], (int32_t)order[3 * k + 1], (int32_t)order[3 * k + 2]};
+    return out;
 }
 
 } // namespace cora

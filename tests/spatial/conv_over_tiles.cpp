@@ -1,0 +1,127 @@
+// Convolutions over active-tile lists (apps/spatial/conv_layer.h) against the dense reference:
+// 3x3 at stride 1 and 2, 1x1, depthwise 3x3, with bias, ReLU and a residual; each over random and
+// edge-case masks, with the positions outside the active tiles kept or filled.
+#include "common/ragged_testing.h"
+#include "common/spatial_testing.h"
+
+#include "spatial/conv_layer.h"
+
+using namespace cora;
+using namespace cora::testing;
+using cora::spatial::ConvLayer;
+using cora::spatial::ConvShape;
+
+namespace {
+
+struct ConvProgram {
+    Param N{"N", 1, 8}, H{"H", 1, 256}, W{"W", 1, 256};
+    Dim n{"in_n"}, y{"in_y"}, x{"in_x"}, c{"in_c"}, tile{"tile"}, yi{"yi"}, xi{"xi"};
+    ShapeTensor mask{"mask", {N, H, W}, 0, 1};
+    ConvShape shape;
+    Tensor in;
+    ConvLayer conv;
+    ActiveTiles tiles;
+    ConvProgram(ConvShape s, int64_t th, int64_t tw, bool fill)
+        : shape(s), in("in", {{n, N}, {y, H}, {x, W}, {c, s.cin}}), conv("conv", in, N, H, W, s),
+          tiles(ActiveTiles::from_mask("tiles", mask, th, tw, s.stride)) {
+        conv.out.over_active_tiles(tiles, conv.n, conv.y, conv.x, tile, yi, xi);
+        if (fill) conv.out.fill_inactive_tiles(Expr(0.0f));
+    }
+};
+
+std::string describe(const ConvShape &s) {
+    std::ostringstream o;
+    o << (s.depthwise ? "depthwise " : "") << s.kernel << "x" << s.kernel << " stride " << s.stride << ", " << s.cin
+      << " -> " << s.cout << (s.relu ? ", relu" : "");
+    return o.str();
+}
+
+} // namespace
+
+TEST_CASE("convolutions over active tiles match the dense convolution on the active tiles", "[spatial][conv]") {
+    const std::vector<ConvShape> shapes{{3, 5, 3, 1, false, true},
+                                        {3, 4, 3, 2, false, false},
+                                        {4, 6, 1, 1, false, true},
+                                        {5, 5, 3, 1, true, true},
+                                        {4, 4, 3, 2, true, false}};
+    uint32_t seed = 100;
+    for (const ConvShape &s : shapes)
+        for (auto [th, tw, fill] : std::vector<std::tuple<int64_t, int64_t, bool>>{{8, 8, false}, {4, 6, true}}) {
+            ConvProgram p(s, th, tw, fill);
+            Pipeline pipeline({p.conv.out}, "conv_tiles");
+            Kernel k = pipeline.compile();
+            std::vector<MaskCase> cases = mask_cases(seed);
+            for (size_t i = 0; i < cases.size(); i += (fill ? 2 : 1)) { // the fill variant on every other mask
+                const MaskCase &mc = cases[i];
+                INFO(describe(s) << ", " << mc.describe() << ", tiles " << th << "x" << tw
+                                 << (fill ? ", fill 0" : ", keep"));
+                RaggedShape shape;
+                shape.set(p.N, mc.n).set(p.H, mc.h).set(p.W, mc.w).set(p.mask, mc.mask);
+                Buffer in = Buffer::alloc(p.in, shape), w = Buffer::alloc(p.conv.weight, shape),
+                       b = Buffer::alloc(p.conv.bias, shape), out = Buffer::alloc(p.conv.out, shape);
+                fill_random(in, seed++);
+                fill_random(w, seed++);
+                fill_random(b, seed++);
+                for (int64_t e = 0; e < out.size(); e++)
+                    out.at(e) = -7.0f;
+                k.run(shape, {{p.in, in}, {p.conv.weight, w}, {p.conv.bias, b}, {p.conv.out, out}});
+                auto ref = reference_evaluate(pipeline, shape, {{p.in, &in}, {p.conv.weight, &w}, {p.conv.bias, &b}});
+                std::vector<uint8_t> active = active_positions(mc, th, tw, s.stride);
+                std::vector<double> want = ref[0];
+                const int64_t cout = s.cout;
+                REQUIRE((int64_t)want.size() == (int64_t)active.size() * cout);
+                for (size_t pos = 0; pos < active.size(); pos++)
+                    if (!active[pos])
+                        for (int64_t o = 0; o < cout; o++)
+                            want[pos * (size_t)cout + (size_t)o] = fill ? 0.0 : -7.0;
+                require_close(out, want, 1e-4);
+            }
+        }
+}
+
+TEST_CASE("the CPU schedule of a convolution over tiles (register tiles, vectorised channels) matches the dense one",
+          "[spatial][conv][schedule]") {
+    // The fast schedule against the default one, differentially, and both against the reference
+    // on the active tiles; the dense schedule (no list) against the reference everywhere.
+    const std::vector<std::tuple<ConvShape, int64_t, int64_t, int64_t>> cases{{{4, 16, 3, 1, false, true}, 8, 8, 16},
+                                                                              {{3, 32, 3, 2, false, false}, 4, 8, 16},
+                                                                              {{8, 16, 1, 1, false, true}, 8, 4, 8},
+                                                                              {{16, 16, 3, 1, true, true}, 8, 8, 16},
+                                                                              {{16, 16, 3, 2, true, false}, 8, 4, 16}};
+    uint32_t seed = 500;
+    for (const auto &[s, th, tw, vec] : cases) {
+        ConvProgram plain(s, th, tw, false);
+        Param &N = plain.N, &H = plain.H, &W = plain.W;
+        ConvLayer fast("fast", plain.in, N, H, W, s), dense("dense", plain.in, N, H, W, s);
+        fast.schedule_cpu(&plain.tiles, th, tw, vec);
+        dense.schedule_cpu(nullptr, th, tw, vec);
+        Kernel kf = Pipeline({fast.out}, "conv_fast").compile(), kd = Pipeline({dense.out}, "conv_dense").compile();
+        Pipeline reference({dense.out}, "conv_reference");
+        std::vector<MaskCase> cases = mask_cases(seed);
+        for (size_t i = 0; i < cases.size(); i += 3) {
+            const MaskCase &mc = cases[i];
+            INFO(describe(s) << ", " << mc.describe() << ", tiles " << th << "x" << tw << ", " << vec << " channels");
+            RaggedShape shape;
+            shape.set(N, mc.n).set(H, mc.h).set(W, mc.w).set(plain.mask, mc.mask);
+            Buffer in = Buffer::alloc(plain.in, shape), w = Buffer::alloc(fast.weight, shape),
+                   b = Buffer::alloc(fast.bias, shape), of = Buffer::alloc(fast.out, shape),
+                   od = Buffer::alloc(dense.out, shape);
+            fill_random(in, seed++);
+            fill_random(w, seed++);
+            fill_random(b, seed++);
+            for (int64_t e = 0; e < of.size(); e++)
+                of.at(e) = -7.0f;
+            kf.run(shape, {{plain.in, in}, {fast.weight, w}, {fast.bias, b}, {fast.out, of}});
+            kd.run(shape, {{plain.in, in}, {dense.weight, w}, {dense.bias, b}, {dense.out, od}});
+            auto ref = reference_evaluate(reference, shape, {{plain.in, &in}, {dense.weight, &w}, {dense.bias, &b}});
+            require_close(od, ref[0], 1e-4);
+            std::vector<uint8_t> active = active_positions(mc, th, tw, s.stride);
+            std::vector<double> want = ref[0];
+            for (size_t pos = 0; pos < active.size(); pos++)
+                if (!active[pos])
+                    for (int64_t o = 0; o < s.cout; o++)
+                        want[pos * (size_t)s.cout + (size_t)o] = -7.0;
+            require_close(of, want, 1e-4);
+        }
+    }
+}
