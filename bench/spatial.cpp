@@ -164,11 +164,11 @@ int main(int argc, char **argv) {
         };
         std::vector<Sparse> sparse;
         for (auto [th, tw] : tile_sizes) {
-            Sparse s{th, tw, std::make_unique<ConvLayer>("sparse", in, N, H, W, shape),
-                     std::make_unique<ActiveTiles>(ActiveTiles::from_mask("tiles", mask, th, tw)), Kernel()};
-            s.layer->schedule_cpu(s.tiles.get(), th, tw, 32);
-            s.k = Pipeline({s.layer->out}, "conv_tiles").compile();
-            sparse.push_back(std::move(s));
+            auto layer = std::make_unique<ConvLayer>("sparse", in, N, H, W, shape);
+            auto tiles = std::make_unique<ActiveTiles>(ActiveTiles::from_mask("tiles", mask, th, tw));
+            layer->schedule_cpu(tiles.get(), th, tw, 32);
+            Kernel k = Pipeline({layer->out}, "conv_tiles").compile();
+            sparse.push_back(Sparse{th, tw, std::move(layer), std::move(tiles), std::move(k)});
         }
         RaggedShape rs;
         rs.set(N, 1).set(H, cs.h).set(W, cs.w);
@@ -182,16 +182,13 @@ int main(int argc, char **argv) {
             for (int64_t i = 0; i < b->size(); i++)
                 b->at(i) = u(rng);
         auto run_dense = [&] { kd.run(rs, {{in, bin}, {dense.weight, bw}, {dense.bias, bb}, {dense.out, bd}}); };
-        cora::apps::let_thread_pools_sleep();
-        const double dense_s = seconds_best(runs, run_dense);
-        double dnnl_s = 0;
+        run_dense();
 #ifdef CORA_BENCH_ONEDNN
+        std::vector<float> y_dnnl((size_t)bd.size());
+        OneDnnConv conv(cs.h, cs.w, cs.c, bin.data<float>(), bw.data<float>(), bb.data<float>(), y_dnnl.data());
+        dnnl_impl = conv.impl;
+        conv.run();
         {
-            std::vector<float> y_dnnl((size_t)bd.size());
-            OneDnnConv conv(cs.h, cs.w, cs.c, bin.data<float>(), bw.data<float>(), bb.data<float>(), y_dnnl.data());
-            dnnl_impl = conv.impl;
-            cora::apps::let_thread_pools_sleep();
-            dnnl_s = seconds_best(runs, [&] { conv.run(); });
             cora::apps::ErrorCheck check;
             for (size_t i = 0; i < y_dnnl.size(); i++)
                 check.add(y_dnnl[i], bd.at((int64_t)i));
@@ -204,9 +201,6 @@ int main(int argc, char **argv) {
 #endif
         const std::string key = std::to_string(cs.h) + "x" + std::to_string(cs.w) + "x" + std::to_string(cs.c);
         const double torch_ms = torch.count(key) ? torch.at(key) : 0.0;
-        double best_dense_ms = dense_s * 1e3;
-        if (dnnl_s > 0) best_dense_ms = std::min(best_dense_ms, dnnl_s * 1e3);
-        if (torch_ms > 0) best_dense_ms = std::min(best_dense_ms, torch_ms);
         for (double d : densities) {
             cora::spatial::MaskSet m = cora::spatial::blob_mask(1, cs.h, cs.w, d, (uint32_t)(cs.h * 131 + d * 1000));
             // The list build: binding the mask and building its tiles, as each batch does.
@@ -220,6 +214,18 @@ int main(int argc, char **argv) {
                 list_s = std::min(list_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
             }
             rs.set(mask, m.mask.data(), (int64_t)m.mask.size());
+            // The dense baselines again for each mask, next to the sparse runs: this machine's
+            // speed drifts between minutes, and ratios are only fair within one stretch.
+            cora::apps::let_thread_pools_sleep();
+            const double dense_s = seconds_best(runs, run_dense);
+            double dnnl_s = 0;
+#ifdef CORA_BENCH_ONEDNN
+            cora::apps::let_thread_pools_sleep();
+            dnnl_s = seconds_best(runs, [&] { conv.run(); });
+#endif
+            double best_dense_ms = dense_s * 1e3;
+            if (dnnl_s > 0) best_dense_ms = std::min(best_dense_ms, dnnl_s * 1e3);
+            if (torch_ms > 0) best_dense_ms = std::min(best_dense_ms, torch_ms);
             double best_s = 1e30;
             size_t best = 0;
             int64_t active = 0, all = 0;

@@ -73,24 +73,24 @@ struct ConvLayer {
         std::vector<Dim> order;
         if (tiles) {
             out.over_active_tiles(*tiles, n, y, x, tile, yi, xi);
-            order = {tile, yi};
+            order = {tile, co, yi};
         } else {
             // Not fused with n: the reads' indices stay provably in bounds (no division), so the
             // tile's update needs no guard for a partial last tile.
             out.split(y, ty, yi, tile_h).split(x, tx, xi, tile_w);
-            order = {n, ty, tx, yi};
+            order = {n, ty, tx, co, yi};
         }
         out.split(c, co, cv, vector_channels);
         if (shape.depthwise) {
             // One tap at a time per channel vector: the register tile is pixels x channels.
-            order.insert(order.end(), {co, r, xi, cv});
+            order.insert(order.end(), {r, xi, cv});
             out.reorder(order).unroll(r);
         } else {
             out.split(r, tap, ci, shape.cin);
-            order.insert(order.end(), {co, tap, ci, xi, cv});
+            order.insert(order.end(), {tap, ci, xi, cv});
             out.reorder(order).unroll(tap);
         }
-        out.vectorize(cv).unroll(xi).cache_write(co);
+        out.vectorize(cv).unroll(xi).cache_write(yi);
         if (!tiles) out.parallel(ty);
     }
     Dim tile{"tile"}, yi{"yi"}, xi{"xi"}, ty{"ty"}, tx{"tx"}, co{"co"}, cv{"cv"}, tap{"tap"}, ci{"ci"};

@@ -379,12 +379,15 @@ public:
         return {GE::make(value, I(0)), LE::make(value, grid_.tiles())};
     }
 
+    /** A local sum stored once: a loop reading and writing the array's own element would have
+     * its load hoisted out of the loop in a compiled build (hoist_loads takes aux arrays as
+     * read-only inside kernels). */
     Stmt build(const AuxArray &a, AuxTable &) const override {
-        Expr count = Load::make(a.buffer, I(0));
+        VarPtr sum = make_var(a.name + "_sum", VarRole::Local);
         Stmt add = for_each_tile(grid_, [&](Expr n, Expr ty, Expr tx) {
-            return Store::make(a.buffer, I(0), Add::make(count, UFCall::make(bitmap_, {n, ty, tx})));
+            return Assign::make(sum, Add::make(V(sum), UFCall::make(bitmap_, {n, ty, tx})));
         });
-        return Block::make({Store::make(a.buffer, I(0), I(0)), add});
+        return LocalVar::make(sum, I(0), Block::make({add, Store::make(a.buffer, I(0), V(sum))}));
     }
 
     bool host_build(const HostAuxInputs &in, std::vector<int64_t> &out) const override {
