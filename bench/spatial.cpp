@@ -3,8 +3,8 @@
 // (at densities 0.5, 0.3, 0.1, 0.03) against oneDNN's convolution (what PyTorch's CPU conv2d
 // calls; brgconv on AVX-512), PyTorch's conv2d (timed by bench/spatial_torch.py, read with
 // --torch=FILE) and cora's own dense schedule of the same convolution (the same inner code over
-// every tile). Each active-tile run takes the best of a few tile sizes (the measured table of
-// docs/spatial.md), and the time to build the tile list from the mask is measured beside it.
+// every tile). Each active-tile run takes the best of a few tile sizes measured in the same run,
+// and the time to build the tile list from the mask is measured beside it.
 // Every sparse output is checked against cora's dense one on the active tiles (max |diff| over
 // max |y| above 1e-4, or a non-finite value: FAIL, exit 1).
 //

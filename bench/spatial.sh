@@ -40,7 +40,7 @@ describe_machine
     "\`convolution_forward\` (the implementation named below; what PyTorch's CPU conv2d calls), PyTorch's" \
     "\`conv2d\` (the faster of NCHW and channels_last) and cora's own dense schedule (the same inner code over" \
     "every tile). Times are the best of $runs calls; ratios come from one run of the program. The best" \
-    "tile is the fastest of 8x8, 4x8 and 16x8 tiles for that mask (the measured table, docs/spatial.md)." \
+    "tile is the fastest of 8x8, 4x8 and 16x8 tiles for that mask, measured in the same run." \
     "\"Mask to list\" is binding the uint8 mask to the shape and building its tile list (the prelude's" \
     "work per batch), in % of the sparse convolution. Every sparse output is checked against the dense one" \
     "on the active tiles."
