@@ -93,6 +93,18 @@ struct ConvLayer {
         out.vectorize(cv).unroll(xi).cache_write(yi);
         if (!tiles) out.parallel(ty);
     }
+    /** A GPU schedule over the active tiles (the CUDA backend; its emulators check it on any
+     * machine): a block per (tile, block of `vector_channels` output channels), a thread per
+     * (channel, pixel column), each summing its taps and input channels for every row of the
+     * tile. A correct baseline for the GPU work (issue 36 makes GPU tiles fast), not tuned. */
+    void schedule_gpu(const ActiveTiles &tiles, int64_t vector_channels = 32) {
+        if (shape.cout % vector_channels != 0)
+            throw CompileError("conv '" + out.name() + "': vector_channels " + std::to_string(vector_channels) +
+                               " must divide the " + std::to_string(shape.cout) + " output channels");
+        out.over_active_tiles(tiles, n, y, x, tile, yi, xi).split(c, co, cv, vector_channels);
+        out.reorder({tile, co, yi, xi, cv}).gpu_blocks(co, tile).gpu_threads(cv, xi);
+    }
+
     Dim tile{"tile"}, yi{"yi"}, xi{"xi"}, ty{"ty"}, tx{"tx"}, co{"co"}, cv{"cv"}, tap{"tap"}, ci{"ci"};
 };
 

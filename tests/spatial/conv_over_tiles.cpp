@@ -1,6 +1,8 @@
 // Convolutions over active-tile lists (apps/spatial/conv_layer.h) against the dense reference:
 // 3x3 at stride 1 and 2, 1x1, depthwise 3x3, with bias, ReLU and a residual; each over random and
 // edge-case masks, with the positions outside the active tiles kept or filled.
+#include "common/cuda_on_cpu.h"
+#include "common/nvrtc_checks.h"
 #include "common/ragged_testing.h"
 #include "common/spatial_testing.h"
 
@@ -122,6 +124,51 @@ TEST_CASE("the CPU schedule of a convolution over tiles (register tiles, vectori
                     for (int64_t o = 0; o < s.cout; o++)
                         want[pos * (size_t)s.cout + (size_t)o] = -7.0;
             require_close(of, want, 1e-4);
+        }
+    }
+}
+
+TEST_CASE("a GPU schedule of convolutions over tiles runs emulated and compiles for sm_80 and sm_90",
+          "[spatial][conv][gpu]") {
+    // Emulated (device kernels run block by block on the CPU) and as CUDA source on CPU threads,
+    // against the reference on the active tiles; zero elsewhere (the fill op on GPU threads too).
+    const std::vector<std::tuple<ConvShape, int64_t, int64_t>> cases{
+        {{4, 16, 3, 1, false, true}, 8, 8}, {{3, 8, 3, 2, false, false}, 4, 4}, {{16, 16, 3, 1, true, true}, 4, 8}};
+    uint32_t seed = 900;
+    for (const auto &[s, th, tw] : cases) {
+        ConvProgram p(s, th, tw, false);
+        ConvLayer gpu("gpu", p.in, p.N, p.H, p.W, s);
+        gpu.schedule_gpu(p.tiles, 8);
+        Func fill = gpu.out.fill_inactive_tiles(Expr(0.0f));
+        fill.gpu_blocks(gpu.tile).gpu_threads(gpu.c, gpu.xi);
+        Pipeline pipeline({gpu.out}, "conv_gpu_tiles");
+        Kernel emulated = pipeline.compile(testing::emulated()), threads = testing::cuda_on_cpu(pipeline);
+        testing::require_cuda_compiles(pipeline);
+        std::vector<MaskCase> cases = mask_cases(seed);
+        for (size_t i = 0; i < cases.size(); i += 4) {
+            const MaskCase &mc = cases[i];
+            INFO(describe(s) << ", " << mc.describe() << ", tiles " << th << "x" << tw);
+            RaggedShape shape;
+            shape.set(p.N, mc.n).set(p.H, mc.h).set(p.W, mc.w).set(p.mask, mc.mask);
+            Buffer in = Buffer::alloc(p.in, shape), w = Buffer::alloc(gpu.weight, shape),
+                   b = Buffer::alloc(gpu.bias, shape);
+            fill_random(in, seed++);
+            fill_random(w, seed++);
+            fill_random(b, seed++);
+            auto ref = reference_evaluate(pipeline, shape, {{p.in, &in}, {gpu.weight, &w}, {gpu.bias, &b}});
+            std::vector<uint8_t> active = active_positions(mc, th, tw, s.stride);
+            std::vector<double> want = ref[0];
+            for (size_t pos = 0; pos < active.size(); pos++)
+                if (!active[pos])
+                    for (int64_t o = 0; o < s.cout; o++)
+                        want[pos * (size_t)s.cout + (size_t)o] = 0.0;
+            for (const Kernel *k : {&emulated, &threads}) {
+                Buffer out = Buffer::alloc(gpu.out, shape);
+                for (int64_t e = 0; e < out.size(); e++)
+                    out.at(e) = -7.0f;
+                k->run(shape, {{p.in, in}, {gpu.weight, w}, {gpu.bias, b}, {gpu.out, out}});
+                require_close(out, want, 1e-4);
+            }
         }
     }
 }
