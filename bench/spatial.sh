@@ -41,6 +41,9 @@ describe_machine
     "\`conv2d\` (the faster of NCHW and channels_last) and cora's own dense schedule (the same inner code over" \
     "every tile). Times are the best of $runs calls; ratios come from one run of the program. The best" \
     "tile is the fastest of 8x8, 4x8 and 16x8 tiles for that mask, measured in the same run." \
+    "\"Direct\" reads each tile's inputs from the dense tensor (zero padding as a select); \"gather-scatter\"" \
+    "first copies every active tile with its halo into a gathered tensor, then convolves it with no bounds" \
+    "checks and writes each tile's positions (SIGE and SBNet's route; its best tile size in parentheses)." \
     "\"Mask to list\" is binding the uint8 mask to the shape and building its tile list (the prelude's" \
     "work per batch), in % of the sparse convolution. Every sparse output is checked against the dense one" \
     "on the active tiles."

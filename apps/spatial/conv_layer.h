@@ -10,6 +10,7 @@
  * checks the clamped read, the select gives the padding's zero. */
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,24 +29,53 @@ struct ConvShape {
 /** One layer's tensors and its Func, defined densely. */
 struct ConvLayer {
     ConvShape shape;
-    Dim n, y, x, c, r;
+    Dim n, y, x, c, r, gy, gx, gc;
     Tensor weight, bias;
     Func out;
+    /** The gather -> dense -> scatter alternative (SIGE, SBNet), when made with `gather_from`:
+     * `gathered` holds each tile of that list with its halo (zeros past the image's edge), side
+     * by side (ActiveTiles::gathered), and `out` is the dense convolution of each gathered tile,
+     * read with no bounds checks and written at the tile's positions. Stride 1 only. */
+    std::optional<Func> gathered;
+    std::optional<ActiveTiles> gathered_tiles, gathered_from;
 
     /** `in` is [N, H, W, cin]; `residual`, when given, is added before the ReLU (same extents as
      * the output). */
     ConvLayer(const std::string &name, const Tensor &in, const Expr &N, const Expr &H, const Expr &W, ConvShape s,
-              const Tensor *residual = nullptr)
-        : shape(s), n(name + "_n"), y(name + "_y"), x(name + "_x"), c(name + "_c"), r(name + "_r"),
+              const Tensor *residual = nullptr, const ActiveTiles *gather_from = nullptr)
+        : shape(s), n(name + "_n"), y(name + "_y"), x(name + "_x"), c(name + "_c"), r(name + "_r"), gy(name + "_gy"),
+          gx(name + "_gx"), gc(name + "_gc"),
           weight(name + "_w", {{r, s.kernel * s.kernel * (s.depthwise ? 1 : s.cin)}, {c, s.cout}}),
           bias(name + "_b", {{c, s.cout}}),
           out(name, {{n, N}, {y, out_extent(H, s.stride)}, {x, out_extent(W, s.stride)}, {c, s.cout}}) {
         const int64_t k = s.kernel, pad = k / 2, cin = s.cin;
+        if (gather_from) {
+            if (s.stride != 1) throw CompileError("conv '" + name + "': a gathered input needs stride 1");
+            gathered_from = *gather_from;
+            gathered_tiles = gather_from->gathered(name + "_gathered_tiles", pad);
+            const int64_t th = gather_from->tile_h(), tw = gather_from->tile_w();
+            const int64_t gh = gathered_tiles->tile_h(), gw = gathered_tiles->tile_w();
+            gathered.emplace(name + "_gathered",
+                             Shape{{n, N}, {gy, gathered_tiles->rows()}, {gx, gathered_tiles->cols()}, {gc, cin}});
+            gathered->compute([&](Expr n_, Expr gy_, Expr gx_, Expr c_) {
+                // Position (gy, gx) of the side-by-side padded tiles is input position
+                // (tile row * th + row in the padded tile - pad, likewise for x).
+                Expr iy = (gy_ / gh) * th + gy_ % gh - pad, ix = (gx_ / gw) * tw + gx_ % gw - pad;
+                Expr inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
+                return select(inside, in(n_, min(max(iy, 0), H - 1), min(max(ix, 0), W - 1), c_), 0.0f);
+            });
+        }
         out.compute([&, residual](Expr n_, Expr y_, Expr x_, Expr c_) {
             auto tap = [&](Expr rr, Expr ci) {
                 // The tap first, then its row and column: once r is split by cin, r / cin folds
                 // to the tap loop (and ky, kx to constants when it is unrolled).
                 Expr t = s.depthwise ? rr : rr / cin, ky = t / k, kx = t % k;
+                if (gathered) {
+                    const int64_t th = gather_from->tile_h(), tw = gather_from->tile_w();
+                    Expr gy_ = (y_ / th) * gathered_tiles->tile_h() + y_ % th + ky;
+                    Expr gx_ = (x_ / tw) * gathered_tiles->tile_w() + x_ % tw + kx;
+                    return (*gathered)(n_, gy_, gx_, ci);
+                }
                 Expr iy = y_ * s.stride + ky - pad, ix = x_ * s.stride + kx - pad;
                 Expr inside = iy >= 0 && iy < H && ix >= 0 && ix < W;
                 Expr read = in(n_, min(max(iy, 0), H - 1), min(max(ix, 0), W - 1), ci);
@@ -71,6 +101,13 @@ struct ConvLayer {
             throw CompileError("conv '" + out.name() + "': vector_channels " + std::to_string(vector_channels) +
                                " must divide the " + std::to_string(shape.cout) + " output channels");
         std::vector<Dim> order;
+        if (gathered) {
+            if (!tiles || tiles->node() != gathered_from->node())
+                throw CompileError("conv '" + out.name() + "': a gathered layer runs over the tiles it gathers");
+            // The gather: each active tile's padded region, its channels vectorised.
+            gathered->over_active_tiles(*gathered_tiles, n, gy, gx, gtile, gyi, gxi);
+            if (shape.cin % 16 == 0) gathered->split(gc, gco, gcv, 16).vectorize(gcv);
+        }
         if (tiles) {
             out.over_active_tiles(*tiles, n, y, x, tile, yi, xi);
             order = {tile, co, yi};
@@ -105,7 +142,8 @@ struct ConvLayer {
         out.reorder({tile, co, yi, xi, cv}).gpu_blocks(co, tile).gpu_threads(cv, xi);
     }
 
-    Dim tile{"tile"}, yi{"yi"}, xi{"xi"}, ty{"ty"}, tx{"tx"}, co{"co"}, cv{"cv"}, tap{"tap"}, ci{"ci"};
+    Dim tile{"tile"}, yi{"yi"}, xi{"xi"}, ty{"ty"}, tx{"tx"}, co{"co"}, cv{"cv"}, tap{"tap"}, ci{"ci"}, gtile{"gtile"},
+        gyi{"gyi"}, gxi{"gxi"}, gco{"gco"}, gcv{"gcv"};
 };
 
 } // namespace cora::spatial

@@ -67,6 +67,14 @@ public:
      * (For a consumer of stride 1; halo 1 for a 3x3 convolution.) */
     ActiveTiles grown(const std::string &name, int64_t halo, int64_t tile_h, int64_t tile_w) const;
 
+    /** The same tiles, each widened by `halo` positions on every side and laid side by side: a
+     * grid of [batch, TR * (tile_h + 2 halo), TC * (tile_w + 2 halo)] positions whose tile (n, ty,
+     * tx) is the halo-padded copy of tile (n, ty, tx) here. A Func over it holds the gathered
+     * input of a gather -> dense -> scatter schedule (apps/spatial/conv_layer.h, GatheredConv):
+     * each active tile's region with its halo, copied once, read without bounds checks. The
+     * arrays are this list's (no second build). */
+    ActiveTiles gathered(const std::string &name, int64_t halo) const;
+
     const std::string &name() const;
     int64_t tile_h() const;
     int64_t tile_w() const;

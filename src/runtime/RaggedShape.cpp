@@ -5,6 +5,7 @@
  * element, and the result is cached by the array's structural key, so every kernel using the
  * same raggedness shares it. */
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <mutex>
 
@@ -70,7 +71,16 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
     try {
         AuxTable table; // the layout's own aux arrays, shared with others through their keys
         Interpreter in = interpreter();
-        int64_t size = in.eval_int(flatten_layout(table, spec.layout).size);
+        // The flattened layout is cached by key (aux_at reads it too): flattening simplifies IR,
+        // which cost more than building a tile list's small arrays.
+        Expr size_expr;
+        {
+            std::lock_guard<std::mutex> lock(mu);
+            auto it = aux_layouts.find(spec.key);
+            if (it == aux_layouts.end()) it = aux_layouts.emplace(spec.key, flatten_layout(table, spec.layout)).first;
+            size_expr = it->second.size;
+        }
+        int64_t size = in.eval_int(size_expr);
         if (size < 0) throw_runtime_error("the layout has a negative size, ", size);
         out.resize((size_t)size);
         VarPtr buffer = make_var(fn->name, VarRole::Buffer, Int64);
@@ -111,11 +121,20 @@ RaggedShape &RaggedShape::set(const Param &p, int64_t value) {
 }
 
 void RaggedShape::Impl::bind_input_array(const UFNode &fn, std::vector<int32_t> values) {
-    for (size_t i = 0; i < values.size(); i++) {
-        if (values[i] < fn.min_value || values[i] > fn.max_value)
-            throw_runtime_error(input_array_title(fn), ": element ", i, fn.dims.empty() ? "" : " (row-major)", " is ",
-                                values[i], ", expected a value in [", fn.min_value, ", ", fn.max_value, "]");
+    // The range of all values first (a loop the compiler vectorises: a mask of H x W is bound for
+    // every batch), then the first bad element only when there is one.
+    int32_t lo = INT32_MAX, hi = INT32_MIN;
+    for (int32_t v : values) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
     }
+    if (!values.empty() && (lo < fn.min_value || hi > fn.max_value))
+        for (size_t i = 0; i < values.size(); i++) {
+            if (values[i] < fn.min_value || values[i] > fn.max_value)
+                throw_runtime_error(input_array_title(fn), ": element ", i, fn.dims.empty() ? "" : " (row-major)",
+                                    " is ", values[i], ", expected a value in [", fn.min_value, ", ", fn.max_value,
+                                    "]");
+        }
     // The element count is checked where the params it depends on are known to be set: before
     // any kernel, size or aux array reads the array (validate_counts).
     std::lock_guard<std::mutex> lock(mu);

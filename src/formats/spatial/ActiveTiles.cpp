@@ -156,6 +156,19 @@ ActiveTiles ActiveTiles::grown(const std::string &name, int64_t halo, int64_t ti
     return ActiveTiles(make_list(name, grid, bitmap));
 }
 
+ActiveTiles ActiveTiles::gathered(const std::string &name, int64_t halo) const {
+    check_tile(name, node_->tile_h + 2 * halo, node_->tile_w + 2 * halo);
+    if (halo < 0 || halo > (1 << 10))
+        throw_compile_error("ActiveTiles '", name, "': the halo ", halo, " must be in [0, 1024]");
+    auto list = std::make_shared<TileList>(*node_);
+    list->name = name;
+    list->tile_h = node_->tile_h + 2 * halo;
+    list->tile_w = node_->tile_w + 2 * halo;
+    list->rows = Mul::make(node_->tile_rows(), IntImm::make(list->tile_h));
+    list->cols = Mul::make(node_->tile_cols(), IntImm::make(list->tile_w));
+    return ActiveTiles(std::move(list));
+}
+
 const std::string &ActiveTiles::name() const { return node_->name; }
 int64_t ActiveTiles::tile_h() const { return node_->tile_h; }
 int64_t ActiveTiles::tile_w() const { return node_->tile_w; }
