@@ -3,7 +3,7 @@
 # tiles of blob-shaped masks at densities 0.5, 0.3, 0.1 and 0.03, against oneDNN's convolution,
 # PyTorch's conv2d (bench/spatial_torch.py) and cora's dense schedule, 2 threads, in one run.
 # Writes bench/results/spatial.md (the table), spatial.csv and spatial.svg (speed-up against
-# density). Environment: CORA_BENCH_BUILD_DIR (default build-bench), CORA_BUILD_JOBS (default 1),
+# density), and spatial_tiles.txt (the measured tile-size table, apps/spatial/tile_table.h). Environment: CORA_BENCH_BUILD_DIR (default build-bench), CORA_BUILD_JOBS (default 1),
 # CORA_BENCH_RUNS (default 5: the best of that many calls per variant).
 # Usage: bash bench/spatial.sh [--quick]
 set -euo pipefail
@@ -24,7 +24,8 @@ trap 'rm -f "$torch_times" "$table"' EXIT
 OMP_NUM_THREADS=2 /usr/bin/python3 bench/spatial_torch.py --runs "$runs" "$@" > "$torch_times" || true
 torch_version=$(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo "not importable")
 OMP_NUM_THREADS=2 CORA_NUM_THREADS=2 "./$build/bench/cora_spatial" --markdown="$table" \
-  --csv=bench/results/spatial.csv --torch="$torch_times" --runs="$runs" "$@"
+  --csv=bench/results/spatial.csv --torch="$torch_times" --tile-table=bench/results/spatial_tiles.txt \
+  --runs="$runs" "$@"
 /usr/bin/python3 bench/spatial_plot.py bench/results/spatial.csv bench/results/spatial.svg
 
 describe_machine
@@ -44,6 +45,9 @@ describe_machine
     "\"Direct\" reads each tile's inputs from the dense tensor (zero padding as a select); \"gather-scatter\"" \
     "first copies every active tile with its halo into a gathered tensor, then convolves it with no bounds" \
     "checks and writes each tile's positions (SIGE and SBNet's route; its best tile size in parentheses)." \
+    "The speed-up and the target compare the faster of the two routes with the fastest dense baseline;" \
+    "bench/results/spatial_tiles.txt keeps the gather route's fastest tile per shape and density band" \
+    "(apps/spatial/tile_table.h; the app's --tile auto --tile-table FILE reads it)." \
     "\"Mask to list\" is binding the uint8 mask to the shape and building its tile list (the prelude's" \
     "work per batch), in % of the sparse convolution. Every sparse output is checked against the dense one" \
     "on the active tiles."

@@ -25,6 +25,7 @@
 #include "common/timing.h"
 #include "spatial/conv_layer.h"
 #include "spatial/masks.h"
+#include "spatial/tile_table.h"
 
 using namespace cora;
 using cora::apps::CommandLine;
@@ -46,14 +47,19 @@ struct Inputs {
 /** One variant of the block: conv1 (with ReLU) and conv2 (+ x, ReLU), in one pipeline. */
 struct Block {
     ConvLayer conv1, conv2;
-    Block(const std::string &name, const Inputs &i, int64_t channels)
-        : conv1(name + "1", i.in, i.N, i.H, i.W, ConvShape{channels, channels, 3, 1, false, true}),
-          conv2(name + "2", conv1.out, i.N, i.H, i.W, ConvShape{channels, channels, 3, 1, false, true}, &i.in) {}
+    /** With `mid` and `out` (the tile lists each convolution runs over) and `gather`, each
+     * convolution takes the gather -> dense -> scatter route over its list. */
+    Block(const std::string &name, const Inputs &i, int64_t channels, const ActiveTiles *mid = nullptr,
+          const ActiveTiles *out = nullptr, bool gather = false)
+        : conv1(name + "1", i.in, i.N, i.H, i.W, ConvShape{channels, channels, 3, 1, false, true}, nullptr,
+                gather ? mid : nullptr),
+          conv2(name + "2", conv1.out, i.N, i.H, i.W, ConvShape{channels, channels, 3, 1, false, true}, &i.in,
+                gather ? out : nullptr) {}
 };
 
 struct Options {
-    std::string masks_file, write_masks, mode = "both";
-    int64_t batch = 2, height = 64, width = 64, channels = 64, tile = 8, runs = 5, density_pct = 10;
+    std::string masks_file, write_masks, mode = "both", tile = "auto", tile_table, route = "gather";
+    int64_t batch = 2, height = 64, width = 64, channels = 64, runs = 5, density_pct = 10;
 };
 
 double ms_best(int64_t runs, const std::function<void()> &f) {
@@ -70,16 +76,22 @@ int run(int argc, char **argv) {
     cli.text("--masks", &o.masks_file, "FILE", "masks file (format: apps/spatial/masks.h); default: generated blobs")
         .text("--write-masks", &o.write_masks, "FILE", "write the masks used to FILE in the masks file format")
         .text("--mode", &o.mode, "MODE", "fill, keep or both")
+        .text("--route", &o.route, "ROUTE",
+              "direct (each tile reads the dense input) or gather (each tile with its halo copied first)")
         .integer("--batch", &o.batch, 1, 64, "images (generated masks)")
         .integer("--height", &o.height, 1, 4096, "rows (generated masks)")
         .integer("--width", &o.width, 1, 4096, "columns (generated masks)")
         .integer("--density", &o.density_pct, 0, 100, "active positions in % (generated masks)")
         .integer("--channels", &o.channels, 8, 512, "channels in and out, a multiple of 8")
-        .integer("--tile", &o.tile, 1, 64, "tile rows and columns")
+        .text("--tile", &o.tile, "N|auto", "tile rows and columns, or auto: chosen by the mask's density")
+        .text("--tile-table", &o.tile_table, "FILE",
+              "measured tile sizes for --tile auto (bench/results/spatial_tiles.txt); default: the built-in rule")
         .integer("--runs", &o.runs, 1, 1000, "timed runs (the best is reported)");
     if (!cli.parse(argc, argv)) return 0;
     if (o.mode != "fill" && o.mode != "keep" && o.mode != "both")
         throw UsageError("--mode must be fill, keep or both, got '" + o.mode + "'");
+    if (o.route != "direct" && o.route != "gather")
+        throw UsageError("--route must be direct or gather, got '" + o.route + "'");
     if (o.channels % 8 != 0) throw UsageError("--channels must be a multiple of 8, got " + std::to_string(o.channels));
     if (!o.masks_file.empty())
         for (const char *f : {"--batch", "--height", "--width", "--density"})
@@ -96,28 +108,52 @@ int run(int argc, char **argv) {
     }
     if (!o.write_masks.empty()) cora::spatial::write_masks(o.write_masks, masks);
     const int64_t C = o.channels, vec = C % 32 == 0 ? 32 : C % 16 == 0 ? 16 : 8;
-    std::printf("spatial: %lld image(s) of %lld x %lld, %lld channels, mask density %.3f, tiles %lld x %lld\n",
+    // The tile size: given, or chosen by the layer's shape and the mask's density from a measured
+    // table (tile_table.h), else its rule.
+    cora::spatial::TileSize tile;
+    std::string tile_source = "given";
+    if (o.tile == "auto") {
+        cora::spatial::TileTable table;
+        tile_source = "the built-in rule";
+        if (!o.tile_table.empty()) {
+            try {
+                table = cora::spatial::TileTable::read(o.tile_table);
+            } catch (const std::runtime_error &e) {
+                throw UsageError(e.what());
+            }
+            const bool found = table.lookup(masks.h, masks.w, C, masks.density()).has_value();
+            tile_source = found ? "the table " + o.tile_table : "the rule (no entry in " + o.tile_table + ")";
+        }
+        tile = table.choose(masks.h, masks.w, C, masks.density(), {{4, 8}, {8, 8}, {16, 8}});
+    } else {
+        if (!o.tile_table.empty()) throw UsageError("--tile-table is for --tile auto");
+        const int64_t t = CommandLine::parse_integer("--tile", o.tile, 1, 64);
+        tile = {t, t};
+    }
+    std::printf("spatial: %lld image(s) of %lld x %lld, %lld channels, mask density %.3f, tiles %lld x %lld (%s)\n",
                 (long long)masks.n, (long long)masks.h, (long long)masks.w, (long long)C, masks.density(),
-                (long long)o.tile, (long long)o.tile);
+                (long long)tile.h, (long long)tile.w, tile_source.c_str());
 
     // The sparse blocks: out over the tiles within 2 positions of a masked one (two 3x3
     // convolutions' reach: the positions whose value a change can alter), conv1 over those
     // within 1 of them. A 1x1-tile list is the mask itself.
     Inputs inputs(C);
-    Block sparse_fill("fill", inputs, C), sparse_keep("keep", inputs, C), dense("dense", inputs, C);
+    ActiveTiles changed = ActiveTiles::from_mask("changed", inputs.mask, 1, 1);
+    ActiveTiles out_tiles = changed.grown("out_tiles", 2, tile.h, tile.w);
+    ActiveTiles mid_tiles = out_tiles.grown("mid_tiles", 1, tile.h, tile.w);
+    const bool gather = o.route == "gather";
+    Block sparse_fill("fill", inputs, C, &mid_tiles, &out_tiles, gather),
+        sparse_keep("keep", inputs, C, &mid_tiles, &out_tiles, gather), dense("dense", inputs, C);
     auto schedule = [&](Block &b, bool fill) {
-        ActiveTiles changed = ActiveTiles::from_mask("changed", inputs.mask, 1, 1);
-        ActiveTiles out = changed.grown("out_tiles", 2, o.tile, o.tile);
-        ActiveTiles mid = out.grown("mid_tiles", 1, o.tile, o.tile);
-        b.conv1.schedule_cpu(&mid, o.tile, o.tile, vec);
-        b.conv2.schedule_cpu(&out, o.tile, o.tile, vec);
+        b.conv1.schedule_cpu(&mid_tiles, tile.h, tile.w, vec);
+        b.conv2.schedule_cpu(&out_tiles, tile.h, tile.w, vec);
         if (fill) b.conv2.out.fill_inactive_tiles(Expr(0.0f)).vectorize(b.conv2.c);
-        return out;
+        return out_tiles;
     };
     ActiveTiles fill_tiles = schedule(sparse_fill, true);
     schedule(sparse_keep, false);
-    dense.conv1.schedule_cpu(nullptr, o.tile, o.tile, vec);
-    dense.conv2.schedule_cpu(nullptr, o.tile, o.tile, vec);
+    dense.conv1.schedule_cpu(nullptr, tile.h, tile.w, vec);
+    dense.conv2.schedule_cpu(nullptr, tile.h, tile.w, vec);
     Kernel kfill = Pipeline({sparse_fill.conv2.out}, "block_fill").compile();
     Kernel kkeep = Pipeline({sparse_keep.conv2.out}, "block_keep").compile();
     Kernel kdense = Pipeline({dense.conv2.out}, "block_dense").compile();
@@ -173,8 +209,8 @@ int run(int argc, char **argv) {
         // Active tiles: the dense output; elsewhere zero.
         std::vector<uint8_t> on((size_t)(masks.n * masks.h * masks.w), 0);
         for (const auto &t : shape.active_tiles(fill_tiles))
-            for (int64_t yy = t[1] * o.tile; yy < std::min<int64_t>(masks.h, (t[1] + 1) * o.tile); yy++)
-                for (int64_t xx = t[2] * o.tile; xx < std::min<int64_t>(masks.w, (t[2] + 1) * o.tile); xx++)
+            for (int64_t yy = t[1] * tile.h; yy < std::min<int64_t>(masks.h, (t[1] + 1) * tile.h); yy++)
+                for (int64_t xx = t[2] * tile.w; xx < std::min<int64_t>(masks.w, (t[2] + 1) * tile.w); xx++)
                     on[(size_t)((t[0] * masks.h + yy) * masks.w + xx)] = 1;
         cora::apps::ErrorCheck check;
         for (int64_t p = 0; p < (int64_t)on.size(); p++)
