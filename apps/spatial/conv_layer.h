@@ -24,6 +24,7 @@ struct ConvShape {
     int64_t stride = 1; ///< 1 or 2
     bool depthwise = false;
     bool relu = false;
+    Type type = Float32; ///< of the weights, bias and output (Float16: storage only, fp32 arithmetic)
 };
 
 /** One layer's tensors and its Func, defined densely. */
@@ -45,9 +46,9 @@ struct ConvLayer {
               const Tensor *residual = nullptr, const ActiveTiles *gather_from = nullptr)
         : shape(s), n(name + "_n"), y(name + "_y"), x(name + "_x"), c(name + "_c"), r(name + "_r"), gy(name + "_gy"),
           gx(name + "_gx"), gc(name + "_gc"),
-          weight(name + "_w", {{r, s.kernel * s.kernel * (s.depthwise ? 1 : s.cin)}, {c, s.cout}}),
-          bias(name + "_b", {{c, s.cout}}),
-          out(name, {{n, N}, {y, out_extent(H, s.stride)}, {x, out_extent(W, s.stride)}, {c, s.cout}}) {
+          weight(name + "_w", {{r, s.kernel * s.kernel * (s.depthwise ? 1 : s.cin)}, {c, s.cout}}, s.type),
+          bias(name + "_b", {{c, s.cout}}, s.type),
+          out(name, {{n, N}, {y, out_extent(H, s.stride)}, {x, out_extent(W, s.stride)}, {c, s.cout}}, s.type) {
         const int64_t k = s.kernel, pad = k / 2, cin = s.cin;
         if (gather_from) {
             if (s.stride != 1) throw CompileError("conv '" + name + "': a gathered input needs stride 1");
@@ -56,7 +57,8 @@ struct ConvLayer {
             const int64_t th = gather_from->tile_h(), tw = gather_from->tile_w();
             const int64_t gh = gathered_tiles->tile_h(), gw = gathered_tiles->tile_w();
             gathered.emplace(name + "_gathered",
-                             Shape{{n, N}, {gy, gathered_tiles->rows()}, {gx, gathered_tiles->cols()}, {gc, cin}});
+                             Shape{{n, N}, {gy, gathered_tiles->rows()}, {gx, gathered_tiles->cols()}, {gc, cin}},
+                             s.type);
             gathered->compute([&](Expr n_, Expr gy_, Expr gx_, Expr c_) {
                 // Position (gy, gx) of the side-by-side padded tiles is input position
                 // (tile row * th + row in the padded tile - pad, likewise for x).

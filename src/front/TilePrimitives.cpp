@@ -74,7 +74,7 @@ Func Func::fill_inactive_tiles(const Expr &value) {
     fill->is_input = false;
     fill->domain = node_->domain;
     fill->storage = fill->domain;
-    fill->value = cast(node_->type, value);
+    fill->value = cast(node_->type.value_type(), value); // float16 storage holds float32 values
     fill->is_split_tail = true;
     fill->stores_into = node_;
     fill->store_indices = ir::store_indices(*node_);

@@ -24,7 +24,7 @@ struct ConvProgram {
     ConvLayer conv;
     ActiveTiles tiles;
     ConvProgram(ConvShape s, int64_t th, int64_t tw, bool fill)
-        : shape(s), in("in", {{n, N}, {y, H}, {x, W}, {c, s.cin}}), conv("conv", in, N, H, W, s),
+        : shape(s), in("in", {{n, N}, {y, H}, {x, W}, {c, s.cin}}, s.type), conv("conv", in, N, H, W, s),
           tiles(ActiveTiles::from_mask("tiles", mask, th, tw, s.stride)) {
         conv.out.over_active_tiles(tiles, conv.n, conv.y, conv.x, tile, yi, xi);
         if (fill) conv.out.fill_inactive_tiles(Expr(0.0f));
@@ -34,7 +34,7 @@ struct ConvProgram {
 std::string describe(const ConvShape &s) {
     std::ostringstream o;
     o << (s.depthwise ? "depthwise " : "") << s.kernel << "x" << s.kernel << " stride " << s.stride << ", " << s.cin
-      << " -> " << s.cout << (s.relu ? ", relu" : "");
+      << " -> " << s.cout << (s.relu ? ", relu" : "") << (s.type == Float16 ? ", float16" : "");
     return o.str();
 }
 
@@ -132,8 +132,12 @@ TEST_CASE("a GPU schedule of convolutions over tiles runs emulated and compiles 
           "[spatial][conv][gpu]") {
     // Emulated (device kernels run block by block on the CPU) and as CUDA source on CPU threads,
     // against the reference on the active tiles; zero elsewhere (the fill op on GPU threads too).
-    const std::vector<std::tuple<ConvShape, int64_t, int64_t>> cases{
-        {{4, 16, 3, 1, false, true}, 8, 8}, {{3, 8, 3, 2, false, false}, 4, 4}, {{16, 16, 3, 1, true, true}, 4, 8}};
+    // The last two: float16 storage (inputs, weights, output), float32 arithmetic.
+    const std::vector<std::tuple<ConvShape, int64_t, int64_t>> cases{{{4, 16, 3, 1, false, true}, 8, 8},
+                                                                     {{3, 8, 3, 2, false, false}, 4, 4},
+                                                                     {{16, 16, 3, 1, true, true}, 4, 8},
+                                                                     {{8, 16, 3, 1, false, true, Float16}, 8, 8},
+                                                                     {{16, 16, 3, 1, true, false, Float16}, 4, 8}};
     uint32_t seed = 900;
     for (const auto &[s, th, tw] : cases) {
         ConvProgram p(s, th, tw, false);
@@ -164,8 +168,11 @@ TEST_CASE("a GPU schedule of convolutions over tiles runs emulated and compiles 
                         want[pos * (size_t)s.cout + (size_t)o] = 0.0;
             for (const Kernel *k : {&emulated, &threads}) {
                 Buffer out = Buffer::alloc(gpu.out, shape);
-                for (int64_t e = 0; e < out.size(); e++)
-                    out.at(e) = -7.0f;
+                for (int64_t e = 0; e < out.size(); e++) // the fill must overwrite this
+                    if (s.type == Float16)
+                        out.data<uint16_t>()[e] = cora_float_to_half(-7.0f);
+                    else
+                        out.at(e) = -7.0f;
                 k->run(shape, {{p.in, in}, {gpu.weight, w}, {gpu.bias, b}, {gpu.out, out}});
                 require_close(out, want, 1e-4);
             }
