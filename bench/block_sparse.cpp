@@ -72,11 +72,6 @@ std::vector<uint8_t> exact_mask(size_t count, double density, uint32_t seed) {
     return m;
 }
 
-double seconds_best(int runs, const std::function<void()> &f) {
-    f(); // warm-up
-    return cora::apps::best_seconds(runs, f);
-}
-
 #ifdef CORA_BENCH_ONEDNN
 /** Y [T, N] = X [T, K] W^T with W [N, K] row-major (oneDNN weights {K, N} in layout "ba"). */
 struct OneDnnMatmul {
@@ -192,18 +187,18 @@ int run(int argc, char **argv) {
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tokens, (int)c.out, (int)c.in, 1.0f,
                                 x.data<float>(), (int)c.in, wd.data(), (int)c.in, 0.0f, y_ref.data(), (int)c.out);
                 };
-                double cora_s = seconds_best(runs, run_cora), sgemm_s = seconds_best(runs, run_sgemm);
+                double cora_s = cora::apps::best_seconds_warm(runs, run_cora),
+                       sgemm_s = cora::apps::best_seconds_warm(runs, run_sgemm);
                 apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
                 for (int64_t i = 0; i < tokens * c.out; i++) {
                     check.add(y.at(i), y_ref[(size_t)i]);
                 }
-                double err = check.max_abs();
                 bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
                 all_ok &= ok;
                 double dnnl_s = 0;
 #ifdef CORA_BENCH_ONEDNN
                 OneDnnMatmul mm(tokens, c.in, c.out, x.data<float>(), wd.data(), y_dnnl.data());
-                dnnl_s = seconds_best(runs, [&] { mm.run(); });
+                dnnl_s = cora::apps::best_seconds_warm(runs, [&] { mm.run(); });
 #endif
                 double useful = 2.0 * (double)tokens * (double)c.out * (double)c.in * w.density();
                 char dnnl_ms[32] = "n/a", vs_dnnl[32] = "n/a", tgt[48] = "-";
@@ -280,7 +275,7 @@ int run(int argc, char **argv) {
             Buffer yb = Buffer::alloc(l2.Y, shape);
             Buffer c1 = a.col_buffer(W1, shape), v1 = a.values_buffer(W1, shape);
             Buffer c2 = b.col_buffer(W2, shape), v2 = b.values_buffer(W2, shape);
-            double s = seconds_best(runs, [&] {
+            double s = cora::apps::best_seconds_warm(runs, [&] {
                 kernel.run(shape, {{X, x}, {W1.col, c1}, {W1.values, v1}, {W2.col, c2}, {W2.values, v2}, {l2.Y, yb}});
             });
             out->assign(yb.data<float>(), yb.data<float>() + tokens * hidden);
@@ -292,7 +287,6 @@ int run(int argc, char **argv) {
         for (size_t i = 0; i < y_full.size(); i++) {
             check.add(y_prop[i], y_full[i]);
         }
-        double err = check.max_abs();
         bool ok = check.abs_within(1e-5 * std::max(check.scale(), 1.0));
         all_ok &= ok;
         char line[512];
@@ -345,7 +339,7 @@ int run(int argc, char **argv) {
         for (int64_t i = 0; i < tokens * in_f; i++)
             x.at(i) = val(rng);
         std::vector<float> y_ref((size_t)(tokens * out_f));
-        double sgemm_s = seconds_best(runs, [&] {
+        double sgemm_s = cora::apps::best_seconds_warm(runs, [&] {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tokens, (int)out_f, (int)in_f, 1.0f,
                         x.data<float>(), (int)in_f, dense.data(), (int)in_f, 0.0f, y_ref.data(), (int)out_f);
         });
@@ -354,7 +348,9 @@ int run(int argc, char **argv) {
             sh.set(D.B, (int64_t)bert.size()).set(D.len, bert);
             d.bind(sh, m);
             Buffer yb = Buffer::alloc(y, sh), c = d.col_buffer(m, sh), v = d.values_buffer(m, sh);
-            return seconds_best(runs, [&] { k.run(sh, {{X, x}, {m.col, c}, {m.values, v}, {y, yb}}); });
+            return cora::apps::best_seconds_warm(runs, [&] {
+                k.run(sh, {{X, x}, {m.col, c}, {m.values, v}, {y, yb}});
+            });
         };
         double pure_s = time_one(kb, blocks_only.Y, pure, W);
         double blocks_s = time_one(kb, blocks_only.Y, dec.blocks, W);
@@ -366,14 +362,13 @@ int run(int argc, char **argv) {
         Buffer yd = Buffer::alloc(both.Y, sh);
         Buffer cw = dec.blocks.col_buffer(W, sh), vw = dec.blocks.values_buffer(W, sh);
         Buffer ce = dec.elements.col_buffer(E, sh), ve = dec.elements.values_buffer(E, sh);
-        double dec_s = seconds_best(runs, [&] {
+        double dec_s = cora::apps::best_seconds_warm(runs, [&] {
             kd.run(sh, {{X, x}, {W.col, cw}, {W.values, vw}, {E.col, ce}, {E.values, ve}, {both.Y, yd}});
         });
         apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
         for (int64_t i = 0; i < tokens * out_f; i++) {
             check.add(yd.at(i), y_ref[(size_t)i]);
         }
-        double err = check.max_abs();
         bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
         all_ok &= ok;
         // Time per multiply-add (per token) of each part: their ratio is the cost rule's threshold.
@@ -428,7 +423,7 @@ int run(int argc, char **argv) {
                 wd.bind(shape, Wm);
                 Buffer yb = Buffer::alloc(conv.Y, shape), col = wd.col_buffer(Wm, shape),
                        values = wd.values_buffer(Wm, shape);
-                double cora_s = seconds_best(runs, [&] {
+                double cora_s = cora::apps::best_seconds_warm(runs, [&] {
                     kernel.run(shape, {{X, x}, {Wm.col, col}, {Wm.values, values}, {conv.Y, yb}});
                 });
                 auto im2col = [&] { // column cb*9*bs + t*bs + c of pixel p: tap t of channel cb*bs + c
@@ -444,16 +439,15 @@ int run(int argc, char **argv) {
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)pixels, (int)C, (int)(9 * C), 1.0f,
                                 cols.data(), (int)(9 * C), dense_m.data(), (int)(9 * C), 0.0f, y_ref.data(), (int)C);
                 };
-                double dense_s = seconds_best(runs, [&] {
+                double dense_s = cora::apps::best_seconds_warm(runs, [&] {
                     im2col();
                     sgemm();
                 });
-                double sgemm_s = seconds_best(runs, sgemm);
+                double sgemm_s = cora::apps::best_seconds_warm(runs, sgemm);
                 apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
                 for (int64_t i = 0; i < pixels * C; i++) {
                     check.add(yb.at(i), y_ref[(size_t)i]);
                 }
-                double err = check.max_abs();
                 bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
                 all_ok &= ok;
                 char tgt[64] = "-";
@@ -537,8 +531,8 @@ int run(int argc, char **argv) {
             auto run_s = [&] { ks.run(shape, {{X, x}, {Ws.col, col}, {Ws.values, values}, {ls.Y, ys}}); };
             double best_r = 1e30, best_s = 1e30;
             for (int round = 0; round < 3; round++) { // alternate, so drifting machine load hits both
-                best_r = std::min(best_r, seconds_best(runs, run_r));
-                best_s = std::min(best_s, seconds_best(runs, run_s));
+                best_r = std::min(best_r, cora::apps::best_seconds_warm(runs, run_r));
+                best_s = std::min(best_s, cora::apps::best_seconds_warm(runs, run_s));
             }
             std::vector<float> y_ref((size_t)(tokens * sc.out));
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tokens, (int)sc.out, (int)sc.in, 1.0f,
@@ -548,7 +542,6 @@ int run(int argc, char **argv) {
                 check.add(ys.at(i), y_ref[(size_t)i]);
                 check.add(yr.at(i), y_ref[(size_t)i]);
             }
-            double err = check.max_abs();
             bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
             all_ok &= ok;
             char line[512];

@@ -10,11 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
-build=${CORA_BENCH_BUILD_DIR:-build-bench}
-if ! grep -qs "CORA_BUILD_BENCH:BOOL=ON" "$build/CMakeCache.txt"; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON -DCORA_BUILD_TESTS=OFF
-fi
-nice -n 19 cmake --build "$build" --target cora_block_sparse -j "${CORA_BUILD_JOBS:-1}"
+build_bench_targets cora_block_sparse
 
 fair_openblas_core
 

@@ -63,3 +63,16 @@ describe_machine() {
   isa=$(grep -o -w -E 'avx512f|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 }
+
+# Configures the benchmark build (Release, benchmarks on, tests off) in $CORA_BENCH_BUILD_DIR
+# (default build-bench) when it is not configured yet, builds the targets given, and sets `build`.
+build_bench_targets() {
+  build=${CORA_BENCH_BUILD_DIR:-build-bench}
+  if ! grep -qs "CORA_BUILD_BENCH:BOOL=ON" "$build/CMakeCache.txt"; then
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON -DCORA_BUILD_TESTS=OFF
+  fi
+  local t
+  for t in "$@"; do
+    nice -n 19 cmake --build "$build" --target "$t" -j "${CORA_BUILD_JOBS:-1}"
+  done
+}

@@ -47,11 +47,6 @@ struct Case {
     int64_t h, w, c;
 };
 
-double seconds_best(int runs, const std::function<void()> &f) {
-    f(); // warm-up
-    return cora::apps::best_seconds(runs, f);
-}
-
 #ifdef CORA_BENCH_ONEDNN
 /** A dense 3x3 convolution, stride 1, padding 1, with bias: NHWC data, weights in the layout
  * oneDNN picks (reordered once, untimed). */
@@ -232,11 +227,11 @@ int main(int argc, char **argv) {
             // The dense baselines again for each mask, next to the sparse runs: this machine's
             // speed drifts between minutes, and ratios are only fair within one stretch.
             cora::apps::let_thread_pools_sleep();
-            const double dense_s = seconds_best(runs, run_dense);
+            const double dense_s = cora::apps::best_seconds_warm(runs, run_dense);
             double dnnl_s = 0;
 #ifdef CORA_BENCH_ONEDNN
             cora::apps::let_thread_pools_sleep();
-            dnnl_s = seconds_best(runs, [&] { conv.run(); });
+            dnnl_s = cora::apps::best_seconds_warm(runs, [&] { conv.run(); });
 #endif
             double best_dense_ms = dense_s * 1e3;
             if (dnnl_s > 0) best_dense_ms = std::min(best_dense_ms, dnnl_s * 1e3);
@@ -252,7 +247,7 @@ int main(int argc, char **argv) {
                     s.k.run(rs, {{in, bin}, {s.layer->weight, bw}, {s.layer->bias, bb}, {s.layer->out, bs}});
                 };
                 cora::apps::let_thread_pools_sleep();
-                double t = seconds_best(runs, run);
+                double t = cora::apps::best_seconds_warm(runs, run);
                 // Check on the active tiles against the dense output.
                 cora::apps::ErrorCheck check;
                 for (const auto &tile : rs.active_tiles(*s.tiles))

@@ -9,11 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
-build=${CORA_BENCH_BUILD_DIR:-build-bench}
-if ! grep -qs "CORA_BUILD_BENCH:BOOL=ON" "$build/CMakeCache.txt"; then
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON -DCORA_BUILD_TESTS=OFF
-fi
-nice -n 19 cmake --build "$build" --target cora_spatial -j "${CORA_BUILD_JOBS:-1}"
+build_bench_targets cora_spatial
 fair_openblas_core # PyTorch's CPU conv does not use OpenBLAS, but its other ops do: the same rule
 
 mkdir -p bench/results

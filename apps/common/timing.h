@@ -19,6 +19,12 @@ template <typename F> double best_seconds(int runs, F &&f) {
     return best;
 }
 
+/** best_seconds after one untimed warm-up call (first-call costs: page faults, a kernel's load). */
+template <typename F> double best_seconds_warm(int runs, F &&f) {
+    f();
+    return best_seconds(runs, f);
+}
+
 /** Several thread pools share a process that times cora against OpenBLAS (its pthreads), cora's
  * kernels (libomp) and Halide (its own); each spins for up to ~200 ms after its last call
  * (KMP_BLOCKTIME, OpenBLAS's THREAD_TIMEOUT). Timing one library while another's threads spin
