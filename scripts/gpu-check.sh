@@ -3,8 +3,8 @@
 #   - the GPU schedule tests: lowering, the device code run emulated on the CPU, NVRTC for sm_80/sm_90
 #     (correctness_tests "[gpu]"), which need no GPU;
 #   - the device tests (gpu_tests): random GPU schedules, a shared-memory GEMM, a float16 GEMM and
-#     tensor-core (mma.sync) GEMM and vgemm run on the GPU against the reference (exit 77 = no
-#     device: skipped);
+#     tensor-core (mma.sync) GEMM and vgemm, convolutions over active tiles (fp32, float16) run on
+#     the GPU against the reference (exit 77 = no device: skipped);
 #   - the same device tests on CPU threads (the CUDA source run with a fiber per CUDA thread);
 #   - the apps with --device cuda: trmm 4096, vgemm on the dataset's shapes, ragged attention
 #     (ragged against padded) on MNLI lengths;
@@ -95,6 +95,7 @@ if [[ "$mode" != "--cpu-only" ]]; then
   run device_mma_gemm ./gpu_tests -d yes "a tensor-core GEMM*"
   run device_mma_vgemm ./gpu_tests -d yes "vgemm on tensor cores*"
   run device_shared_kernels ./gpu_tests -d yes "kernels sharing a device*"
+  run device_spatial_conv ./gpu_tests -d yes "convolutions over active tiles*"
   if [[ -x ./cora_gpu_bench ]]; then
     shapes=()
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)

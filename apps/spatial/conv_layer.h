@@ -97,7 +97,9 @@ struct ConvLayer {
      * cut into tiles of the same shape (cora's dense baseline: the same inner code). Per tile row,
      * a register tile of `tile_w` pixels x `vector_channels` output channels (cache_write) sums
      * the taps and input channels with the channels vectorised and the pixels unrolled; tiles (or
-     * image rows) run in parallel. `vector_channels` must divide cout (CompileError otherwise). */
+     * image rows) run in parallel, or the channel blocks when there are 8 or more of them. More
+     * than 128 input channels (a multiple of 128) are summed in k-panels of 128 outside the tile's
+     * rows. `vector_channels` must divide cout (CompileError otherwise). */
     void schedule_cpu(const ActiveTiles *tiles, int64_t tile_h, int64_t tile_w, int64_t vector_channels = 32) {
         if (shape.cout % vector_channels != 0)
             throw CompileError("conv '" + out.name() + "': vector_channels " + std::to_string(vector_channels) +
@@ -110,27 +112,48 @@ struct ConvLayer {
             gathered->over_active_tiles(*gathered_tiles, n, gy, gx, gtile, gyi, gxi);
             if (shape.cin % 16 == 0) gathered->split(gc, gco, gcv, 16).vectorize(gcv);
         }
+        // The loops over tiles: the active ones, or every tile of the grid (cora's dense
+        // baseline, not fused with n: the reads' indices stay provably in bounds, with no division,
+        // so the tile's update needs no guard for a partial last tile).
+        std::vector<Dim> tiles_loops;
         if (tiles) {
             out.over_active_tiles(*tiles, n, y, x, tile, yi, xi);
-            order = {tile, co, yi};
+            tiles_loops = {tile};
         } else {
-            // Not fused with n: the reads' indices stay provably in bounds (no division), so the
-            // tile's update needs no guard for a partial last tile.
             out.split(y, ty, yi, tile_h).split(x, tx, xi, tile_w);
-            order = {n, ty, tx, co, yi};
+            tiles_loops = {n, ty, tx};
+        }
+        // Many channel blocks (a deep, small layer: 20 x 20 x 512 has 9 tiles of 8 x 8 but 16
+        // blocks of 32 channels): the channel blocks are the parallel loop, outside the tiles.
+        const bool channels_outside = shape.cout / vector_channels >= 8;
+        if (channels_outside) order.push_back(co);
+        order.insert(order.end(), tiles_loops.begin(), tiles_loops.end());
+        if (!channels_outside) order.push_back(co);
+        // Deep inputs: k-panels of 128 input channels outside the tile's rows, so a panel's
+        // weights (9 x 128 x 32 floats, 147 KB) stay in L2 while every row of the tile uses them;
+        // the register tile's partial sums wait in the output between panels.
+        const bool k_panels = !shape.depthwise && shape.cin > 128 && shape.cin % 128 == 0;
+        if (k_panels) {
+            out.split(r, tap, ci, shape.cin).split(ci, cio, cii, 128);
+            order.insert(order.end(), {cio, yi, tap, cii, xi});
+        } else {
+            order.push_back(yi);
         }
         out.split(c, co, cv, vector_channels);
         if (shape.depthwise) {
             // One tap at a time per channel vector: the register tile is pixels x channels.
             order.insert(order.end(), {r, xi, cv});
             out.reorder(order).unroll(r);
+        } else if (k_panels) {
+            order.push_back(cv);
+            out.reorder(order).unroll(tap);
         } else {
             out.split(r, tap, ci, shape.cin);
             order.insert(order.end(), {tap, ci, xi, cv});
             out.reorder(order).unroll(tap);
         }
         out.vectorize(cv).unroll(xi).cache_write(yi);
-        if (!tiles) out.parallel(ty);
+        if (!tiles) out.parallel(channels_outside ? co : ty);
     }
     /** A GPU schedule over the active tiles (the CUDA backend; its emulators check it on any
      * machine): a block per (tile, block of `vector_channels` output channels), a thread per
@@ -145,7 +168,7 @@ struct ConvLayer {
     }
 
     Dim tile{"tile"}, yi{"yi"}, xi{"xi"}, ty{"ty"}, tx{"tx"}, co{"co"}, cv{"cv"}, tap{"tap"}, ci{"ci"}, gtile{"gtile"},
-        gyi{"gyi"}, gxi{"gxi"}, gco{"gco"}, gcv{"gcv"};
+        gyi{"gyi"}, gxi{"gxi"}, gco{"gco"}, gcv{"gcv"}, cio{"cio"}, cii{"cii"};
 };
 
 } // namespace cora::spatial

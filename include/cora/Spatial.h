@@ -93,4 +93,15 @@ private:
     std::shared_ptr<const ir::TileList> node_;
 };
 
+/** Token sparsity (DynamicViT, A-ViT): a per-token keep mask [batch, tokens] makes a batch of
+ * token sequences ragged, so the ragged machinery computes only the kept tokens. Image b keeps
+ * `lengths[b]` tokens, at the original positions `positions[sum of lengths before b + s]` (in
+ * order): bind `lengths` to a LengthArray and `positions` to an int32 index tensor [b, kept(b)]
+ * (apps/spatial/vit_block.h reads the tokens through it). RuntimeError, naming the element, for a
+ * mask value other than 0 or 1, a negative size, or null data. */
+struct KeptTokens {
+    std::vector<int32_t> lengths, positions;
+};
+KeptTokens kept_tokens(const uint8_t *keep_mask, int64_t batch, int64_t tokens);
+
 } // namespace cora

@@ -59,8 +59,7 @@ bool is_known_dim(const ir::TensorNode &t, const ir::DimNode *d) {
     for (const ir::LayoutDim &ld : t.domain)
         if (ld.dim.get() == d) return true;
     if (d == reduction_dim(t)) return true;
-    for (const LoopTransform &tr : schedule_of(t).transforms)
-    {
+    for (const LoopTransform &tr : schedule_of(t).transforms) {
         if (tr.outer.get() == d || tr.inner.get() == d || tr.fused.get() == d) return true;
         for (const DimPtr &l : tr.tile_loops)
             if (l.get() == d) return true;

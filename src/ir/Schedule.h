@@ -17,6 +17,23 @@ struct TensorNode;
 using TensorPtr = std::shared_ptr<const TensorNode>;
 using DimPtr = std::shared_ptr<const DimNode>;
 
+/** A list of the tiles of a grid of positions [batch, rows, cols] cut into tile_h x tile_w tiles,
+ * which a Tiles transform iterates (formats/spatial/, cora/Spatial.h): `order`, an aux array of
+ * [tiles][3] entries (n, ty, tx), lists the active tiles first, in row-major order, then the
+ * inactive ones; `count` ([1]) holds how many are active. Both are built by the prelude from a
+ * run-time mask (a ShapeTensor) and facts bound each entry by the grid. */
+struct TileList {
+    std::string name;
+    std::shared_ptr<const UFNode> order, count;
+    std::shared_ptr<const UFNode> bitmap; ///< [batch][tile rows][tile cols], 0/1: what order and count are built from
+    Expr batch, rows, cols;               ///< the extents of the positions the tiles cover
+    int64_t tile_h = 1, tile_w = 1;
+    Expr tile_rows() const { return Div::make(Add::make(rows, IntImm::make(tile_h - 1)), IntImm::make(tile_h)); }
+    Expr tile_cols() const { return Div::make(Add::make(cols, IntImm::make(tile_w - 1)), IntImm::make(tile_w)); }
+    /** The number of tiles: batch * ceil(rows / tile_h) * ceil(cols / tile_w). */
+    Expr grid_tiles() const { return Mul::make(batch, Mul::make(tile_rows(), tile_cols())); }
+};
+
 /** How a loop runs, as the schedule says, is a ForKind (one vocabulary from the schedule to
  * the printers): Parallel, Vectorized, Unrolled, Dismantled, GpuMma (a 16-step reduction loop as
  * one tensor-core instruction per warp, Func::gpu_mma) and the Gpu block and thread axes. */
@@ -28,23 +45,6 @@ using DimPtr = std::shared_ptr<const DimNode>;
  *    pair; a ragged inner extent uses the prelude's fusion maps fo(fused), fi(fused).
  *  - Pad: the extent E of loop `parent` becomes ceil_mult(E, factor); the extra iterations
  *    compute values nobody reads, so they must stay inside storage (else they are guarded). */
-/** A list of the tiles of a grid of positions [batch, rows, cols] cut into tile_h x tile_w tiles,
- * which a Tiles transform iterates (formats/spatial/, cora/Spatial.h): `order`, an aux array of
- * [tiles][3] entries (n, ty, tx), lists the active tiles first, in row-major order, then the
- * inactive ones; `count` ([1]) holds how many are active. Both are built by the prelude from a
- * run-time mask (a ShapeTensor) and facts bound each entry by the grid. */
-struct TileList {
-    std::string name;
-    std::shared_ptr<const UFNode> order, count;
-    std::shared_ptr<const UFNode> bitmap; ///< [batch][tile rows][tile cols], 0/1: what order and count are built from
-    Expr batch, rows, cols; ///< the extents of the positions the tiles cover
-    int64_t tile_h = 1, tile_w = 1;
-    Expr tile_rows() const { return Div::make(Add::make(rows, IntImm::make(tile_h - 1)), IntImm::make(tile_h)); }
-    Expr tile_cols() const { return Div::make(Add::make(cols, IntImm::make(tile_w - 1)), IntImm::make(tile_w)); }
-    /** The number of tiles: batch * ceil(rows / tile_h) * ceil(cols / tile_w). */
-    Expr grid_tiles() const { return Mul::make(batch, Mul::make(tile_rows(), tile_cols())); }
-};
-
 struct LoopTransform {
     enum class Kind : uint8_t { Split, Fuse, Pad, Remap, Tiles };
     Kind kind;

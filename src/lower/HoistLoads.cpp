@@ -8,7 +8,9 @@
  * array: the let reads unconditionally when the prover shows the index in range for every
  * iteration of the loops around the let (or the loop surely runs); otherwise it is
  * select(extent > 0, read, 0), read only when the loop runs (C's ?: is lazy).
- * Those arrays are never written by a kernel, so the value cannot change inside the loop.
+ * Those arrays are not written by a kernel's computation, so the value cannot change inside the
+ * loop; a kernel that builds its aux arrays itself (build_aux_in_kernel, AOT) writes them in their
+ * builds, and an array stored to inside the loop is left alone there.
  * Requires: materialized UFs (loads of argument arrays). Ensures: same results, fewer loads
  * in inner loops. Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/hoist_loads.cpp (the lowered IR and
  * results). */
@@ -122,7 +124,19 @@ protected:
         scope_.push_back(ScopeEntry{op->var.get(), op->min, op->extent});
         Stmt body = mutate(op->body);
         scope_.pop_back();
-        InvariantReads reads(arrays_, op->var.get());
+        // Arrays the loop writes (an in-kernel build filling its own array) are not invariant.
+        std::set<const VarNode *> unwritten = arrays_;
+        struct Stores : IRVisitor {
+            std::set<const VarNode *> *arrays;
+            using IRVisitor::visit_node;
+            void visit_node(const Store *st) override {
+                arrays->erase(st->buffer.get());
+                IRVisitor::visit_node(st);
+            }
+        } stores;
+        stores.arrays = &unwritten;
+        stores.visit(body);
+        InvariantReads reads(unwritten, op->var.get());
         reads.stmt(body);
         if (reads.found.empty()) return body.same_as(op->body) ? self : op->with([&](For &f) { f.body = body; });
         ReplaceReads replace;

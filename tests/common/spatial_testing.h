@@ -4,12 +4,15 @@
 // a different mask per image of a batch.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "common/trial_count.h"
 
 namespace cora::testing {
 
@@ -84,6 +87,20 @@ inline std::vector<MaskCase> mask_cases(uint32_t seed) {
         cases.push_back(make_mask(2, 40, 29, "blob", d, seed++));
     }
     return cases;
+}
+
+/** Every `step`-th mask case, or fewer in the stages that re-run the tests at a share of the cost
+ * (CORA_TEST_RANDOM_SCHEDULES, percent: the g++ and sanitizer stages give 50; trial_count.h). */
+inline size_t mask_case_step(size_t step) {
+    const int share = scaled_trials(100); // the percentage itself
+    return (step * 100 + (size_t)share - 1) / (size_t)share;
+}
+
+/** The first share of `cases` (at least one), as mask_case_step thins the masks: each case is a
+ * kernel compiled, the dominant cost of the sanitizer stage. */
+template <typename T> std::vector<T> case_share(const std::vector<T> &cases) {
+    const size_t n = std::max<size_t>(1, (size_t)scaled_trials((int)cases.size()));
+    return std::vector<T>(cases.begin(), cases.begin() + (long)std::min(n, cases.size()));
 }
 
 /** The active tiles [n][TR][TC] of the output grid ceil(h / stride) x ceil(w / stride). */

@@ -9,7 +9,9 @@
 #include "common/gemm_schedules.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
+#include "common/spatial_testing.h"
 #include "common/trial_count.h"
+#include "spatial/conv_layer.h"
 #include "trmm/trmm_gpu_def.h"
 #include "vgemm/vgemm_gpu_def.h"
 
@@ -41,6 +43,45 @@ TEST_CASE("random GPU schedules of ragged ops match the reference on the device"
         INFO("trial " << trial << ": " << c.description);
         Kernel k = compile(c.pipeline);
         testing::check_against_reference(c.pipeline, k, c.inputs, c.bind, 40, 8, 100 + trial);
+    }
+}
+
+TEST_CASE("convolutions over active tiles (fp32 and float16 storage) match the reference on the device", "[gpu]") {
+    // The GPU schedule of apps/spatial/conv_layer.h, the inactive tiles filled on the device too.
+    for (Type t : {Float32, Float16}) {
+        Param N("N", 1, 8), H("H", 1, 256), W("W", 1, 256);
+        Dim n("n"), y("y"), x("x"), c("c");
+        ShapeTensor mask("mask", {N, H, W}, 0, 1);
+        spatial::ConvShape s{8, 16, 3, 1, false, true, t};
+        Tensor in("in", {{n, N}, {y, H}, {x, W}, {c, 8}}, t);
+        spatial::ConvLayer conv("conv", in, N, H, W, s);
+        ActiveTiles tiles = ActiveTiles::from_mask("tiles", mask, 8, 8);
+        conv.schedule_gpu(tiles, 16);
+        conv.out.fill_inactive_tiles(Expr(0.0f)).gpu_blocks(conv.tile).gpu_threads(conv.c, conv.xi);
+        Pipeline p({conv.out}, "gpu_device_spatial_conv");
+        Kernel k = compile(p);
+        uint32_t seed = 40;
+        const std::vector<testing::MaskCase> cases = testing::mask_cases(seed);
+        for (size_t i = 0; i < cases.size(); i += 3) {
+            const testing::MaskCase &mc = cases[i];
+            INFO(mc.describe() << (t == Float16 ? ", float16" : ""));
+            RaggedShape shape;
+            shape.set(N, mc.n).set(H, mc.h).set(W, mc.w).set(mask, mc.mask);
+            Buffer bi = Buffer::alloc(in, shape), bw = Buffer::alloc(conv.weight, shape),
+                   bb = Buffer::alloc(conv.bias, shape), bo = Buffer::alloc(conv.out, shape);
+            testing::fill_random(bi, seed++);
+            testing::fill_random(bw, seed++);
+            testing::fill_random(bb, seed++);
+            k.run(shape, {{in, bi}, {conv.weight, bw}, {conv.bias, bb}, {conv.out, bo}});
+            auto ref = reference_evaluate(p, shape, {{in, &bi}, {conv.weight, &bw}, {conv.bias, &bb}});
+            std::vector<uint8_t> active = testing::active_positions(mc, 8, 8, 1);
+            std::vector<double> want = ref[0];
+            for (size_t pos = 0; pos < active.size(); pos++)
+                if (!active[pos])
+                    for (int64_t o = 0; o < 16; o++)
+                        want[pos * 16 + (size_t)o] = 0.0;
+            testing::require_close(bo, want, 1e-4);
+        }
     }
 }
 

@@ -397,3 +397,32 @@ TEST_CASE("storage_lowering, infer_arguments, build_aux_arrays, materialize_ufs,
         }
     }
 }
+
+TEST_CASE("hoist_loads leaves a read of an array the loop writes (an in-kernel build) inside the loop", "[pass]") {
+    // count[0] = 0; for g < 5: count[0] = count[0] + bits[g]: hoisting count[0] out of the loop
+    // would add only the last bit (found building an active-tile count inside a kernel).
+    VarPtr g = index_var("g"), count = buffer("count"), bits = buffer("bits");
+    LoweringContext ctx;
+    ctx.prover = std::make_unique<ProverChain>(false);
+    auto arg = [](const VarPtr &v, int64_t n) {
+        ModuleArg a;
+        a.kind = ModuleArg::Kind::AuxArray;
+        a.name = v->name;
+        a.var = v;
+        a.expected_count = c(n);
+        return a;
+    };
+    std::vector<ModuleArg> args{arg(count, 1), arg(bits, 5)};
+    Stmt in = Block::make(
+        {Store::make(count, c(0), c(0)),
+         loop(g, c(5), ForKind::Serial,
+              Store::make(count, c(0), Add::make(Load::make(count, c(0)), Load::make(bits, var_expr(g)))))});
+    Stmt out = hoist_loads(in, args, ctx);
+    INFO(print(out));
+    std::vector<int64_t> cv{7}, bv{1, 0, 1, 1, 0};
+    Interpreter interp;
+    interp.int_buffers[count.get()] = &cv;
+    interp.int_buffers[bits.get()] = &bv;
+    interp.exec(out);
+    REQUIRE(cv[0] == 3);
+}

@@ -47,13 +47,14 @@ TEST_CASE("convolutions over active tiles match the dense convolution on the act
                                         {5, 5, 3, 1, true, true},
                                         {4, 4, 3, 2, true, false}};
     uint32_t seed = 100;
-    for (const ConvShape &s : shapes)
+    for (const ConvShape &s : case_share(shapes))
         for (auto [th, tw, fill] : std::vector<std::tuple<int64_t, int64_t, bool>>{{8, 8, false}, {4, 6, true}}) {
             ConvProgram p(s, th, tw, fill);
             Pipeline pipeline({p.conv.out}, "conv_tiles");
             Kernel k = pipeline.compile();
             std::vector<MaskCase> cases = mask_cases(seed);
-            for (size_t i = 0; i < cases.size(); i += (fill ? 2 : 1)) { // the fill variant on every other mask
+            for (size_t i = 0; i < cases.size();
+                 i += mask_case_step(fill ? 2 : 1)) { // the fill variant on every other mask
                 const MaskCase &mc = cases[i];
                 INFO(describe(s) << ", " << mc.describe() << ", tiles " << th << "x" << tw
                                  << (fill ? ", fill 0" : ", keep"));
@@ -91,7 +92,42 @@ TEST_CASE("the CPU schedule of a convolution over tiles (register tiles, vectori
                                                                               {{16, 16, 3, 1, true, true}, 8, 8, 16},
                                                                               {{16, 16, 3, 2, true, false}, 8, 4, 16}};
     uint32_t seed = 500;
-    for (const auto &[s, th, tw, vec] : cases) {
+    // Deep layers (k-panels of 128 input channels, 8 or more channel blocks outside the tiles) on
+    // small masks: the reference's work grows with the channels.
+    for (auto [cin, cout, vec] : case_share(std::vector<std::array<int64_t, 3>>{{256, 16, 2}, {384, 16, 2}})) {
+        ConvShape s{cin, cout, 3, 1, false, true};
+        ConvProgram plain(s, 4, 4, false);
+        ConvLayer fast("deep", plain.in, plain.N, plain.H, plain.W, s),
+            dense("deep_dense", plain.in, plain.N, plain.H, plain.W, s);
+        fast.schedule_cpu(&plain.tiles, 4, 4, vec);
+        dense.schedule_cpu(nullptr, 4, 4, vec);
+        Kernel kf = Pipeline({fast.out}, "deep_fast").compile(), kd = Pipeline({dense.out}, "deep_dense").compile();
+        for (const char *kind : {"all-one", "corners", "blob"}) {
+            MaskCase mc = make_mask(2, 7, 6, kind, 0.3, seed++);
+            INFO(describe(s) << ", " << mc.describe());
+            RaggedShape shape;
+            shape.set(plain.N, mc.n).set(plain.H, mc.h).set(plain.W, mc.w).set(plain.mask, mc.mask);
+            Buffer in = Buffer::alloc(plain.in, shape), w = Buffer::alloc(fast.weight, shape),
+                   b = Buffer::alloc(fast.bias, shape), of = Buffer::alloc(fast.out, shape),
+                   od = Buffer::alloc(dense.out, shape);
+            fill_random(in, seed++);
+            fill_random(w, seed++);
+            fill_random(b, seed++);
+            kf.run(shape, {{plain.in, in}, {fast.weight, w}, {fast.bias, b}, {fast.out, of}});
+            kd.run(shape, {{plain.in, in}, {dense.weight, w}, {dense.bias, b}, {dense.out, od}});
+            auto ref = reference_evaluate(Pipeline({dense.out}), shape,
+                                          {{plain.in, &in}, {dense.weight, &w}, {dense.bias, &b}});
+            require_close(od, ref[0], 1e-4);
+            std::vector<uint8_t> active = active_positions(mc, 4, 4, 1);
+            std::vector<double> want = ref[0];
+            for (size_t pos = 0; pos < active.size(); pos++)
+                if (!active[pos])
+                    for (int64_t o = 0; o < cout; o++)
+                        want[pos * (size_t)cout + (size_t)o] = 0.0; // the output starts zeroed
+            require_close(of, want, 1e-4);
+        }
+    }
+    for (const auto &[s, th, tw, vec] : case_share(cases)) {
         ConvProgram plain(s, th, tw, false);
         Param &N = plain.N, &H = plain.H, &W = plain.W;
         ConvLayer fast("fast", plain.in, N, H, W, s), dense("dense", plain.in, N, H, W, s);
@@ -100,7 +136,7 @@ TEST_CASE("the CPU schedule of a convolution over tiles (register tiles, vectori
         Kernel kf = Pipeline({fast.out}, "conv_fast").compile(), kd = Pipeline({dense.out}, "conv_dense").compile();
         Pipeline reference({dense.out}, "conv_reference");
         std::vector<MaskCase> cases = mask_cases(seed);
-        for (size_t i = 0; i < cases.size(); i += 3) {
+        for (size_t i = 0; i < cases.size(); i += mask_case_step(3)) {
             const MaskCase &mc = cases[i];
             INFO(describe(s) << ", " << mc.describe() << ", tiles " << th << "x" << tw << ", " << vec << " channels");
             RaggedShape shape;
@@ -139,7 +175,7 @@ TEST_CASE("a GPU schedule of convolutions over tiles runs emulated and compiles 
                                                                      {{8, 16, 3, 1, false, true, Float16}, 8, 8},
                                                                      {{16, 16, 3, 1, true, false, Float16}, 4, 8}};
     uint32_t seed = 900;
-    for (const auto &[s, th, tw] : cases) {
+    for (const auto &[s, th, tw] : case_share(cases)) {
         ConvProgram p(s, th, tw, false);
         ConvLayer gpu("gpu", p.in, p.N, p.H, p.W, s);
         gpu.schedule_gpu(p.tiles, 8);
@@ -149,7 +185,7 @@ TEST_CASE("a GPU schedule of convolutions over tiles runs emulated and compiles 
         Kernel emulated = pipeline.compile(testing::emulated()), threads = testing::cuda_on_cpu(pipeline);
         testing::require_cuda_compiles(pipeline);
         std::vector<MaskCase> cases = mask_cases(seed);
-        for (size_t i = 0; i < cases.size(); i += 4) {
+        for (size_t i = 0; i < cases.size(); i += mask_case_step(4)) {
             const MaskCase &mc = cases[i];
             INFO(describe(s) << ", " << mc.describe() << ", tiles " << th << "x" << tw);
             RaggedShape shape;
@@ -190,8 +226,9 @@ TEST_CASE("the gather -> dense -> scatter schedule matches the dense convolution
                                                                               {{8, 16, 1, 1, false, true}, 8, 4, 8},
                                                                               {{16, 16, 3, 1, true, true}, 5, 8, 16}};
     uint32_t seed = 1300;
-    for (const auto &[s, th, tw, vec] : cases)
+    for (const auto &[s, th, tw, vec] : case_share(cases))
         for (bool scheduled : {false, true}) {
+            if (!scheduled && s.kernel != 3) continue; // the default schedule on the 3x3 cases
             ConvProgram p(s, th, tw, false);
             ConvLayer g("gathered", p.in, p.N, p.H, p.W, s, nullptr, &p.tiles);
             if (scheduled)
@@ -201,7 +238,7 @@ TEST_CASE("the gather -> dense -> scatter schedule matches the dense convolution
             Pipeline pipeline({g.out}, "conv_gathered");
             Kernel k = pipeline.compile();
             std::vector<MaskCase> cases = mask_cases(seed);
-            for (size_t i = 0; i < cases.size(); i += 3) {
+            for (size_t i = 0; i < cases.size(); i += mask_case_step(3)) {
                 const MaskCase &mc = cases[i];
                 INFO(describe(s) << ", " << mc.describe() << ", tiles " << th << "x" << tw
                                  << (scheduled ? ", scheduled" : ", default schedule"));
