@@ -12,6 +12,8 @@
  *  - remap(d -> rank): d = perm(rank) over the same (loop-invariant) extent; perm is a user
  *    length array or the prelude's longest-first order. Each is kept in the plan's permutations and
  *    checked to be a permutation at run time (add_argument_checks).
+ *  - tiles (over_active_tiles): n, y, x from an active-tile list's entries and the loops inside a
+ *    tile (apply_tiles below).
  * Then the reorder requests, and every loop extent in terms of the final loop variables: a loop
  * whose extent uses a loop inside it is rejected, unless it is a split's outer loop and the loops
  * it uses have constant extents: it then runs to its largest value over them, and the split guard
