@@ -144,6 +144,17 @@ inline std::vector<uint8_t> grown_bitmap(const std::vector<uint8_t> &consumer_po
     return b;
 }
 
+/** `ref` (channels innermost) with the channels of every position outside `active` set to
+ * `outside`: what a kernel over the tiles leaves there (the fill value, or what it held). */
+inline std::vector<double> outside_replaced(std::vector<double> ref, const std::vector<uint8_t> &active,
+                                            int64_t channels, double outside) {
+    for (size_t pos = 0; pos < active.size(); pos++)
+        if (!active[pos])
+            for (int64_t o = 0; o < channels; o++)
+                ref.at(pos * (size_t)channels + (size_t)o) = outside;
+    return ref;
+}
+
 /** The output positions computed by a list of th x tw tiles made from `m` at `stride`. */
 inline std::vector<uint8_t> active_positions(const MaskCase &m, int64_t th, int64_t tw, int64_t stride) {
     const int64_t oh = (m.h + stride - 1) / stride, ow = (m.w + stride - 1) / stride;

@@ -70,13 +70,9 @@ TEST_CASE("convolutions over active tiles match the dense convolution on the act
                 k.run(shape, {{p.in, in}, {p.conv.weight, w}, {p.conv.bias, b}, {p.conv.out, out}});
                 auto ref = reference_evaluate(pipeline, shape, {{p.in, &in}, {p.conv.weight, &w}, {p.conv.bias, &b}});
                 std::vector<uint8_t> active = active_positions(mc, th, tw, s.stride);
-                std::vector<double> want = ref[0];
                 const int64_t cout = s.cout;
-                REQUIRE((int64_t)want.size() == (int64_t)active.size() * cout);
-                for (size_t pos = 0; pos < active.size(); pos++)
-                    if (!active[pos])
-                        for (int64_t o = 0; o < cout; o++)
-                            want[pos * (size_t)cout + (size_t)o] = fill ? 0.0 : -7.0;
+                REQUIRE((int64_t)ref[0].size() == (int64_t)active.size() * cout);
+                std::vector<double> want = outside_replaced(ref[0], active, cout, fill ? 0.0 : -7.0);
                 require_close(out, want, 1e-4);
             }
         }
@@ -119,12 +115,8 @@ TEST_CASE("the CPU schedule of a convolution over tiles (register tiles, vectori
                                           {{plain.in, &in}, {dense.weight, &w}, {dense.bias, &b}});
             require_close(od, ref[0], 1e-4);
             std::vector<uint8_t> active = active_positions(mc, 4, 4, 1);
-            std::vector<double> want = ref[0];
-            for (size_t pos = 0; pos < active.size(); pos++)
-                if (!active[pos])
-                    for (int64_t o = 0; o < cout; o++)
-                        want[pos * (size_t)cout + (size_t)o] = 0.0; // the output starts zeroed
-            require_close(of, want, 1e-4);
+            // Outside the active tiles the output keeps its zeros (Buffer::alloc).
+            require_close(of, outside_replaced(ref[0], active, cout, 0.0), 1e-4);
         }
     }
     for (const auto &[s, th, tw, vec] : case_share(cases)) {
@@ -154,11 +146,7 @@ TEST_CASE("the CPU schedule of a convolution over tiles (register tiles, vectori
             auto ref = reference_evaluate(reference, shape, {{plain.in, &in}, {dense.weight, &w}, {dense.bias, &b}});
             require_close(od, ref[0], 1e-4);
             std::vector<uint8_t> active = active_positions(mc, th, tw, s.stride);
-            std::vector<double> want = ref[0];
-            for (size_t pos = 0; pos < active.size(); pos++)
-                if (!active[pos])
-                    for (int64_t o = 0; o < s.cout; o++)
-                        want[pos * (size_t)s.cout + (size_t)o] = -7.0;
+            std::vector<double> want = outside_replaced(ref[0], active, s.cout, -7.0);
             require_close(of, want, 1e-4);
         }
     }
@@ -197,11 +185,7 @@ TEST_CASE("a GPU schedule of convolutions over tiles runs emulated and compiles 
             fill_random(b, seed++);
             auto ref = reference_evaluate(pipeline, shape, {{p.in, &in}, {gpu.weight, &w}, {gpu.bias, &b}});
             std::vector<uint8_t> active = active_positions(mc, th, tw, s.stride);
-            std::vector<double> want = ref[0];
-            for (size_t pos = 0; pos < active.size(); pos++)
-                if (!active[pos])
-                    for (int64_t o = 0; o < s.cout; o++)
-                        want[pos * (size_t)s.cout + (size_t)o] = 0.0;
+            std::vector<double> want = outside_replaced(ref[0], active, s.cout, 0.0);
             for (const Kernel *k : {&emulated, &threads}) {
                 Buffer out = Buffer::alloc(gpu.out, shape);
                 for (int64_t e = 0; e < out.size(); e++) // the fill must overwrite this
@@ -256,11 +240,7 @@ TEST_CASE("the gather -> dense -> scatter schedule matches the dense convolution
                 auto ref = reference_evaluate(Pipeline({p.conv.out}), shape,
                                               {{p.in, &in}, {p.conv.weight, &w}, {p.conv.bias, &b}});
                 std::vector<uint8_t> active = active_positions(mc, th, tw, 1);
-                std::vector<double> want = ref[0];
-                for (size_t pos = 0; pos < active.size(); pos++)
-                    if (!active[pos])
-                        for (int64_t o = 0; o < s.cout; o++)
-                            want[pos * (size_t)s.cout + (size_t)o] = -7.0;
+                std::vector<double> want = outside_replaced(ref[0], active, s.cout, -7.0);
                 require_close(out, want, 1e-4);
             }
         }

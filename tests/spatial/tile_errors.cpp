@@ -93,3 +93,41 @@ TEST_CASE("a Func tiled over a list made for other positions is a CompileError n
                         Contains("over_active_tiles of 'tiles' in Func 'f': loop 'x' has extent W2, but the tiles' "
                                  "grid has W cols; tile a Func over the positions the list was made for"));
 }
+
+TEST_CASE("a tile list passed through the raw entry is checked against the mask, and nothing is written on a mismatch",
+          "[spatial][errors]") {
+    // The kernel indexes memory with the order's entries: a caller's corrupted list (an entry out of
+    // the grid, a tile that is not active, a wrong count) is found by rebuilding it from the mask.
+    Program p;
+    Func f("f", {{p.n, p.N}, {p.y, p.H}, {p.x, p.W}, {p.c, 4}});
+    f.compute([&](Expr a, Expr b, Expr d, Expr e) { return p.X(a, b, d, e) + 1.0f; });
+    f.over_active_tiles(p.tiles, p.n, p.y, p.x, p.tile, p.yi, p.xi);
+    Kernel k = Pipeline({f}, "checked_lists").compile();
+    RaggedShape shape;
+    std::vector<int32_t> mask(2 * 20 * 17, 0);
+    mask[5] = mask[20 * 17 + 200] = 1;
+    shape.set(p.N, 2).set(p.H, 20).set(p.W, 17).set(p.mask, mask);
+    Buffer x = Buffer::alloc(p.X, shape), out = Buffer::alloc(f, shape);
+    for (int64_t i = 0; i < out.size(); i++)
+        out.at(i) = 9.0f;
+    for (const char *name : {"tiles_order", "tiles_count"})
+        for (int64_t delta : {1, 100, -1}) {
+            INFO(name << " entry changed by " << delta);
+            std::vector<cora_arg_t> args = k.make_args(shape, {{p.X, x}, {f, out}});
+            std::vector<int64_t> tampered;
+            for (cora_arg_t &a : args)
+                if (std::string(a.name) == name) {
+                    tampered.assign((int64_t *)a.data, (int64_t *)a.data + a.count);
+                    tampered[0] += delta;
+                    a.data = tampered.data();
+                }
+            REQUIRE(!tampered.empty());
+            std::string error;
+            REQUIRE(k.run_raw(args, &error) != CORA_OK);
+            REQUIRE_THAT(error, Catch::Matchers::StartsWith(std::string("aux array '") + name + "': entry 0 is " +
+                                                            std::to_string(tampered[0]) + ", expected " +
+                                                            std::to_string(tampered[0] - delta)));
+            for (int64_t i = 0; i < out.size(); i++)
+                REQUIRE(out.at(i) == 9.0f);
+        }
+}

@@ -146,7 +146,8 @@ TEST_CASE("a ViT block over the kept tokens of a token-sparse batch matches the 
     }
 }
 
-TEST_CASE("a bad keep mask or kept position is an error naming it, and nothing is written", "[spatial][tokens][errors]") {
+TEST_CASE("a bad keep mask or kept position is an error naming it, and nothing is written",
+          "[spatial][tokens][errors]") {
     const uint8_t bad[4] = {1, 0, 2, 1};
     REQUIRE_THROWS_WITH(kept_tokens(bad, 2, 2), "kept_tokens: mask element (1, 0) is 2, expected 0 or 1");
     REQUIRE_THROWS_WITH(kept_tokens(nullptr, 1, 2), "kept_tokens: null mask");

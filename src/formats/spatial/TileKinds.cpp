@@ -71,22 +71,30 @@ protected:
     TileGrid grid_;
 };
 
+/** What the bitmap kinds share: one 0/1 entry per tile of the grid. */
+class BitmapKind : public TileKind {
+public:
+    using TileKind::TileKind;
+    std::vector<Expr> facts(const UFCall &, const Expr &value) const override {
+        return {GE::make(value, I(0)), LE::make(value, I(1))};
+    }
+
+protected:
+    Expr size() const override { return grid_.tiles(); }
+};
+
 /** Zeroes the bitmap `b`. */
 Stmt clear(const TileGrid &g, const VarPtr &b) {
     VarPtr t = index_var("t");
     return loop(t, g.tiles(), Store::make(b, V(t), I(0)));
 }
 
-class BitmapFromMask : public TileKind {
+class BitmapFromMask : public BitmapKind {
 public:
     BitmapFromMask(std::shared_ptr<const UFNode> mask, TileGrid grid, int64_t stride)
-        : TileKind(std::move(grid)), mask_(std::move(mask)), stride_(stride) {}
+        : BitmapKind(std::move(grid)), mask_(std::move(mask)), stride_(stride) {}
     const char *name() const override { return "active-tile bitmap (from a mask)"; }
     AuxInputs inputs() const override { return AuxInputs{{mask_->dims}, {}, {mask_}}; }
-    std::vector<Expr> facts(const UFCall &, const Expr &value) const override {
-        return {GE::make(value, I(0)), LE::make(value, I(1))};
-    }
-
     Stmt build(const AuxArray &a, AuxTable &) const override {
         VarPtr n = index_var("mask_n"), y = index_var("mask_y"), x = index_var("mask_x");
         Expr active = NE::make(UFCall::make(mask_, {V(n), V(y), V(x)}), I(0));
@@ -121,19 +129,16 @@ public:
         return true;
     }
 
-protected:
-    Expr size() const override { return grid_.tiles(); }
-
 private:
     std::shared_ptr<const UFNode> mask_;
     int64_t stride_;
 };
 
 /** Coordinates and origins: K rows (batch, y, x), checked row by row. */
-class BitmapFromList : public TileKind {
+class BitmapFromList : public BitmapKind {
 public:
     BitmapFromList(std::shared_ptr<const UFNode> list, TileGrid grid, bool origins)
-        : TileKind(std::move(grid)), list_(std::move(list)), origins_(origins) {}
+        : BitmapKind(std::move(grid)), list_(std::move(list)), origins_(origins) {}
     const char *name() const override {
         return origins_ ? "active-tile bitmap (from tile origins)" : "active-tile bitmap (from coordinates)";
     }
@@ -143,10 +148,6 @@ public:
         in.tensors.push_back(list_);
         return in;
     }
-    std::vector<Expr> facts(const UFCall &, const Expr &value) const override {
-        return {GE::make(value, I(0)), LE::make(value, I(1))};
-    }
-
     Stmt build(const AuxArray &a, AuxTable &) const override {
         const std::string what = std::string(origins_ ? "tile origins '" : "coordinates '") + list_->name + "': row ";
         VarPtr k = index_var("row");
@@ -224,9 +225,6 @@ public:
         return true;
     }
 
-protected:
-    Expr size() const override { return grid_.tiles(); }
-
 private:
     /** The row's three fields as locals over `body`. */
     Stmt lets(const VarPtr &k, const VarPtr &b, const VarPtr &y, const VarPtr &x, Stmt body) const {
@@ -238,20 +236,16 @@ private:
     bool origins_;
 };
 
-class BitmapGrown : public TileKind {
+class BitmapGrown : public BitmapKind {
 public:
     BitmapGrown(std::shared_ptr<const UFNode> consumer, TileGrid consumer_grid, int64_t halo, TileGrid grid)
-        : TileKind(std::move(grid)), consumer_(std::move(consumer)), cgrid_(std::move(consumer_grid)), halo_(halo) {}
+        : BitmapKind(std::move(grid)), consumer_(std::move(consumer)), cgrid_(std::move(consumer_grid)), halo_(halo) {}
     const char *name() const override { return "active-tile bitmap (grown by a halo)"; }
     AuxInputs inputs() const override {
         AuxInputs in = grid_inputs();
         in.arrays.push_back(consumer_);
         return in;
     }
-    std::vector<Expr> facts(const UFCall &, const Expr &value) const override {
-        return {GE::make(value, I(0)), LE::make(value, I(1))};
-    }
-
     /** Tile (n, ty, tx) covers rows [ty * th - halo, ty * th + th + halo) clipped to the grid,
      * which meet the consumer's tile rows y0 / cth .. y1 / cth (likewise columns); it is active
      * when one of those consumer tiles is. */
@@ -292,9 +286,6 @@ public:
             }
         return true;
     }
-
-protected:
-    Expr size() const override { return grid_.tiles(); }
 
 private:
     std::shared_ptr<const UFNode> consumer_;
