@@ -100,9 +100,8 @@ std::string fmt(const char *f, double v) {
     return b;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+/** The benchmark; its errors (a file that cannot be written, cora's) end as one line and exit 1. */
+int run(int argc, char **argv) {
     std::string markdown, csv, torch_file, tile_table;
     int runs = 5;
     bool quick = false;
@@ -302,10 +301,17 @@ int main(int argc, char **argv) {
         }
     }
     table += "\noneDNN implementation: " + dnnl_impl + ".\n";
-    if (!markdown.empty()) std::ofstream(markdown) << table;
+    if (!markdown.empty() && !(std::ofstream(markdown) << table))
+        throw std::runtime_error(markdown + ": cannot write the table");
     if (!tile_table.empty()) measured.write(tile_table);
-    if (!csv.empty()) std::ofstream(csv) << csv_rows;
+    if (!csv.empty() && !(std::ofstream(csv) << csv_rows)) throw std::runtime_error(csv + ": cannot write the table");
     std::printf("%s", table.c_str());
     if (!ok) std::printf("FAIL: a sparse result disagreed with the dense one\n");
     return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    return cora::apps::run_app("cora_spatial", [&] { return run(argc, argv); });
 }
