@@ -153,6 +153,9 @@ struct ConvLayer {
             out.reorder(order).unroll(tap);
         }
         out.vectorize(cv).unroll(xi).cache_write(yi);
+        // Tiles away from the image's edge read their inputs with no zero-padding select and no
+        // clamp (a gathered tile has none either).
+        if (!gathered) out.specialize_interior(tiles ? tile : tx);
         if (!tiles) out.parallel(channels_outside ? co : ty);
     }
     /** A GPU schedule over the active tiles (the CUDA backend; its emulators check it on any

@@ -141,6 +141,16 @@ Func &Func::parallel(const Dim &d) { return annotate(*this, node_, d, ir::ForKin
 Func &Func::vectorize(const Dim &d) { return annotate(*this, node_, d, ir::ForKind::Vectorized, "vectorize"); }
 Func &Func::unroll(const Dim &d) { return annotate(*this, node_, d, ir::ForKind::Unrolled, "unroll"); }
 Func &Func::dismantle(const Dim &d) { return annotate(*this, node_, d, ir::ForKind::Dismantled, "dismantle"); }
+Func &Func::specialize_interior(const Dim &d) {
+    auto fail = [&](auto &&...msg) {
+        throw_compile_error("specialize_interior at '", d.name(), "' in Func '", name(), "': ", msg...);
+    };
+    if (!is_known_dim(*node_, d.node().get()))
+        fail("not a loop of this Func: ", why_not_a_loop(*node_, d.node().get()));
+    if (mutable_schedule(*node_).interior_at) fail("it already specializes a loop");
+    mutable_schedule(*node_).interior_at = d.node();
+    return *this;
+}
 Func &Func::gpu_mma(const Dim &k) {
     if (!is_known_dim(*node_, k.node().get()))
         throw_compile_error("gpu_mma in Func '", name(),

@@ -109,9 +109,12 @@ struct Schedule {
         DimPtr at;
     };
     std::vector<CacheRead> cache_reads;
+    /** specialize_interior: this loop's body also runs as a copy without the border checks
+     * that provably hold for every iteration inside it (lower/SpecializeInterior.cpp), or null. */
+    DimPtr interior_at;
     bool empty() const {
         return transforms.empty() && order.empty() && annotations.empty() && !reduction_loop && !cache_write_at &&
-               cache_reads.empty();
+               cache_reads.empty() && !interior_at;
     }
 };
 

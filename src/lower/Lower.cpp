@@ -9,7 +9,7 @@
  *      prelude-built fusion maps, pad_loop incl. bulk padding, remap; reorder; extents; loop
  *      kinds) -> check_gpu_bindings -> check_padded_iterations -> add_guards (placed, proved ones dropped) ->
  *      bound_loops_by_guards -> apply_cache_reads -> build_loop_nest (cache_write tiles,
- *      reduction init/update); then apply_compute_at and apply_hfuse over all ops.
+ *      reduction init/update); then apply_compute_at, apply_specialize_interior and apply_hfuse over all ops.
  *      vloop extents are UF calls
  *   3. lower_reductions: reductions become accumulator loops
  *   4. storage_lowering: storage transforms, dimension graph -> flat offsets through prefix-sum aux
@@ -128,12 +128,14 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
             guards_removed += guards.removed;
             guards_kept += guards.kept;
             bound_loops_by_guards(plan, guards);
+            if (plan.schedule->interior_at) (void)plan.position_of(plan.schedule->interior_at, "specialize_interior");
             CacheReads reads = apply_cache_reads(plan, ctx);
             nests.push_back(build_loop_nest(plan, guards, reads, ctx));
         }
     });
     ctx.prover->set_context("compute_at, hfuse and storage lowering");
     pass.run_step("compute_at", [&] { apply_compute_at(ops, nests, ctx); });
+    pass.run_step("specialize_interior", [&] { apply_specialize_interior(ops, nests, ctx); });
     Stmt s = pass.run("hfuse", Stage::Scheduled, [&] { return apply_hfuse(ops, nests, ctx); });
     s = pass.run("lower_reductions", Stage::ReductionsLowered, [&] { return lower_reductions(s); });
     StorageMap storage; // every tensor's buffer and layout, from storage lowering on

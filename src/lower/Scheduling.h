@@ -11,6 +11,8 @@
  *   apply_cache_reads (CacheRead.cpp)     cache_read tiles and the element reading them
  *   build_loop_nest (LoopNest.cpp)        the nest: cache_write tiles, reduction init/update
  *   apply_compute_at (ComputeAt.cpp)      producers moved into their consumers' loops
+ *   apply_specialize_interior             a loop's body copied without the border checks that
+ *     (SpecializeInterior.cpp)            hold inside it, run when they do
  *   apply_hfuse (HFuse.cpp)               independent ops joined into one loop
  * Requires: a validated pipeline, inlined Funcs selected. Ensures: one loop nest per op
  * (producers first), each ending in Provides. Errors: CompileError naming the Func and loop. */
@@ -140,6 +142,12 @@ bool reads_contiguously(const Expr &body, const VarPtr &v);
 bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringContext &ctx);
 /** Moves each compute_at producer's nest into its consumer's loop. (ComputeAt.cpp) */
 void apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, const LoweringContext &ctx);
+/** Each op's specialize_interior loop gets a copy of its body without the border checks that
+ * provably hold inside it, run when they do. (SpecializeInterior.cpp) */
+void apply_specialize_interior(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, const LoweringContext &ctx);
+/** `nest` with the body of the loop over `loop` split into the interior copy and the original
+ * (`found`: the loop was there). (SpecializeInterior.cpp) */
+Stmt specialize_interior_loop(const Stmt &nest, const VarNode *loop, bool &found);
 /** Joins each hfuse group into one loop; returns the whole body. (HFuse.cpp) */
 Stmt apply_hfuse(const std::vector<TensorPtr> &ops, std::vector<Stmt> nests, const LoweringContext &ctx);
 

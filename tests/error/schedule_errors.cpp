@@ -452,6 +452,20 @@ TEST_CASE("illegal reduction loops and caches are rejected with clear messages",
                                      "dim of this Func"));
     }
     {
+        // specialize_interior names one loop of the final nest, once.
+        Func S = row_sum();
+        REQUIRE_THROWS_WITH(S.specialize_interior(other), Contains("specialize_interior at 'other' in Func 'S': not a "
+                                                                   "loop of this Func: 'other' is not a dim"));
+        S.specialize_interior(seq);
+        REQUIRE_THROWS_WITH(S.specialize_interior(batch),
+                            Contains("specialize_interior at 'batch' in Func 'S': it already specializes a loop"));
+        Func T = row_sum();
+        T.specialize_interior(seq).split(seq, so, si, 4);
+        REQUIRE_THROWS_WITH(
+            Pipeline({T}).compile(),
+            Contains("specialize_interior at 'seq' in Func 'S': 'seq' is not a loop of the final nest"));
+    }
+    {
         // Tiles need constant extents and a bounded size.
         Func S = row_sum();
         S.cache_write(batch);

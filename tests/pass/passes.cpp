@@ -426,3 +426,57 @@ TEST_CASE("hoist_loads leaves a read of an array the loop writes (an in-kernel b
     interp.exec(out);
     REQUIRE(cv[0] == 3);
 }
+
+TEST_CASE("specialize_interior: the loop's body runs without the checks that hold, exactly where they do", "[pass]") {
+    // for t in [0, T): for i in [0, 4):
+    //   out(t * 4 + i) = select(i < 2 && t * 4 + i - 1 >= 0 && t * 4 + i + 1 < N,
+    //                           A(min(max(t * 4 + i - 1, 0), N - 1)), 0)
+    Dim d("d");
+    Param N{"N", 1, 1000};
+    Tensor A("A", {{d, N}});
+    Func out("out", {{d, N}});
+    VarPtr t = index_var("t"), i = index_var("i");
+    Expr n = Expr(N), pos = Add::make(Mul::make(var_expr(t), c(4)), var_expr(i));
+    Expr left = Sub::make(pos, c(1));
+    Expr clamped = Min::make(Max::make(left, c(0)), Sub::make(n, c(1)));
+    Expr cond =
+        And::make(And::make(LT::make(var_expr(i), c(2)), GE::make(left, c(0))), LT::make(Add::make(pos, c(1)), n));
+    Expr value = Select::make(cond, Access::make(A.node(), {clamped}), FloatImm::make(0.0));
+    Stmt inner = loop(i, c(4), ForKind::Unrolled, Provide::make(out.node(), {pos}, value));
+    Stmt nest = loop(t, c(8), ForKind::Serial, inner);
+
+    bool found = false;
+    Stmt s = specialize_interior_loop(nest, t.get(), found);
+    REQUIRE(found);
+    const For *f = s.as<For>();
+    REQUIRE(f);
+    const IfThenElse *split = f->body.as<IfThenElse>();
+    REQUIRE(split);
+    REQUIRE(equal(split->else_case, inner)); // the border iterations run the body as it was
+    // The copy: no clamp, and of the condition only what moves inside the loop (i < 2) is left.
+    REQUIRE(count_exprs_of<Min>(split->then_case) == 0);
+    REQUIRE(count_exprs_of<Max>(split->then_case) == 0);
+    REQUIRE(count_exprs_of<Select>(split->then_case) == 1);
+    REQUIRE(count_exprs_of<GE>(split->then_case) == 0);
+    REQUIRE(count_exprs(split->then_case, [](const Expr &e) { return e.as<LT>() != nullptr; }) == 1);
+    // The copy runs exactly when every removed check holds for i = 0 .. 3: t * 4 - 1 >= 0 and
+    // t * 4 + 4 < N (the clamp's t * 4 + 2 <= N - 1 follows).
+    for (int64_t nv : {1, 4, 5, 9, 10, 13, 32}) {
+        for (int64_t tv = 0; tv < 8; tv++) {
+            Interpreter run;
+            run.ints[Expr(N).as<VarNode>()] = nv;
+            run.ints[t.get()] = tv;
+            INFO("N = " << nv << ", t = " << tv);
+            REQUIRE(run.eval_bool(split->cond) == (tv * 4 - 1 >= 0 && tv * 4 + 4 < nv));
+        }
+    }
+    // A loop whose body has nothing to remove is left as it is; an absent loop is reported.
+    Stmt plain = loop(t, c(8), ForKind::Serial,
+                      loop(i, c(4), ForKind::Serial, Provide::make(out.node(), {pos}, Access::make(A.node(), {pos}))));
+    found = false;
+    REQUIRE(specialize_interior_loop(plain, t.get(), found).same_as(plain));
+    REQUIRE(found);
+    found = false;
+    (void)specialize_interior_loop(plain, index_var("elsewhere").get(), found);
+    REQUIRE(!found);
+}
