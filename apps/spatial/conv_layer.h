@@ -153,9 +153,12 @@ struct ConvLayer {
             out.reorder(order).unroll(tap);
         }
         out.vectorize(cv).unroll(xi).cache_write(yi);
-        // Tiles away from the image's edge read their inputs with no zero-padding select and no
-        // clamp (a gathered tile has none either).
-        if (!gathered) out.specialize_interior(tiles ? tile : tx);
+        // Reads away from the image's edge go without the zero-padding select and the clamps (a
+        // gathered tile has none either), decided per tap and row of a tile: in a tile on the
+        // edge, the taps that stay inside run clean too (on a 20 x 20 image, every tile touches
+        // an edge; deciding per tile, it ran 1.4x longer). Depthwise sums are 9 taps of a few
+        // vectors each: decided per tile.
+        if (!gathered) out.specialize_interior(shape.depthwise ? (tiles ? tile : tx) : k_panels ? cii : ci);
         if (!tiles) out.parallel(channels_outside ? co : ty);
     }
     /** A GPU schedule over the active tiles (the CUDA backend; its emulators check it on any

@@ -34,30 +34,36 @@ struct MaskSet {
     }
 };
 
-/** Discs of random centres and radii (up to min(h, w) / 6) added to each image until about
- * `density` of its positions are active (0: none, 1: all). */
+/** Discs of random centres and radii (up to min(h, w) / 6) added to one image `img` (h x w,
+ * row-major, 0/1 of any integer type) until about `density` of its positions are active (1: all).
+ * The benchmark's and app's masks and the tests' blob-shaped cases. */
+template <typename T> inline void add_blob_discs(T *img, int64_t h, int64_t w, double density, std::mt19937 &rng) {
+    if (density >= 1.0) {
+        std::fill(img, img + h * w, T(1));
+        return;
+    }
+    std::uniform_int_distribution<int64_t> py(0, h - 1), px(0, w - 1);
+    std::uniform_int_distribution<int64_t> pr(1, std::max<int64_t>(1, std::min(h, w) / 6));
+    int64_t on = 0;
+    for (int64_t k = 0; k < h * w; k++)
+        on += img[k] != 0;
+    for (int guard = 0; (double)on < density * (double)(h * w) && guard < 100000; guard++) {
+        const int64_t cy = py(rng), cx = px(rng), r = pr(rng);
+        for (int64_t y = std::max<int64_t>(0, cy - r); y <= std::min(h - 1, cy + r); y++)
+            for (int64_t x = std::max<int64_t>(0, cx - r); x <= std::min(w - 1, cx + r); x++)
+                if ((y - cy) * (y - cy) + (x - cx) * (x - cx) <= r * r && !img[y * w + x]) {
+                    img[y * w + x] = T(1);
+                    on++;
+                }
+    }
+}
+
+/** `n` images of blob-shaped masks (add_blob_discs), about `density` active each. */
 inline MaskSet blob_mask(int64_t n, int64_t h, int64_t w, double density, uint32_t seed) {
     MaskSet m{n, h, w, std::vector<uint8_t>((size_t)(n * h * w), 0)};
     std::mt19937 rng(seed);
-    std::uniform_int_distribution<int64_t> py(0, h - 1), px(0, w - 1);
-    std::uniform_int_distribution<int64_t> pr(1, std::max<int64_t>(1, std::min(h, w) / 6));
-    for (int64_t b = 0; b < n; b++) {
-        uint8_t *img = m.mask.data() + b * h * w;
-        if (density >= 1.0) {
-            std::fill(img, img + h * w, 1);
-            continue;
-        }
-        int64_t on = 0;
-        for (int guard = 0; (double)on < density * (double)(h * w) && guard < 100000; guard++) {
-            const int64_t cy = py(rng), cx = px(rng), r = pr(rng);
-            for (int64_t y = std::max<int64_t>(0, cy - r); y <= std::min(h - 1, cy + r); y++)
-                for (int64_t x = std::max<int64_t>(0, cx - r); x <= std::min(w - 1, cx + r); x++)
-                    if ((y - cy) * (y - cy) + (x - cx) * (x - cx) <= r * r && !img[y * w + x]) {
-                        img[y * w + x] = 1;
-                        on++;
-                    }
-        }
-    }
+    for (int64_t b = 0; b < n; b++)
+        add_blob_discs(m.mask.data() + b * h * w, h, w, density, rng);
     return m;
 }
 

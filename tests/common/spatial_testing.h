@@ -1,4 +1,5 @@
-// Masks for spatial-sparsity tests, and the tiles they make, defined here independently of cora:
+// Masks for spatial-sparsity tests, and the tiles they make, defined independently of the library
+// (the blob discs are the apps' generator, spatial/masks.h):
 // the edge cases (none, all, one pixel in each corner, every border) and random masks at
 // densities from 0.02 to 0.9, i.i.d. and blob-shaped ("globally sparse, locally dense"), with
 // a different mask per image of a batch.
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/trial_count.h"
+#include "spatial/masks.h"
 
 namespace cora::testing {
 
@@ -27,23 +29,9 @@ struct MaskCase {
     }
 };
 
-/** A blob-shaped mask of about `density`: random discs until the density is reached. */
+/** A blob-shaped mask of about `density` in image `image`: random discs (spatial/masks.h). */
 inline void add_blobs(MaskCase &m, int64_t image, double density, std::mt19937 &rng) {
-    const int64_t area = m.h * m.w;
-    int64_t on = 0;
-    std::uniform_int_distribution<int64_t> py(0, m.h - 1), px(0, m.w - 1);
-    std::uniform_int_distribution<int64_t> pr(1, std::max<int64_t>(1, std::min(m.h, m.w) / 6));
-    int guard = 0;
-    while ((double)on < density * (double)area && guard++ < 10000) {
-        int64_t cy = py(rng), cx = px(rng), r = pr(rng);
-        for (int64_t y = std::max<int64_t>(0, cy - r); y <= std::min(m.h - 1, cy + r); y++)
-            for (int64_t x = std::max<int64_t>(0, cx - r); x <= std::min(m.w - 1, cx + r); x++) {
-                if ((y - cy) * (y - cy) + (x - cx) * (x - cx) > r * r) continue;
-                int32_t &v = m.mask[(size_t)((image * m.h + y) * m.w + x)];
-                on += v == 0;
-                v = 1;
-            }
-    }
+    cora::spatial::add_blob_discs(m.mask.data() + image * m.h * m.w, m.h, m.w, density, rng);
 }
 
 inline MaskCase make_mask(int64_t n, int64_t h, int64_t w, const std::string &kind, double density, uint32_t seed) {
