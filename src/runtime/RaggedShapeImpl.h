@@ -6,8 +6,8 @@
 #include <mutex>
 
 #include "analysis/Interpreter.h"
-#include "formats/ragged/StorageLayout.h"
 #include "cora/Runtime.h"
+#include "formats/ragged/StorageLayout.h"
 
 namespace cora {
 
@@ -26,6 +26,8 @@ struct RaggedShape::Impl {
     /** Binds a length array or shape tensor `fn` to `values` after checking each value's range
      * (RuntimeError naming it and the element); cached aux arrays are dropped. */
     void bind_input_array(const UFNode &fn, std::vector<int32_t> values);
+    /** The same, when the caller knows the values' range [lo, hi] (values is not empty). */
+    void bind_input_array(const UFNode &fn, std::vector<int32_t> values, int32_t lo, int32_t hi);
     /** An interpreter bound to this shape's params, lengths and aux arrays. */
     Interpreter interpreter() const;
     /** RuntimeError unless each length array's size matches its count expression. */

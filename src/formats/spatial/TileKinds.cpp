@@ -113,16 +113,25 @@ public:
         CORA_CHECK((int64_t)m.size() == g.batch * mh * mw && (int64_t)out.size() == g.tiles(), "tile bitmap sizes");
         std::fill(out.begin(), out.end(), 0);
         const int64_t span_y = stride_ * g.th, span_x = stride_ * g.tw;
+        // Per row of tiles: the OR of its mask rows, element by element (a loop the compiler
+        // vectorises over the whole width), then the OR of each tile's span of that row. A
+        // 160 x 160 mask in 2 x 8 tiles took twice as long as a loop over each row's spans.
+        std::vector<int32_t> rows_or((size_t)mw);
         for (int64_t n = 0; n < g.batch; n++)
-            for (int64_t y = 0; y < mh; y++) {
-                const int32_t *row = m.data() + (n * mh + y) * mw;
-                int64_t *tiles = out.data() + g.index(n, y / span_y, 0);
+            for (int64_t y0 = 0; y0 < mh; y0 += span_y) {
+                const int32_t *first = m.data() + (n * mh + y0) * mw;
+                std::copy(first, first + mw, rows_or.begin());
+                for (int64_t y = y0 + 1; y < std::min(mh, y0 + span_y); y++) {
+                    const int32_t *row = m.data() + (n * mh + y) * mw;
+                    for (int64_t x = 0; x < mw; x++)
+                        rows_or[(size_t)x] |= row[x];
+                }
+                int64_t *tiles = out.data() + g.index(n, y0 / span_y, 0);
                 for (int64_t tx = 0, x0 = 0; x0 < mw; tx++, x0 += span_x) {
-                    if (tiles[tx]) continue;
                     const int64_t x1 = std::min(mw, x0 + span_x);
-                    int32_t any = 0; // an OR over the span: vectorised, no early exit per element
+                    int32_t any = 0;
                     for (int64_t x = x0; x < x1; x++)
-                        any |= row[x];
+                        any |= rows_or[(size_t)x];
                     tiles[tx] = any != 0;
                 }
             }
