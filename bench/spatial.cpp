@@ -138,7 +138,7 @@ int run(int argc, char **argv) {
         quick ? std::vector<double>{0.5, 0.1} : std::vector<double>{0.5, 0.3, 0.1, 0.03};
     const std::vector<std::pair<int64_t, int64_t>> tile_sizes =
         quick ? std::vector<std::pair<int64_t, int64_t>>{{8, 8}}
-              : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {4, 8}, {16, 8}, {2, 8}, {4, 10}};
+              : std::vector<std::pair<int64_t, int64_t>>{{8, 8}, {4, 8}, {16, 8}, {2, 8}, {1, 8}, {4, 10}};
     const std::map<double, double> target{{0.5, 1.6}, {0.3, 2.8}, {0.1, 6.0}, {0.03, 12.0}};
     std::map<std::string, double> torch = read_torch(torch_file);
     cora::spatial::TileTable measured; // the fastest tile of the gather route per shape and density band

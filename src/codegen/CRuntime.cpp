@@ -123,6 +123,11 @@ template <class V, class T> inline V cora_vload(const T *p) {
 template <class V, class T> inline void cora_vstore(T *p, V v) { __builtin_memcpy(p, &v, sizeof(V)); }
 // s - 0 folds to s exactly (s + 0 does not, for s = -0), so this is a plain broadcast.
 template <class V, class S> inline V cora_splat(S s) { return s - V{}; }
+// std::fmax / std::fmin lane by lane (a NaN operand yields the other): the epilogue of a
+// register tile's write-back (ReLU) stays one vector statement, so the tile is only ever read
+// as whole vectors and the C compiler keeps it in registers.
+template <class V> inline V cora_vfmax(V a, V b) { return (a > b || b != b) ? a : b; }
+template <class V> inline V cora_vfmin(V a, V b) { return (a < b || b != b) ? a : b; }
 // Integer arithmetic of argument checks and allocation sizes: `ov` records an overflow, so a
 // size that wraps around can never pass a check (see CodeGen_C::checked_).
 template <class T> inline T cora_add_ck(T a, T b, bool &ov) {

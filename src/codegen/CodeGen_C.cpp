@@ -428,6 +428,14 @@ bool CodeGen_C::emit_vector_loop(const For *op) {
         if (const Sub *a = e.as<Sub>()) return binary(a->a, "-", a->b);
         if (const Mul *a = e.as<Mul>()) return binary(a->a, "*", a->b);
         if (const Div *a = e.as<Div>(); a && t.is_float()) return binary(a->a, "/", a->b);
+        if (e.as<Max>() || e.as<Min>()) {
+            if (!t.is_float()) return std::nullopt;
+            const Expr &a = e.as<Max>() ? e.as<Max>()->a : e.as<Min>()->a;
+            const Expr &b = e.as<Max>() ? e.as<Max>()->b : e.as<Min>()->b;
+            auto va = vec(a), vb = vec(b); // a side that does not use i is splat
+            if (!va || !vb) return std::nullopt;
+            return std::string(e.as<Max>() ? "cora_vfmax(" : "cora_vfmin(") + *va + ", " + *vb + ")";
+        }
         return std::nullopt;
     };
     Expr index = substitute(st->index, lets), value = substitute(st->value, lets);
