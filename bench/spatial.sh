@@ -42,7 +42,7 @@ describe_machine
     "first copies every active tile with its halo into a gathered tensor, then convolves it with no bounds" \
     "checks and writes each tile's positions (SIGE and SBNet's route; its best tile size in parentheses)." \
     "The speed-up and the target compare the faster of the two routes with the fastest dense baseline;" \
-    "bench/results/spatial_tiles.txt keeps the gather route's fastest tile per shape and density band" \
+    "bench/results/spatial_tiles.txt keeps the direct route's fastest tile per shape and density band" \
     "(apps/spatial/tile_table.h; the app's --tile auto --tile-table FILE reads it)." \
     "\"Mask to list\" is binding the uint8 mask to the shape and building its tile list (the prelude's" \
     "work per batch), in % of the sparse convolution. Every sparse output is checked against the dense one" \

@@ -58,7 +58,7 @@ struct Block {
 };
 
 struct Options {
-    std::string masks_file, write_masks, mode = "both", tile = "auto", tile_table, route = "gather";
+    std::string masks_file, write_masks, mode = "both", tile = "auto", tile_table, route = "direct";
     int64_t batch = 2, height = 64, width = 64, channels = 64, runs = 5, density_pct = 10;
 };
 
@@ -124,7 +124,7 @@ int run(int argc, char **argv) {
             const bool found = table.lookup(masks.h, masks.w, C, masks.density()).has_value();
             tile_source = found ? "the table " + o.tile_table : "the rule (no entry in " + o.tile_table + ")";
         }
-        tile = table.choose(masks.h, masks.w, C, masks.density(), {{4, 8}, {8, 8}, {16, 8}});
+        tile = table.choose(masks.h, masks.w, C, masks.density(), {{1, 8}, {2, 8}, {4, 8}, {8, 8}, {16, 8}, {4, 10}});
     } else {
         if (!o.tile_table.empty()) throw UsageError("--tile-table is for --tile auto");
         const int64_t t = CommandLine::parse_integer("--tile", o.tile, 1, 64);

@@ -52,14 +52,15 @@ public:
         return it->second;
     }
     /** The table's entry, else the rule measured on a 2-core AVX-512 machine (bench/results/
-     * spatial.md): 4x8 tiles (less work on inactive positions) unless the mask is very sparse,
-     * where 16x8 tiles (fewer, longer tiles) win; among `candidates` the closest to that. */
+     * spatial.md, the direct route): tiles of one register row of 8 pixels, 2 rows of them (1 row
+     * below 5% density: blob masks that sparse waste most in taller tiles); among `candidates`
+     * the closest to that. */
     TileSize choose(int64_t rows, int64_t cols, int64_t channels, double density,
                     const std::vector<TileSize> &candidates) const {
         if (auto t = lookup(rows, cols, channels, density))
             for (const TileSize &c : candidates)
                 if (c == *t) return c;
-        TileSize rule = density < 0.05 ? TileSize{16, 8} : TileSize{4, 8};
+        TileSize rule = density < 0.05 ? TileSize{1, 8} : TileSize{2, 8};
         const TileSize *best = &candidates.at(0);
         for (const TileSize &c : candidates)
             if (std::abs(c.h * c.w - rule.h * rule.w) + std::abs(c.w - rule.w) <

@@ -25,7 +25,7 @@ std::string write_file(const std::string &name, const std::string &text) {
 
 TEST_CASE("the tile table looks up by bucket and band, falls back to its rule, and reads what it writes",
           "[spatial][tile_table]") {
-    const std::vector<TileSize> candidates{{4, 8}, {8, 8}, {16, 8}};
+    const std::vector<TileSize> candidates{{1, 8}, {2, 8}, {4, 8}, {8, 8}};
     TileTable t;
     REQUIRE(TileTable::band(0.0) == 0);
     REQUIRE(TileTable::band(0.049) == 0);
@@ -36,9 +36,9 @@ TEST_CASE("the tile table looks up by bucket and band, falls back to its rule, a
     REQUIRE(TileTable::bucket(1) == 1);
     REQUIRE(TileTable::bucket(80) == 128);
     REQUIRE(TileTable::bucket(128) == 128);
-    // The rule: 16x8 below 5% density, 4x8 above.
-    REQUIRE(t.choose(80, 80, 128, 0.03, candidates) == TileSize{16, 8});
-    REQUIRE(t.choose(80, 80, 128, 0.3, candidates) == TileSize{4, 8});
+    // The rule: 1x8 below 5% density, 2x8 above.
+    REQUIRE(t.choose(80, 80, 128, 0.03, candidates) == TileSize{1, 8});
+    REQUIRE(t.choose(80, 80, 128, 0.3, candidates) == TileSize{2, 8});
     // The rule picks the closest candidate when its own is missing.
     REQUIRE(t.choose(80, 80, 128, 0.3, {{8, 8}, {16, 16}}) == TileSize{8, 8});
     t.record(80, 80, 128, 0.3, {8, 8});
