@@ -15,7 +15,8 @@
  * (or "the clamp never applies") in terms of d's variable and what is outside d alone, that
  * bound becomes a term of the condition and the comparison is replaced by true (the clamp by its
  * operand) in the copy. d's body becomes: if (all terms) the copy else the body as it was. A
- * comparison or clamp whose bound is not found, or depends on an inner loop, stays in both.
+ * comparison or clamp whose bound is not found, or depends on an inner loop (a reduction not yet a
+ * loop counts as one) or a mutable local, stays in both.
  * Exact: the copy runs only where every replaced comparison holds at every iteration inside d.
  * Requires: the loop nests after compute_at (Provides and Accesses, before storage lowering).
  * Ensures: same results; nothing changes when no comparison or clamp can be bounded.
@@ -60,6 +61,18 @@ protected:
             indices.push_back(m);
         }
         return changed ? Access::make(op->tensor, indices) : self;
+    }
+    Expr mutate_node(const Reduce *op, const Expr &self) override {
+        // A reduction not scheduled as a loop is one still: its variable moves inside d.
+        scope_.push_back(ScopeEntry{op->var.get(), IntImm::make(0), op->extent});
+        inner_.insert(op->var.get());
+        Expr body = mutate(op->body);
+        scope_.pop_back();
+        return body.same_as(op->body) ? self : Reduce::make(op->op, op->var, op->extent, body);
+    }
+    Stmt mutate_node(const LocalVar *op, const Stmt &self) override {
+        inner_.insert(op->var.get()); // mutable: never part of a condition decided once
+        return IRMutator::mutate_node(op, self);
     }
     Stmt mutate_node(const For *op, const Stmt &self) override {
         scope_.push_back(ScopeEntry{op->var.get(), op->min, op->extent});

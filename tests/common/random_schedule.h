@@ -28,6 +28,7 @@ struct ScheduledLoop {
 struct ScheduleChoices {
     const Dim *reduction = nullptr;
     std::vector<Tensor> cacheable;
+    bool specialize = false; ///< sometimes specialize_interior at a random loop of the final nest
 };
 
 /** Apply a random schedule to `f`; returns a description for failure messages. `*grouped` is
@@ -155,6 +156,11 @@ inline std::string random_schedule(Func &f, std::mt19937 &rng, bool *grouped = n
         size_t c = tile_at[rng() % tile_at.size()];
         f.cache_write(loops[c].dim);
         desc += " cache_write(" + loops[c].dim.name() + ")";
+    }
+    if (choices.specialize && rng() % 3 == 0) {
+        const Dim &at = loops[rng() % loops.size()].dim;
+        f.specialize_interior(at);
+        desc += " specialize_interior(" + at.name() + ")";
     }
     // cache_read of a tensor it reads, at a loop with only constant loops inside.
     for (const Tensor &t : choices.cacheable) {

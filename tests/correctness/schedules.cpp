@@ -4,8 +4,8 @@
 #include "common/random_schedule.h"
 #include "common/trial_count.h"
 
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 using namespace cora;
@@ -102,7 +102,7 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
         bool grouped = false; // a head and its tail are fused: no other group for them
         std::vector<bool> placed(all.size(), false);
         if (w.place) desc += w.place(all, rng, placed);
-        testing::ScheduleChoices choices{&reduction, w.inputs};
+        testing::ScheduleChoices choices{&reduction, w.inputs, true};
         choices.cacheable.insert(choices.cacheable.end(), all.begin(), all.end());
         for (size_t i = 0; i < all.size(); i++)
             if (!placed[i]) desc += testing::random_schedule(all[i], rng, &grouped, true, choices) + "  ";
@@ -155,7 +155,7 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
                 << fused_splits << " fused with the tail)");
     REQUIRE(legal == trials);
     REQUIRE(checked == trials);
-    if (full) { // the generator's coverage, checked on the full run (a share may miss a kind)
+    if (full) {                    // the generator's coverage, checked on the full run (a share may miss a kind)
         REQUIRE(fused_splits > 0); // op split + hfuse is exercised on every workload
         if (w.place) REQUIRE(placed_ops > 0);
         REQUIRE(caches > 0);
@@ -169,7 +169,7 @@ void run_differential(Workload &w, int trials, uint32_t seed, const Dim &reducti
 
 /** The six workloads of the differential test, over shared dims and tensors. */
 struct Workloads {
-    Dim batch{"batch"}, seq{"seq"}, q{"q"}, heads{"heads"}, kv{"kv"}, r{"r"}, m{"m"}, n{"n"}, d{"d"};
+    Dim batch{"batch"}, seq{"seq"}, q{"q"}, heads{"heads"}, kv{"kv"}, r{"r"}, m{"m"}, n{"n"}, d{"d"}, t{"t"};
     Param B{"B", 1, 16}, M{"M", 1, 40};
     LengthArray len{"len", B, 0, 20}, Ms{"Ms", B, 0, 20}, Ns{"Ns", B, 0, 20}, Ks{"Ks", B, 0, 20};
     static constexpr int64_t H = 2, D = 8;
@@ -183,6 +183,7 @@ struct Workloads {
     Tensor Q{"Q", {{batch, B}, {q, len(batch)}, {heads, H}, {d, D}}};
     Tensor K{"K", {{batch, B}, {kv, len(batch)}, {heads, H}, {d, D}}};
     Tensor V{"V", {{m, M}, {n, 12}}};
+    Tensor W9{"W9", {{t, 9}}};
 
     std::function<void(RaggedShape &, const std::vector<int32_t> &)> lengths_shape() {
         return [this](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
@@ -235,17 +236,16 @@ struct Workloads {
     }
 
     Workload vgemm() {
-        return {"vgemm",
-                [this](std::vector<Func> &all) {
-                    Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
-                    C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), VA(b, i, r) * VB(b, r, j)); });
-                    all = {C};
-                    return all;
-                },
-                [this](RaggedShape &s, const std::vector<int32_t> &l) {
-                    testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l);
-                },
-                {VA, VB}};
+        return {
+            "vgemm",
+            [this](std::vector<Func> &all) {
+                Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+                C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), VA(b, i, r) * VB(b, r, j)); });
+                all = {C};
+                return all;
+            },
+            [this](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); },
+            {VA, VB}};
     }
 
     Workload trmm() {
@@ -258,6 +258,25 @@ struct Workloads {
                 },
                 [this](RaggedShape &s, const std::vector<int32_t> &l) { s.set(M, 1 + l.back()); },
                 {L, X}};
+    }
+
+    /** A 3x3 convolution of an M x 12 image with zero padding written as a select around clamped
+     * reads (apps/spatial/conv_layer.h's form): what specialize_interior removes. */
+    Workload stencil() {
+        return {"stencil",
+                [this](std::vector<Func> &all) {
+                    Func C("C", {{m, M}, {n, 12}});
+                    C.compute([&](Expr i, Expr j) {
+                        Expr y = i + r / 3 - 1, x = j + r % 3 - 1;
+                        Expr inside = y >= 0 && y < Expr(M) && x >= 0 && x < 12;
+                        Expr read = V(min(max(y, 0), Expr(M) - 1), min(max(x, 0), 11));
+                        return sum(r, 9, select(inside, read, 0.0f) * W9(r));
+                    });
+                    all = {C};
+                    return all;
+                },
+                [this](RaggedShape &s, const std::vector<int32_t> &l) { s.set(M, 1 + l.back()); },
+                {V, W9}};
     }
 
     Workload qkt() {
@@ -303,7 +322,7 @@ void run_workload(Workload (Workloads::*make)(), int trials, uint32_t seed) {
 } // namespace
 
 // One test case per workload, so that ctest runs them side by side. Each compiles its schedules in
-// batches (KernelBatch); together they check 440 random CPU schedules per run.
+// batches (KernelBatch); together they check 500 random CPU schedules per run.
 TEST_CASE("random schedules of a ragged elementwise op match the reference", "[schedule][differential]") {
     run_workload(&Workloads::elementwise, 80, 1);
 }
@@ -318,6 +337,9 @@ TEST_CASE("random schedules of vgemm match the reference", "[schedule][different
 }
 TEST_CASE("random schedules of trmm match the reference", "[schedule][differential]") {
     run_workload(&Workloads::trmm, 80, 4);
+}
+TEST_CASE("random schedules of a zero-padded 3x3 stencil match the reference", "[schedule][differential]") {
+    run_workload(&Workloads::stencil, 60, 7);
 }
 TEST_CASE("random schedules of attention QK^T match the reference", "[schedule][differential]") {
     run_workload(&Workloads::qkt, 80, 5);

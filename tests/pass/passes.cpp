@@ -470,6 +470,24 @@ TEST_CASE("specialize_interior: the loop's body runs without the checks that hol
             REQUIRE(run.eval_bool(split->cond) == (tv * 4 - 1 >= 0 && tv * 4 + 4 < nv));
         }
     }
+    // A sum not yet a loop binds its variable inside the loop too: the condition never names it.
+    VarPtr k = index_var("k");
+    Expr shifted = Sub::make(Add::make(Mul::make(var_expr(t), c(4)), var_expr(k)), c(1));
+    Expr summed = Reduce::make(
+        ReduceOp::Sum, k, c(3),
+        Select::make(GE::make(shifted, c(0)), Access::make(A.node(), {Max::make(shifted, c(0))}), FloatImm::make(0.0)));
+    Stmt reduced = loop(t, c(8), ForKind::Serial, Provide::make(out.node(), {var_expr(t)}, summed));
+    found = false;
+    Stmt specialized = specialize_interior_loop(reduced, t.get(), found);
+    const IfThenElse *by_sum = specialized.as<For>()->body.as<IfThenElse>();
+    REQUIRE(by_sum);
+    REQUIRE(!uses_var(by_sum->cond, k.get()));
+    REQUIRE(count_exprs_of<Select>(by_sum->then_case) == 0);
+    for (int64_t tv = 0; tv < 8; tv++) {
+        Interpreter run;
+        run.ints[t.get()] = tv;
+        REQUIRE(run.eval_bool(by_sum->cond) == (tv * 4 - 1 >= 0));
+    }
     // A loop whose body has nothing to remove is left as it is; an absent loop is reported.
     Stmt plain = loop(t, c(8), ForKind::Serial,
                       loop(i, c(4), ForKind::Serial, Provide::make(out.node(), {pos}, Access::make(A.node(), {pos}))));
