@@ -246,9 +246,11 @@ public:
      * select's condition (zero padding: `select(inside, in(clamped), 0)`) and the clamps of a read's
      * index that provably always hold (or never apply) for every iteration inside `d`, given `d`'s
      * index and what is outside it; the copy runs when they do. Results are unchanged; code size
-     * doubles. For a convolution over tiles, name the tile loop: interior tiles then read the
-     * input with no select and no clamp. CompileError when `d` is not a loop of this Func or is
-     * named twice. */
+     * doubles. For a convolution over tiles, name the tile loop (interior tiles then read the
+     * input with no select and no clamp), or the loop of the innermost sum (its taps are checked
+     * one by one, so tiles on the edge run their inside taps clean too:
+     * apps/spatial/conv_layer.h). CompileError when `d` is not a loop of this Func or is named
+     * twice. */
     Func &specialize_interior(const Dim &d);
     /** GPU (CompileOptions::target Cuda or CudaEmulated): bind loops to the axes of the grid's
      * blocks, `x` to blockIdx.x, `y` to blockIdx.y, `z` to blockIdx.z; each block runs the loops'

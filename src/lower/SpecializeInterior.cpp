@@ -21,8 +21,10 @@
  * Requires: the loop nests after compute_at (Provides and Accesses, before storage lowering).
  * Ensures: same results; nothing changes when no comparison or clamp can be bounded.
  * Errors: CompileError when d is not a loop of the op's nest (checked where the plan is made).
- * Tests: tests/pass/specialize_interior.cpp (the step alone), tests/spatial/conv_over_tiles.cpp
- * (the convolutions, every tile shape, borders included, against the dense reference). */
+ * Tests: tests/pass/passes.cpp (the step alone), tests/correctness/schedules.cpp (random schedules
+ * specialize random loops, a zero-padded stencil among the workloads), tests/spatial/
+ * conv_over_tiles.cpp (the convolutions, every tile shape, borders included, against the dense
+ * reference), tests/error/schedule_errors.cpp. */
 #include <functional>
 #include <set>
 
