@@ -38,7 +38,8 @@ describe_machine
     "\`conv2d\` (the faster of NCHW and channels_last) and cora's own dense schedule (the same inner code over" \
     "every tile). Times are the best of $runs calls; ratios come from one run of the program. The best" \
     "tile is the fastest of 8x8, 4x8, 16x8, 2x8, 1x8 and 4x10 tiles (rows x columns) for that mask, measured in the same run." \
-    "\"Direct\" reads each tile's inputs from the dense tensor (zero padding as a select); \"gather-scatter\"" \
+    "\"Direct\" reads each tile's inputs from the dense tensor (zero padding as a select, left out of the taps" \
+    "that stay inside the image: specialize_interior); \"gather-scatter\"" \
     "first copies every active tile with its halo into a gathered tensor, then convolves it with no bounds" \
     "checks and writes each tile's positions (SIGE and SBNet's route; its best tile size in parentheses)." \
     "The speed-up and the target compare the faster of the two routes with the fastest dense baseline;" \
