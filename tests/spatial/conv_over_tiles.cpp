@@ -38,6 +38,22 @@ std::string describe(const ConvShape &s) {
     return o.str();
 }
 
+/** The buffers of a sparse (`fast`) and a dense convolution of the same random input, weights
+ * and bias; `of` starts as `fill` everywhere, so the test sees what the sparse kernel leaves. */
+struct FastAndDense {
+    Buffer in, w, b, of, od;
+    FastAndDense(const ConvProgram &plain, const ConvLayer &fast, const ConvLayer &dense, const RaggedShape &shape,
+                 uint32_t &seed, float fill)
+        : in(Buffer::alloc(plain.in, shape)), w(Buffer::alloc(fast.weight, shape)), b(Buffer::alloc(fast.bias, shape)),
+          of(Buffer::alloc(fast.out, shape)), od(Buffer::alloc(dense.out, shape)) {
+        fill_random(in, seed++);
+        fill_random(w, seed++);
+        fill_random(b, seed++);
+        for (int64_t e = 0; e < of.size(); e++)
+            of.at(e) = fill;
+    }
+};
+
 } // namespace
 
 TEST_CASE("convolutions over active tiles match the dense convolution on the active tiles", "[spatial][conv]") {
@@ -103,19 +119,15 @@ TEST_CASE("the CPU schedule of a convolution over tiles (register tiles, vectori
             INFO(describe(s) << ", " << mc.describe());
             RaggedShape shape;
             shape.set(plain.N, mc.n).set(plain.H, mc.h).set(plain.W, mc.w).set(plain.mask, mc.mask);
-            Buffer in = Buffer::alloc(plain.in, shape), w = Buffer::alloc(fast.weight, shape),
-                   b = Buffer::alloc(fast.bias, shape), of = Buffer::alloc(fast.out, shape),
-                   od = Buffer::alloc(dense.out, shape);
-            fill_random(in, seed++);
-            fill_random(w, seed++);
-            fill_random(b, seed++);
+            FastAndDense bufs(plain, fast, dense, shape, seed, 0.0f);
+            Buffer &in = bufs.in, &w = bufs.w, &b = bufs.b, &of = bufs.of, &od = bufs.od;
             kf.run(shape, {{plain.in, in}, {fast.weight, w}, {fast.bias, b}, {fast.out, of}});
             kd.run(shape, {{plain.in, in}, {dense.weight, w}, {dense.bias, b}, {dense.out, od}});
             auto ref = reference_evaluate(Pipeline({dense.out}), shape,
                                           {{plain.in, &in}, {dense.weight, &w}, {dense.bias, &b}});
             require_close(od, ref[0], 1e-4);
             std::vector<uint8_t> active = active_positions(mc, 4, 4, 1);
-            // Outside the active tiles the output keeps its zeros (Buffer::alloc).
+            // Outside the active tiles the output keeps the zeros it started with.
             require_close(of, outside_replaced(ref[0], active, cout, 0.0), 1e-4);
         }
     }
@@ -133,14 +145,8 @@ TEST_CASE("the CPU schedule of a convolution over tiles (register tiles, vectori
             INFO(describe(s) << ", " << mc.describe() << ", tiles " << th << "x" << tw << ", " << vec << " channels");
             RaggedShape shape;
             shape.set(N, mc.n).set(H, mc.h).set(W, mc.w).set(plain.mask, mc.mask);
-            Buffer in = Buffer::alloc(plain.in, shape), w = Buffer::alloc(fast.weight, shape),
-                   b = Buffer::alloc(fast.bias, shape), of = Buffer::alloc(fast.out, shape),
-                   od = Buffer::alloc(dense.out, shape);
-            fill_random(in, seed++);
-            fill_random(w, seed++);
-            fill_random(b, seed++);
-            for (int64_t e = 0; e < of.size(); e++)
-                of.at(e) = -7.0f;
+            FastAndDense bufs(plain, fast, dense, shape, seed, -7.0f);
+            Buffer &in = bufs.in, &w = bufs.w, &b = bufs.b, &of = bufs.of, &od = bufs.od;
             kf.run(shape, {{plain.in, in}, {fast.weight, w}, {fast.bias, b}, {fast.out, of}});
             kd.run(shape, {{plain.in, in}, {dense.weight, w}, {dense.bias, b}, {dense.out, od}});
             auto ref = reference_evaluate(reference, shape, {{plain.in, &in}, {dense.weight, &w}, {dense.bias, &b}});
