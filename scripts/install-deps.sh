@@ -12,6 +12,8 @@ packages=(
   libbenchmark-dev                       # benchmarks
   python3                                # small scripts
   python3-torch                          # the encoder checked against PyTorch (nn.TransformerEncoder)
+  pybind11-dev python3-dev python3-numpy # the Python package (python/)
+  python3-pytest                         # its tests
 )
 if [[ "${CORA_BENCH_DEPS:-0}" == "1" ]]; then
   # oneDNN's CMake config looks for OpenCL (its GPU runtime) and fails without the headers.

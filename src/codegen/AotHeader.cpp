@@ -84,6 +84,14 @@ std::string aot_header(const Module &m, const std::string &fn, bool cuda) {
       << "struct cora_arg_t;\nint32_t " << fn << "_argv("
       << (cuda ? fn + "_context *ctx, void *stream, " : std::string())
       << "const struct cora_arg_t *args, int32_t nargs, char *error, int32_t error_size);\n\n";
+    if (!cuda)
+        h << "/** The size query through the generic ABI (the shape arguments of " << fn
+          << "_buffer_sizes, in order),\n"
+          << " * and the arguments described as JSON (name, kind, type, range, size slot, layout): for callers\n"
+          << " * without this header, such as cora's Python loader (cora.load_library). */\n"
+          << "int32_t " << fn << "_buffer_sizes_argv(const struct cora_arg_t *args, int32_t nargs, int64_t *sizes, "
+          << "char *error, int32_t error_size);\n"
+          << "const char *" << fn << "_signature(void);\n\n";
     h << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
     return h.str();
 }

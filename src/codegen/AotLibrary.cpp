@@ -127,6 +127,15 @@ AotSource codegen_c_aot(const std::vector<const Module *> &variants, const std::
     src += "\nextern \"C\" int32_t " + fn + "_buffer_sizes(" + typed_params(shape) +
            "int64_t *sizes, char *error, int32_t error_size) {\n" + typed_call(shape, fn + "_sizes_argv", "sizes, ") +
            "}\n";
+    // For callers without the header (python/cora/aot.py): the size query through the generic ABI,
+    // and the arguments described as JSON.
+    src += "\nextern \"C\" int32_t " + fn +
+           "_buffer_sizes_argv(const cora_arg_t *args, int32_t nargs, int64_t *sizes, char *error, int32_t "
+           "error_size) {\n    char scratch[1];\n    if (!error || error_size <= 0) { error = scratch; error_size = 1; "
+           "}\n    return " +
+           fn + "_sizes_argv(args, nargs, sizes, error, error_size);\n}\n";
+    src += "\nextern \"C\" const char *" + fn + "_signature(void) {\n    return \"" +
+           c_escape(aot_signature(m, fn), false) + "\";\n}\n";
 
     out.header = aot_header(m, fn);
     return out;

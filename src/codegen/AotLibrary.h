@@ -50,6 +50,13 @@ CudaAotSource codegen_cuda_aot(const Module &m, const std::string &fn, CudaDevic
  * tensors in device memory). */
 std::string aot_header(const Module &m, const std::string &fn, bool cuda = false);
 
+/** The library's arguments as JSON, returned by its exported `<fn>_signature()` (AotSignature.cpp):
+ * {"format": 1, "function", "device": "cpu" | "cuda", "arguments": [{"name", "kind" (param,
+ * length_array, input, output), "type", "min"/"max" (params, length arrays), "size_index" (its slot in
+ * the size query's output, -1 for params), "shape_index" (its position among the size query's
+ * arguments, -1 if not one), "layout"}, ...] in ABI order, "size_count"}. */
+std::string aot_signature(const Module &m, const std::string &fn, bool cuda = false);
+
 /** A typed wrapper's parameter name for `a`, clear of the wrapper's own names. */
 std::string param_name(const ModuleArg &a);
 /** The typed parameter list of an AOT function: scalars for params, pointer + count for arrays. */
