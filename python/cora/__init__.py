@@ -19,5 +19,6 @@ The names and errors are the C++ API's (include/cora/*.h); docs/user-guide.md ha
 from ._cora import *  # noqa: F401,F403  (the C++ API)
 from ._cora import Error, CompileError, RuntimeError, EnvironmentError, InternalError  # noqa: F401
 from .aot import load_library, AotLibrary  # noqa: F401
+from .generator import Generator, generate  # noqa: F401
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -4,6 +4,7 @@
 #include "array_arg.h"
 
 #include <cstring>
+#include <tuple>
 
 namespace cora::python {
 
@@ -31,6 +32,16 @@ const char *device_name(int32_t type) {
     }
 }
 
+/** Whether `obj` is a torch.Tensor (or a subclass, e.g. nn.Parameter), without importing torch. */
+bool is_torch_tensor(py::handle obj) {
+    for (py::handle base : py::reinterpret_borrow<py::tuple>(obj.get_type().attr("__mro__"))) {
+        PyTypeObject *t = reinterpret_cast<PyTypeObject *>(base.ptr());
+        if (std::strcmp(t->tp_name, "torch._C._TensorBase") == 0 || std::strcmp(t->tp_name, "torch._C.TensorBase") == 0)
+            return true; // PyTorch 1.x, 2.x
+    }
+    return false;
+}
+
 } // namespace
 
 std::string numpy_dtype_name(const Type &t) { return t.is_bool() ? "bool" : t.str(); }
@@ -42,6 +53,10 @@ ArrayArg::ArrayArg(py::handle obj, const std::string &name) : name_(name) {
     }
     if (PyObject_CheckBuffer(obj.ptr())) {
         from_buffer(obj);
+        return;
+    }
+    if (is_torch_tensor(obj)) {
+        from_torch(obj);
         return;
     }
     if (py::hasattr(obj, "__dlpack__")) {
@@ -124,6 +139,33 @@ void ArrayArg::from_buffer(py::handle obj) {
     set_type(kind, view_.itemsize, view_.format ? view_.format : "B");
     data_ = view_.buf;
     count_ = view_.itemsize > 0 ? view_.len / view_.itemsize : 0;
+}
+
+void ArrayArg::from_torch(py::handle t) {
+    py::object device = t.attr("device");
+    const std::string device_type = py::str(device.attr("type"));
+    device_type_ = device_type == "cpu" ? dlpack::kCPU : device_type == "cuda" ? dlpack::kCUDA : -1;
+    if (device_type_ < 0)
+        throw py::value_error("argument '" + name_ + "': a tensor on " + device_type +
+                              ", which cora cannot address (cpu or cuda)");
+    py::object index = device.attr("index");
+    device_id_ = index.is_none() ? 0 : index.cast<int32_t>();
+    const std::string dtype = py::str(t.attr("dtype"));
+    static const std::pair<const char *, std::pair<char, int>> kinds[] = {
+        {"torch.float32", {'f', 4}}, {"torch.float64", {'f', 8}}, {"torch.float16", {'f', 2}},
+        {"torch.int32", {'i', 4}},   {"torch.int64", {'i', 8}},   {"torch.uint8", {'u', 1}},
+        {"torch.bool", {'b', 1}}};
+    char kind = 0;
+    int bytes = 0;
+    for (const auto &[name, kb] : kinds)
+        if (dtype == name) std::tie(kind, bytes) = kb;
+    set_type(kind, bytes, dtype.c_str());
+    if (!t.attr("is_contiguous")().cast<bool>())
+        throw py::value_error("argument '" + name_ +
+                              "': the tensor is not packed (its strides are not row-major contiguous); cora reads "
+                              "packed storage without a copy: pass tensor.contiguous()");
+    count_ = t.attr("numel")().cast<int64_t>();
+    data_ = reinterpret_cast<void *>(t.attr("data_ptr")().cast<uintptr_t>());
 }
 
 void ArrayArg::from_dlpack(py::handle capsule) {

@@ -1,6 +1,7 @@
 /** \file A Python array passed to a kernel without a copy: its memory, element type and device,
  * from DLPack (`__dlpack__`, PyTorch and NumPy tensors, either capsule version) or the buffer
- * protocol (NumPy arrays, array.array, memoryview). Held for the duration of one call. */
+ * protocol (NumPy arrays, array.array, memoryview); a PyTorch tensor's own accessors, which read the
+ * same facts as its `__dlpack__` in a third of the time. Held for the duration of one call. */
 #pragma once
 
 #include "bindings.h"
@@ -38,6 +39,7 @@ public:
 
 private:
     void from_buffer(py::handle obj);
+    void from_torch(py::handle tensor);
     void from_dlpack(py::handle capsule);
     void set_type(char kind, int64_t bytes, const char *format);
 

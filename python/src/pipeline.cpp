@@ -219,20 +219,27 @@ void bind_pipeline(py::module_ &m) {
         .def_readonly("arguments", &AotResult::arguments);
     m.def(
         "compile_to_library",
-        [](const Pipeline &p, const std::string &output_dir, const std::string &function_name,
+        [](py::handle pipelines, const std::string &output_dir, const std::string &function_name,
            const std::string &target, bool keep_sources) {
             AotOptions o;
             o.output_dir = output_dir;
             o.function_name = function_name;
             o.target = target;
             o.keep_sources = keep_sources;
+            if (py::isinstance<Pipeline>(pipelines)) {
+                Pipeline p = pipelines.cast<Pipeline>();
+                py::gil_scoped_release nogil;
+                return compile_to_library(p, o);
+            }
+            std::vector<Pipeline> per_target = pipelines.cast<std::vector<Pipeline>>();
             py::gil_scoped_release nogil;
-            return compile_to_library(p, o);
+            return compile_to_library(per_target, o);
         },
         py::arg("pipeline"), py::arg("output_dir"), py::arg("function_name"), py::arg("target") = "host",
         py::arg("keep_sources") = false,
-        "Ahead-of-time: write lib<function_name>.so and <function_name>.h (the generator path); load the "
-        "library with cora.load_library.");
+        "Ahead-of-time: write lib<function_name>.so and <function_name>.h for the comma-separated targets "
+        "(one Pipeline for all, or a list with one per target: a schedule per target). Load the library with "
+        "cora.load_library; cora.Generator and `python3 -m cora.generator_main` build the per-target list.");
     m.def("host_vector_bits", &host_vector_bits, "The vector width in bits of this CPU (512, 256 or 128).");
 }
 

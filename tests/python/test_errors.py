@@ -130,3 +130,21 @@ def test_dlpack_versioned_capsule_and_read_only_flag():
     k.run(shape, {A: used, Out: out})
     with pytest.raises(TypeError, match="was it used already"):
         k.run(shape, {A: used, Out: out})
+
+
+def test_bad_torch_tensors_name_the_argument_and_write_nothing():
+    torch = pytest.importorskip("torch")
+    k, A, Out, B, length = scale_kernel()
+    shape = shape_of(B, length, [3, 2])
+    out = torch.full((5,), 7.0)
+    with pytest.raises(ValueError, match=r"argument 'A': the tensor is not packed"):
+        k.run(shape, {A: torch.ones(10)[::2], Out: out})
+    with pytest.raises(ValueError, match=r"argument 'A': elements of type torch.bfloat16 have no cora storage type"):
+        k.run(shape, {A: torch.ones(5, dtype=torch.bfloat16), Out: out})
+    with pytest.raises(cora.RuntimeError, match=r"argument 'Out' of kernel 'py_scale': expected float32 elements, "
+                                                r"got a int64 array"):
+        k.run(shape, {A: torch.ones(5), Out: torch.zeros(5, dtype=torch.int64)})
+    assert (out == 7.0).all()
+    weights = torch.nn.Parameter(torch.arange(5.0))  # a torch.Tensor subclass
+    k.run(shape, {A: weights, Out: out})
+    assert out.tolist() == [1.5, 3.5, 5.5, 7.5, 9.5]
