@@ -108,9 +108,16 @@ std::string why_not_a_loop(const ir::TensorNode &t, const ir::DimNode *d) {
                       "elementwise work on its result (e.g. sum(...) / 8, max(sum(...) + bias(o), 0)): compute each ",
                       "reduction in a Func of its own and combine them in this one");
     std::string dims;
-    for (const ir::LayoutDim &ld : t.domain)
+    bool same_name = false;
+    for (const ir::LayoutDim &ld : t.domain) {
         dims += (dims.empty() ? "" : ", ") + ld.dim->name;
-    return concat(dn, " is not a dim of this Func (its dims: ", dims, ")");
+        same_name |= ld.dim->name == d->name;
+    }
+    return concat(dn, " is not a dim of this Func (its dims: ", dims, ")",
+                  same_name ? concat("; its dim '", d->name,
+                                     "' is another Dim with the same name: Dims are matched by identity, so "
+                                     "schedule with the Dim object the Func was defined with")
+                            : std::string());
 }
 
 LoopReplay::LoopReplay(const ir::TensorNode &f, bool with_reduction_dim) {

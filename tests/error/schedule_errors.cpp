@@ -43,6 +43,11 @@ TEST_CASE("illegal schedules are rejected with clear messages", "[error][schedul
         REQUIRE_THROWS_WITH(F.split(batch, bo, bo, 2), Contains("outer and inner must be different"));
         REQUIRE_THROWS_WITH(F.reorder({si, si}), Contains("'si' is listed twice"));
         REQUIRE_THROWS_WITH(F.parallel(other), Contains("not a loop of this Func: 'other' is not a dim of this Func"));
+        REQUIRE_THROWS_WITH(F.parallel(other), !Contains("same name"));
+        Dim batch_again("batch"); // a second Dim with a dim's name is another dim
+        REQUIRE_THROWS_WITH(
+            F.parallel(batch_again),
+            Contains("its dim 'batch' is another Dim with the same name: Dims are matched by identity"));
         F.parallel(so);
         REQUIRE_THROWS_WITH(F.unroll(so), Contains("loop 'so' is already marked"));
     }

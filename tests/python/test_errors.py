@@ -24,6 +24,13 @@ def test_schedule_error_names_the_dim():
         Out.split(cora.Dim("zz"), cora.Dim("a"), cora.Dim("b"), 4)
 
 
+def test_a_second_dim_with_the_same_name_is_another_dim():
+    batch, seq, B, length = ragged()
+    Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
+    with pytest.raises(cora.CompileError, match=r"its dim 'seq' is another Dim with the same name"):
+        Out.vectorize(cora.Dim("seq"))
+
+
 def test_compute_arity_error_is_the_cpp_message():
     batch, seq, B, length = ragged()
     Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
