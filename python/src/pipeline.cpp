@@ -52,6 +52,12 @@ CompileOptions compile_options(const std::string &backend, py::kwargs kw) {
     return o;
 }
 
+bool is_output(const Kernel &k, const Tensor &t) {
+    for (const KernelArgInfo &a : k.arguments())
+        if (a.kind == ArgumentKind::Output && a.name == t.name()) return true;
+    return false;
+}
+
 /** The arrays of one call, held (and their DLPack tensors or buffer views released) until it ends. */
 struct CallArguments {
     std::vector<std::unique_ptr<ArrayArg>> arrays;
@@ -59,8 +65,12 @@ struct CallArguments {
     std::vector<Buffer> host;
     std::vector<DeviceBuffer> device;
     bool on_device = false;
+    const bool host_is_device;
 
-    CallArguments(const Kernel &k, const RaggedShape &shape, const py::dict &bindings) {
+    /** `device_views`: on "cuda-cpu-threads", pass host arrays as device views (run), or as host
+     * buffers (time_ms, which takes host buffers on every backend). */
+    CallArguments(const Kernel &k, const RaggedShape &shape, const py::dict &bindings, bool device_views = true)
+        : host_is_device(device_views && k.backend() == "cuda-cpu-threads") {
         host.reserve(bindings.size());
         device.reserve(bindings.size());
         for (auto item : bindings) {
@@ -74,7 +84,10 @@ struct CallArguments {
             if (a.is_bytes() || a.type() != t.type())
                 throw RuntimeError(who + ": expected " + numpy_dtype_name(t.type()) + " elements, got a " +
                                    a.describe());
-            const bool host_memory = a.on_host();
+            // A kernel on CUDA source run by CPU threads takes host memory as its device memory: its
+            // arrays go by device views too, so that nothing is copied (and that path is checked
+            // on machines with no GPU).
+            const bool host_memory = a.on_host() && !host_is_device;
             if (arrays.size() == 1) on_device = !host_memory;
             if (on_device == host_memory)
                 throw RuntimeError(who + " is a " + a.describe() + ", but '" + tensors.front().name() + "' is " +
@@ -82,13 +95,20 @@ struct CallArguments {
                                    ": a call takes all its arrays in one place");
             tensors.push_back(t);
             if (on_device) {
-                if (k.backend() != "cuda")
+                if (host_is_device) {
+                    if (!a.on_host())
+                        throw RuntimeError(who + " is a " + a.describe() + "; backend 'cuda-cpu-threads' runs on " +
+                                           "host memory");
+                } else if (k.backend() != "cuda") {
                     throw RuntimeError(who + " is a " + a.describe() + "; kernel '" + k.name() +
                                        "' runs on the backend '" + k.backend() +
                                        "', which takes host arrays (compile with backend='cuda' for device tensors)");
-                if (a.device_id() != k.device())
+                } else if (a.device_id() != k.device()) {
                     throw RuntimeError(who + " is on device " + std::to_string(a.device_id()) + ", the kernel on " +
                                        std::to_string(k.device()));
+                }
+                if (a.read_only() && k.arguments().size() && is_output(k, t))
+                    throw RuntimeError(who + " is an output, but the array is read only");
                 device.push_back(k.view(t, shape, a.data(), a.count()));
                 continue;
             }
@@ -136,6 +156,8 @@ void run_kernel(const Kernel &k, const RaggedShape &shape, const py::dict &bindi
         std::vector<DeviceBinding> b = args.device_bindings();
         py::gil_scoped_release nogil;
         k.run(shape, b, reinterpret_cast<void *>(stream));
+        // Host arrays are done when run() returns, as on the CPU; device tensors follow the stream.
+        if (args.host_is_device) k.synchronize(reinterpret_cast<void *>(stream));
         return;
     }
     std::vector<Binding> b = args.host_bindings();
@@ -171,8 +193,8 @@ void bind_pipeline(py::module_ &m) {
         .def(
             "time_ms",
             [](const Kernel &k, const RaggedShape &s, const py::dict &b, int reps) {
-                CallArguments args(k, s, b);
-                if (args.on_device) throw RuntimeError("Kernel.time_ms: pass host arrays");
+                CallArguments args(k, s, b, false);
+                if (args.on_device) throw RuntimeError("Kernel.time_ms takes host arrays, not device tensors");
                 std::vector<Binding> bindings = args.host_bindings();
                 py::gil_scoped_release nogil;
                 return k.time_ms(s, bindings, reps);

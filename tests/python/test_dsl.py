@@ -216,3 +216,28 @@ def test_emulated_gpu_schedule_from_python(rng):
     out = cora.alloc(Out, shape)
     k.run(shape, {A: a, Out: out})
     close(out, a * a, 0)
+
+
+def test_cuda_source_on_cpu_threads_uses_the_arrays_as_device_memory(rng):
+    """Backend cuda-cpu-threads runs a GPU schedule's CUDA source on CPU threads, with host memory as
+    device memory: Kernel.run passes the arrays as device views (Kernel::view, the path a CUDA tensor
+    takes on a GPU), and the results are there when it returns."""
+    batch, seq, B, length = ragged(max_len=300, max_batch=16)
+    so, si = cora.Dim("so"), cora.Dim("si")
+    A = cora.Tensor("A", [(batch, B), (seq, length(batch))])
+    Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
+    Out.compute(lambda b, s: cora.exp(A(b, s)) + 1.0)
+    Out.split(seq, so, si, 32).gpu_blocks(batch, so).gpu_threads(si)
+    k = cora.Pipeline([Out], "py_gpu_exp").compile("cuda-cpu-threads")
+    assert k.backend == "cuda-cpu-threads"
+    for lengths in ([1], [0, 33, 64, 65], list(rng.integers(0, 300, 7))):
+        shape = shape_of(B, length, lengths)
+        a = rng.standard_normal(sum(lengths)).astype(np.float32)
+        out = np.full(sum(lengths), np.nan, np.float32)
+        k.run(shape, {A: a, Out: out})
+        close(out, np.exp(a.astype(np.float64)) + 1.0, 1e-5)
+    frozen = np.zeros(sum(lengths), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(cora.RuntimeError, match="'Out' .* is an output, but the array is read only"):
+        k.run(shape, {A: a, Out: frozen})
+    assert k.time_ms(shape, {A: a, Out: out}, 3) > 0
