@@ -44,6 +44,26 @@ std::vector<Dim> dims_of(py::args args, const char *what) {
     return to_dims(args, what);
 }
 
+/** gpu_blocks / gpu_threads (three C++ overloads each: x; x, y; x, y, z) from 1 to 3 Dims. */
+using Axis1 = Func &(Func::*)(const Dim &);
+using Axis2 = Func &(Func::*)(const Dim &, const Dim &);
+using Axis3 = Func &(Func::*)(const Dim &, const Dim &, const Dim &);
+struct GpuAxes {
+    Axis1 one;
+    Axis2 two;
+    Axis3 three;
+    const char *what;
+};
+const GpuAxes kBlocks{&Func::gpu_blocks, &Func::gpu_blocks, &Func::gpu_blocks, "gpu_blocks"};
+const GpuAxes kThreads{&Func::gpu_threads, &Func::gpu_threads, &Func::gpu_threads, "gpu_threads"};
+Func &bind_gpu_axes(Func &f, py::args dims, const GpuAxes &axes) {
+    std::vector<Dim> d = dims_of(dims, axes.what);
+    if (d.size() == 1) return (f.*axes.one)(d[0]);
+    if (d.size() == 2) return (f.*axes.two)(d[0], d[1]);
+    if (d.size() == 3) return (f.*axes.three)(d[0], d[1], d[2]);
+    throw py::type_error(std::string(axes.what) + " takes 1 to 3 Dims, got " + std::to_string(d.size()));
+}
+
 } // namespace
 
 void bind_tensors(py::module_ &m) {
@@ -148,25 +168,9 @@ void bind_tensors(py::module_ &m) {
         .def("dismantle", &Func::dismantle, py::arg("dim"), self)
         .def("specialize_interior", &Func::specialize_interior, py::arg("dim"), self)
         .def(
-            "gpu_blocks",
-            [](Func &f, py::args dims) -> Func & {
-                std::vector<Dim> d = dims_of(dims, "gpu_blocks");
-                if (d.empty() || d.size() > 3) throw py::type_error("gpu_blocks takes 1 to 3 Dims");
-                return d.size() == 1   ? f.gpu_blocks(d[0])
-                       : d.size() == 2 ? f.gpu_blocks(d[0], d[1])
-                                       : f.gpu_blocks(d[0], d[1], d[2]);
-            },
-            self)
+            "gpu_blocks", [](Func &f, py::args dims) -> Func & { return bind_gpu_axes(f, dims, kBlocks); }, self)
         .def(
-            "gpu_threads",
-            [](Func &f, py::args dims) -> Func & {
-                std::vector<Dim> d = dims_of(dims, "gpu_threads");
-                if (d.empty() || d.size() > 3) throw py::type_error("gpu_threads takes 1 to 3 Dims");
-                return d.size() == 1   ? f.gpu_threads(d[0])
-                       : d.size() == 2 ? f.gpu_threads(d[0], d[1])
-                                       : f.gpu_threads(d[0], d[1], d[2]);
-            },
-            self)
+            "gpu_threads", [](Func &f, py::args dims) -> Func & { return bind_gpu_axes(f, dims, kThreads); }, self)
         .def("gpu_mma", &Func::gpu_mma, py::arg("k"), self)
         .def("__repr__", [](const Func &f) { return "<cora.Func " + f.name() + ">"; });
 }

@@ -155,3 +155,14 @@ def test_bad_torch_tensors_name_the_argument_and_write_nothing():
     weights = torch.nn.Parameter(torch.arange(5.0))  # a torch.Tensor subclass
     k.run(shape, {A: weights, Out: out})
     assert out.tolist() == [1.5, 3.5, 5.5, 7.5, 9.5]
+
+
+def test_gpu_axes_take_one_to_three_dims():
+    batch, seq, B, length = ragged()
+    Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
+    with pytest.raises(TypeError, match="gpu_blocks takes 1 to 3 Dims, got 0"):
+        Out.gpu_blocks()
+    with pytest.raises(TypeError, match="gpu_threads takes 1 to 3 Dims, got 4"):
+        Out.gpu_threads(batch, seq, cora.Dim("a"), cora.Dim("b"))
+    with pytest.raises(TypeError, match="gpu_blocks: expected Dims, got a int"):
+        Out.gpu_blocks(3)
