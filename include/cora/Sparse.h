@@ -44,9 +44,11 @@ enum class BlockOrder { RowMajor, ColumnMajor };
 class BsrMatrix {
 public:
     /** CompileError when a size or block size is not positive or a block size does not divide its
-     * dimension, naming them. */
+     * dimension, naming them. `index_type`: the element type of `col`, Int32 (cuSPARSE) or Int64
+     * (PyTorch's col_indices(), passed to kernels as it is, without a copy); CompileError for any
+     * other. */
     BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
-              BlockOrder order = BlockOrder::RowMajor);
+              BlockOrder order = BlockOrder::RowMajor, Type index_type = Int32);
     /** A matrix whose pattern is known when compiling (SparTA's static sparsity: pruned weights,
      * a fixed attention mask): `pattern`'s sizes, block shape, block counts and block columns (its
      * values are ignored; they come at run time). blocks_per_row is a LengthArray::constant and
@@ -54,7 +56,8 @@ public:
      * row's blocks (Func::dismantle) has the pattern in its code: no index loads, no code for
      * absent blocks. Binding other BSR data to it is a RuntimeError (BsrData::bind, and every
      * kernel call). CompileError when the pattern is not valid BSR, naming the inconsistency. */
-    BsrMatrix(const std::string &name, const BsrData &pattern, BlockOrder order = BlockOrder::RowMajor);
+    BsrMatrix(const std::string &name, const BsrData &pattern, BlockOrder order = BlockOrder::RowMajor,
+              Type index_type = Int32);
 
     const std::string &name() const { return name_; }
     int64_t rows() const { return rows_; }
@@ -72,8 +75,9 @@ public:
     /** Present blocks per block row ("<name>_blocks", row_blocks() entries in [0, col_blocks()]);
      * their offsets (RaggedShape::set_offsets) are BSR's crow. */
     LengthArray blocks_per_row;
-    /** Int32 [block_row, block(block_row)]: the block column of each present block, an index
-     * tensor in [0, col_blocks() - 1] ("<name>_col"). */
+    /** [block_row, block(block_row)] of the index type (Int32 unless the constructor was given
+     * Int64): the block column of each present block, an index tensor in [0, col_blocks() - 1]
+     * ("<name>_col"). */
     Tensor col;
     /** Float32 [block_row, block(block_row), row_in_block, col_in_block] ("<name>_values"); stored
      * with col_in_block outside row_in_block for BlockOrder::ColumnMajor. */
@@ -88,7 +92,7 @@ public:
 
 private:
     BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
-              BlockOrder order, const BsrData *pattern);
+              BlockOrder order, Type index_type, const BsrData *pattern);
     std::string name_;
     int64_t rows_, cols_, block_rows_, block_cols_;
     BlockOrder order_;
@@ -128,7 +132,8 @@ struct BsrData {
     /** Validate against `m` (same sizes and block shape) and bind its block counts to `shape` (the
      * shape's prefix sums are then crow). RuntimeError, with `shape` unchanged, otherwise. */
     void bind(RaggedShape &shape, const BsrMatrix &m) const;
-    /** The column indices for `m.col` (a view: no copy; this object must outlive the kernel call). */
+    /** The column indices for `m.col` (a view: no copy; this object must outlive the kernel call), or
+     * for a matrix with Int64 indices an owned int64 copy. */
     Buffer col_buffer(const BsrMatrix &m, const RaggedShape &shape) const;
     /** The values for `m.values`: a view for BlockOrder::RowMajor, a packed copy with each block
      * transposed for ColumnMajor. */

@@ -17,6 +17,7 @@ void bind_errors(py::module_ &m);      // errors.cpp: the exception classes
 void bind_expressions(py::module_ &m); // expressions.cpp: Type, Expr, Dim, Param, LengthArray, ShapeTensor
 void bind_tensors(py::module_ &m);     // tensors.cpp: Tensor, Func and the schedule primitives
 void bind_spatial(py::module_ &m);     // spatial.cpp: ActiveTiles
+void bind_sparse(py::module_ &m);      // sparse.cpp: BsrMatrix, BlockOrder
 void bind_runtime(py::module_ &m);     // runtime.cpp: RaggedShape, alloc, padded conversions
 void bind_pipeline(py::module_ &m);    // pipeline.cpp: Pipeline, Kernel, ahead-of-time libraries
 

@@ -9,6 +9,7 @@ PYBIND11_MODULE(_cora, m) {
     bind_expressions(m);
     bind_tensors(m);
     bind_spatial(m);
+    bind_sparse(m);
     bind_runtime(m);
     bind_pipeline(m);
 }

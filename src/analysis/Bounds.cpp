@@ -256,7 +256,14 @@ bool BoundsProver::prove_nonneg(const Expr &e, const Scope &scope) {
     auto c = constant_bound(relaxed, false), direct = constant_bound(lb, false);
     if (!c || (direct && *direct > *c)) c = direct;
     if (c && *c >= 0) return true;
-    failure_ = "lower bound " + print(lb) + (c ? " can be " + std::to_string(*c) : " is unbounded");
+    // Say what had to hold and how far the bound found falls short, in the terms of the goal.
+    const std::string value = print(simplify(e)), bound = print(lb), goal = value + " >= 0";
+    if (!c)
+        failure_ = "needed " + goal + "; the built-in prover found no constant lower bound (" + bound + ")";
+    else if (as_const_int(lb) || bound == value)
+        failure_ = "needed " + goal + ", but it can be as low as " + std::to_string(*c);
+    else
+        failure_ = "needed " + goal + ", but its lower bound " + print(lb) + " can be as low as " + std::to_string(*c);
     return false;
 }
 

@@ -235,8 +235,8 @@ Expr LoopPlan::now(const Expr &e) const { return simplify(substitute(e, transfor
 size_t LoopPlan::position_of(const DimPtr &d, const char *what) const {
     auto it = std::find(loops.begin(), loops.end(), d);
     if (it == loops.end())
-        throw_compile_error(what, " at '", d->name, "' in Func '", op->name, "': '", d->name,
-                            "' is not a loop of the final nest (it was split or fused)");
+        throw_compile_error(what, " at '", d->name, "' in Func '", op->name,
+                            "': not a loop of the final nest: ", front::why_not_a_loop(*op, d.get()));
     return (size_t)(it - loops.begin());
 }
 
@@ -280,9 +280,12 @@ LoopPlan plan_loops(const TensorPtr &f, const LoweringContext &ctx) {
         std::vector<size_t> positions;
         for (const DimPtr &d : sch.order) {
             auto it = std::find(loops.begin(), loops.end(), d);
+            // reorder() checked its dims when called; a split, fuse or remap made after it took one away.
             if (it == loops.end())
-                throw_compile_error("reorder in Func '", f->name, "': '", d->name,
-                                    "' is no longer a loop (it was split)");
+                throw_compile_error("reorder in Func '", f->name,
+                                    "': not a loop of the final nest: ", front::why_not_a_loop(*f, d.get()),
+                                    "; reorder names the loops that remain after every split, fuse and remap, "
+                                    "whenever it is called: name those, or transform the loop before reordering");
             positions.push_back((size_t)(it - loops.begin()));
         }
         std::sort(positions.begin(), positions.end());
@@ -369,7 +372,9 @@ LoopPlan plan_loops(const TensorPtr &f, const LoweringContext &ctx) {
     for (auto &[d, a] : sch.annotations)
         if (std::find(loops.begin(), loops.end(), d) == loops.end())
             throw_compile_error("schedule of Func '", f->name, "': '", d->name,
-                                "' is marked but is not a loop any more (it was split)");
+                                "' was marked (parallel, vectorize, unroll, ...) but is not a loop of the final nest: ",
+                                front::why_not_a_loop(*f, d.get()),
+                                "; mark the loops that remain after every split, fuse and remap");
     return plan;
 }
 

@@ -60,8 +60,8 @@ public:
     }
 
     /** "; 'X' is declared X[batch < B][s < len(batch)][f < 64], read here as X(batch, f, s)" and,
-     * when index k is a dim that matches another of X's dims (the same dim, or the same range),
-     * a hint that indices may be swapped. */
+     * when index k fits another of X's dims j (it is j's dim, or its range is j's extent) and
+     * index j fits dim k, a hint that the two are swapped: only where swapping would fix the read. */
     std::string access_context(const Access *a, size_t k) const {
         const Layout &dims = a->tensor->domain;
         std::string declared, read;
@@ -71,16 +71,21 @@ public:
             read += (read.empty() ? "" : ", ") + print(i);
         std::string s = concat("; '", a->tensor->name, "' is declared ", a->tensor->name, declared, ", read here as ",
                                a->tensor->name, "(", read, ")");
-        const VarNode *v = a->indices[k].as<VarNode>();
-        if (!v) return s;
-        Expr range = scope_extent(v);
+        // Index i fits dim d when it is d's own variable or a dim whose range is d's extent.
+        auto fits = [&](size_t i, size_t d, bool *same_dim) {
+            const VarNode *v = a->indices[i].as<VarNode>();
+            if (!v) return false;
+            *same_dim = dims[d].dim->var.get() == v;
+            Expr range = scope_extent(v);
+            return *same_dim || (range.defined() && equal(simplify(range), simplify(dims[d].extent)));
+        };
+        // The hint only where swapping indices k and j would make both fit.
         for (size_t j = 0; j < dims.size(); j++) {
-            if (j == k) continue;
-            bool same_dim = dims[j].dim->var.get() == v;
-            bool same_range = range.defined() && equal(simplify(range), simplify(dims[j].extent));
-            if (same_dim || same_range)
-                return concat(s, "; index ", k, " is '", v->name, "', ", same_dim ? "which is" : "whose range matches",
-                              " dim ", j, " ('", dims[j].dim->name, "'): are two indices swapped?");
+            bool k_same = false, j_same = false;
+            if (j == k || !fits(k, j, &k_same) || !fits(j, k, &j_same)) continue;
+            return concat(s, "; index ", k, " is '", print(a->indices[k]), "', ",
+                          k_same ? "which is" : "whose range matches", " dim ", j, " ('", dims[j].dim->name,
+                          "'), and index ", j, " fits dim ", k, " ('", dims[k].dim->name, "'): are the two swapped?");
         }
         return s;
     }

@@ -145,7 +145,13 @@ TEST_CASE("a swapped index is reported with values, the tensor's dim order, a hi
     CHECK_THAT(msg, Contains(", e.g. B = "));
     CHECK_THAT(msg, Contains(" len(batch) = "));
     CHECK_THAT(msg, Contains("'X' is declared X[batch < B][s < len(batch)][f < 64], read here as X(batch, f, s)"));
-    CHECK_THAT(msg, Contains("index 1 is 'f', which is dim 2 ('f'): are two indices swapped?"));
+    CHECK_THAT(msg, Contains("index 1 is 'f', which is dim 2 ('f'), and index 2 fits dim 1 ('s'): are the two "
+                             "swapped?"));
+    // No hint where swapping would not fix the read: X(b, f, f) has no index that fits dim 's'.
+    Func Z("Z", {{batch, B}, {s, len(batch)}, {f, 64}});
+    Z.compute([&](Expr b, Expr t, Expr c) { return X(b, c, c) * 2.0f; });
+    REQUIRE_THROWS_WITH(Pipeline({Z}, "not_swapped").compile(),
+                        Contains("read here as X(batch, f, f)") && !Contains("swapped"));
 }
 
 TEST_CASE("the prover report lists every unproved obligation with its Func and line", "[prover]") {

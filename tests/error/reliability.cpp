@@ -458,7 +458,8 @@ pid_t exited_pid() {
 
 } // namespace
 
-TEST_CASE("a compile leaves no temporary file behind, whether it fails, is killed or succeeds", "[reliability][cache]") {
+TEST_CASE("a compile leaves no temporary file behind, whether it fails, is killed or succeeds",
+          "[reliability][cache]") {
     Scale s(2.0f);
     const fs::path work = fresh_dir("hygiene"), tmp = work / "tmp", bin = work / "bin";
     fs::create_directories(tmp);
@@ -480,9 +481,9 @@ TEST_CASE("a compile leaves no temporary file behind, whether it fails, is kille
     SECTION("the generated code is rejected: InternalError, scratch removed") {
         opts.cxx = fake("rejects", "echo 'kernel.cpp:1:1: error: expected expression'; exit 1\n");
         REQUIRE_THROWS_AS(Pipeline({s.Out}, "hygiene").compile(opts), InternalError);
-        REQUIRE_THROWS_WITH(Pipeline({s.Out}, "hygiene").compile(opts),
-                            Contains("failed to compile (a bug in cora") && Contains("CORA_DEBUG=2") &&
-                                Contains("expected expression"));
+        REQUIRE_THROWS_WITH(Pipeline({s.Out}, "hygiene").compile(opts), Contains("failed to compile (a bug in cora") &&
+                                                                            Contains("CORA_DEBUG=2") &&
+                                                                            Contains("expected expression"));
     }
     SECTION("a compiler that fails on anything: EnvironmentError, not a bug in cora") {
         const fs::path p = bin / "broken";
@@ -530,7 +531,8 @@ TEST_CASE("the next compile sweeps the temporaries of compiles that were killed"
     const std::string d = std::to_string(dead), me = std::to_string(getpid());
     // What a killed compile leaves: a scratch directory with a source and the compiler's object,
     // and an old-style temporary source; a live compile's scratch (this process's pid) must stay.
-    const fs::path dead_scratch = dir / ("k0123.tmp" + d + "_0_1.d"), dead_source = dir / ("k0123.tmp" + d + "_1_2.cpp"),
+    const fs::path dead_scratch = dir / ("k0123.tmp" + d + "_0_1.d"),
+                   dead_source = dir / ("k0123.tmp" + d + "_1_2.cpp"),
                    live_scratch = dir / ("k4567.tmp" + me + "_99_3.d"),
                    young_dead = dir / ("k89ab.tmp" + d + "_2_4.cpp");
     fs::create_directories(dead_scratch);

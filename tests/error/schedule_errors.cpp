@@ -65,7 +65,23 @@ TEST_CASE("illegal schedules are rejected with clear messages", "[error][schedul
     {
         Func F = fresh();
         F.parallel(seq).split(seq, so, si, 4);
-        REQUIRE_THROWS_WITH(Pipeline({F}).compile(), Contains("'seq' is marked but is not a loop any more"));
+        REQUIRE_THROWS_WITH(Pipeline({F}).compile(),
+                            Contains("'seq' was marked (parallel, vectorize, unroll, ...) but is not a loop of the "
+                                     "final nest: 'seq' was split into 'so' and 'si'"));
+    }
+    {
+        // The transform named is the one that happened (a fuse, not a split), with the rule to follow.
+        Func F = fresh();
+        Dim tok("tok");
+        F.reorder({batch, seq}).fuse(batch, seq, tok);
+        REQUIRE_THROWS_WITH(
+            Pipeline({F}).compile(),
+            Contains("reorder in Func 'F': not a loop of the final nest: 'batch' was fused into 'tok'") &&
+                Contains("reorder names the loops that remain after every split, fuse and remap"));
+        Func G = fresh();
+        G.unroll(batch).fuse(batch, seq, tok);
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(),
+                            Contains("'batch' was fused into 'tok'") && !Contains("was split"));
     }
 }
 
@@ -466,9 +482,8 @@ TEST_CASE("illegal reduction loops and caches are rejected with clear messages",
                             Contains("specialize_interior at 'batch' in Func 'S': it already specializes a loop"));
         Func T = row_sum();
         T.specialize_interior(seq).split(seq, so, si, 4);
-        REQUIRE_THROWS_WITH(
-            Pipeline({T}).compile(),
-            Contains("specialize_interior at 'seq' in Func 'S': 'seq' is not a loop of the final nest"));
+        REQUIRE_THROWS_WITH(Pipeline({T}).compile(), Contains("specialize_interior at 'seq' in Func 'S': not a loop of "
+                                                              "the final nest: 'seq' was split into 'so' and 'si'"));
     }
     {
         // Tiles need constant extents and a bounded size.

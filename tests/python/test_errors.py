@@ -166,3 +166,14 @@ def test_gpu_axes_take_one_to_three_dims():
         Out.gpu_threads(batch, seq, cora.Dim("a"), cora.Dim("b"))
     with pytest.raises(TypeError, match="gpu_blocks: expected Dims, got a int"):
         Out.gpu_blocks(3)
+
+
+def test_an_unprovable_read_says_what_was_needed():
+    batch, seq, B, length = ragged(max_len=40)
+    A = cora.Tensor("A", [(batch, B), (seq, length(batch))])
+    Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
+    Out.compute(lambda b, s: A(b, s + 1))
+    with pytest.raises(cora.CompileError, match=r"test_errors.py:\d+\): read of 'A' in dim 'seq': index \(seq \+ 1\) "
+                                                r"may reach or pass the extent len\(batch\) \(needed \(\(len\(batch\) - "
+                                                r"seq\) - 2\) >= 0, but it can be as low as -1\)"):
+        cora.Pipeline([Out]).compile(use_z3=False)

@@ -1,8 +1,10 @@
 /** \file Block-sparse (BSR) data at run time: conversions, validation, and binding to a BsrMatrix's
  * symbols (include/cora/Sparse.h). */
+#include <algorithm>
 #include <cmath>
 
 #include "cora/Sparse.h"
+
 #include "util/Error.h"
 
 namespace cora {
@@ -123,7 +125,13 @@ void BsrData::bind(RaggedShape &shape, const BsrMatrix &m) const {
 }
 
 Buffer BsrData::col_buffer(const BsrMatrix &m, const RaggedShape &shape) const {
-    return Buffer::view(m.col, shape, col.data(), nnzb());
+    if (m.col.type() == Int32) return Buffer::view(m.col, shape, col.data(), nnzb());
+    if (shape.size_of(m.col) != nnzb())
+        throw_runtime_error("BSR data for '", m.name(), "' has ", nnzb(), " block columns, but the shape's block ",
+                            "counts need ", shape.size_of(m.col));
+    Buffer out(Int64, nnzb()); // int64 indices: widened once (PyTorch's own arrays bind without this)
+    std::copy(col.begin(), col.end(), out.data<int64_t>());
+    return out;
 }
 
 Buffer BsrData::values_buffer(const BsrMatrix &m, const RaggedShape &shape) const {

@@ -19,6 +19,12 @@ int64_t checked_blocks(const std::string &name, const char *what, int64_t size, 
     return size / block;
 }
 
+Type checked_index_type(const std::string &name, Type t) {
+    if (t != Int32 && t != Int64)
+        throw_compile_error("BsrMatrix '", name, "': index type ", t.str(), "; block columns are int32 or int64");
+    return t;
+}
+
 /** The block counts: run-time ones, or the pattern's (validated first) as constants. */
 LengthArray blocks_array(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
                          const BsrData *pattern) {
@@ -39,17 +45,19 @@ LengthArray blocks_array(const std::string &name, int64_t rows, int64_t cols, in
 } // namespace
 
 BsrMatrix::BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
-                     BlockOrder order)
-    : BsrMatrix(name, rows, cols, block_rows, block_cols, order, nullptr) {}
+                     BlockOrder order, Type index_type)
+    : BsrMatrix(name, rows, cols, block_rows, block_cols, order, index_type, nullptr) {}
 
-BsrMatrix::BsrMatrix(const std::string &name, const BsrData &pattern, BlockOrder order)
-    : BsrMatrix(name, pattern.rows, pattern.cols, pattern.block_rows, pattern.block_cols, order, &pattern) {}
+BsrMatrix::BsrMatrix(const std::string &name, const BsrData &pattern, BlockOrder order, Type index_type)
+    : BsrMatrix(name, pattern.rows, pattern.cols, pattern.block_rows, pattern.block_cols, order, index_type, &pattern) {
+}
 
 BsrMatrix::BsrMatrix(const std::string &name, int64_t rows, int64_t cols, int64_t block_rows, int64_t block_cols,
-                     BlockOrder order, const BsrData *pattern)
+                     BlockOrder order, Type index_type, const BsrData *pattern)
     : block_row(name + "_rb"), block(name + "_j"), row_in_block(name + "_r"), col_in_block(name + "_c"),
       blocks_per_row(blocks_array(name, rows, cols, block_rows, block_cols, pattern)),
-      col(name + "_col", {{block_row, Expr(rows / block_rows)}, {block, blocks_per_row(block_row)}}, Int32),
+      col(name + "_col", {{block_row, Expr(rows / block_rows)}, {block, blocks_per_row(block_row)}},
+          checked_index_type(name, index_type)),
       values(name + "_values",
              {{block_row, Expr(rows / block_rows)},
               {block, blocks_per_row(block_row)},
