@@ -330,22 +330,24 @@ void CodeGen_C::visit_node(const Allocate *op) {
         line("}");
         return;
     }
-    // The size is overflow-checked, and so is its byte count: malloc never gets a wrapped size.
+    // The size is overflow-checked, and so is its byte count: the allocator never gets a wrapped
+    // size. The block comes from this site's workspace (kept between calls: CRuntime.cpp).
+    line("static CoraWorkspace " + b + "ws;");
     line("bool cora_ov = false;");
     checked_++;
     line("const int64_t " + b + "size = std::max<int64_t>(" + expr(op->size) + ", 1);");
     checked_--;
     line("cora_ov |= " + b + "size > (int64_t)(INT64_MAX / sizeof(" + t + "));");
-    line(t + " *__restrict__ " + b + " = cora_ov ? nullptr : static_cast<" + t + " *>(std::malloc(sizeof(" + t +
-         ") * " + b + "size));");
-    std::string release = release_live_allocations(); // on failure, free what the enclosing ones hold
+    line(t + " *__restrict__ " + b + " = cora_ov ? nullptr : static_cast<" + t + " *>(cora_workspace_acquire(" + b +
+         "ws, sizeof(" + t + ") * (size_t)" + b + "size));");
+    std::string release = release_live_allocations(); // on failure, give back what the enclosing ones hold
     line("if (!" + b + ") { std::snprintf(error, error_size, \"cannot allocate %lld elements for '" +
          c_escape(op->buffer->name, true) + "'%s\", (long long)" + b +
          "size, cora_ov ? \" (size overflows)\" : \"\");" + release + " return 2; }");
-    live_allocations_.push_back("std::free(" + b + ");");
+    live_allocations_.push_back("cora_workspace_release(" + b + "ws, " + b + ");");
     visit(op->body);
     live_allocations_.pop_back();
-    line("std::free(" + b + ");");
+    line("cora_workspace_release(" + b + "ws, " + b + ");");
     indent--;
     line("}");
 }

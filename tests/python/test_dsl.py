@@ -241,3 +241,61 @@ def test_cuda_source_on_cpu_threads_uses_the_arrays_as_device_memory(rng):
     with pytest.raises(cora.RuntimeError, match="'Out' .* is an output, but the array is read only"):
         k.run(shape, {A: a, Out: frozen})
     assert k.time_ms(shape, {A: a, Out: out}, 3) > 0
+
+
+WORKSPACE_CHECK = '''
+import concurrent.futures, sys
+import numpy as np
+import cora
+batch, seq, k = cora.Dim("batch"), cora.Dim("seq"), cora.Dim("k")
+B = cora.Param("B", 1, 64)
+length = cora.LengthArray("len", B, 0, 100000)
+V = cora.Tensor("V", [(batch, B), (seq, length(batch))])
+Mx = cora.Func("Mx", [(batch, B)])
+E = cora.Func("E", [(batch, B), (seq, length(batch))])  # an intermediate: its block is a workspace
+Sum = cora.Func("Sum", [(batch, B)])
+Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
+Mx.compute(lambda b: cora.maximum(k, length(b), V(b, k)))
+E.compute(lambda b, s: cora.exp(V(b, s) - Mx(b)))
+Sum.compute(lambda b: cora.sum(k, length(b), E(b, k)))
+Out.compute(lambda b, s: E(b, s) / Sum(b))
+kernel = cora.Pipeline([Out], "py_workspace_" + sys.argv[1]).compile()
+assert "cora_workspace_acquire" in kernel.source
+
+def check(lengths, seed):
+    rng = np.random.default_rng(seed)
+    shape = cora.RaggedShape().set(B, len(lengths)).set(length, lengths)
+    v = rng.standard_normal(sum(lengths)).astype(np.float32)
+    out = np.full_like(v, np.nan)
+    kernel.run(shape, {V: v, Out: out})
+    at = 0
+    for n in lengths:
+        part = v[at:at + n].astype(np.float64)
+        want = np.exp(part - part.max()) / np.exp(part - part.max()).sum() if n else part
+        assert np.allclose(out[at:at + n], want, rtol=1e-5, atol=1e-7), (lengths, seed)
+        at += n
+
+# Growing, shrinking and empty calls: a kept block larger than needed is reused, a smaller one replaced.
+for i, lengths in enumerate([[5, 3], [90000, 7], [1], [0], [60000, 60000], [2, 0, 9]]):
+    check(lengths, i)
+# Concurrent calls (the GIL is released while kernels run): each finds the block or makes its own.
+with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    list(pool.map(lambda i: check([1000 * (i % 7) + 1, 77 * i], i), range(32)))
+print("workspace OK")
+'''
+
+
+@pytest.mark.parametrize("setting", ["default", "off"])
+def test_intermediates_reused_across_calls_and_threads(setting, tmp_path):
+    """An intermediate's block is kept between calls (CORA_WORKSPACE=off: allocated each call):
+    results stay right when calls grow, shrink, are empty or run concurrently."""
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "workspace.py"
+    script.write_text(WORKSPACE_CHECK)
+    env = dict(os.environ)
+    if setting == "off":
+        env["CORA_WORKSPACE"] = "off"
+    r = subprocess.run([sys.executable, str(script), setting], capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "workspace OK" in r.stdout, r.stdout + r.stderr
