@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 import cora
+from results_table import write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -92,10 +93,7 @@ def main(argv):
               f"recipe {row[2]:.2f} ms ({row[3]:.2f}x)")
         lines.append(f"| {name} | {base:.2f} | {row[0]:.2f} | {row[1]:.2f}x | {row[2]:.2f} | {row[3]:.2f}x | "
                      f"{worst:.1e} |")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("wrote", args.out)
+    write_table(lines, args.out)
     return 0
 
 

@@ -15,6 +15,7 @@ import torch
 
 import cora
 import cora.torch
+from results_table import write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATASETS = os.path.join(HERE, "..", "..", "shared", "datasets")
@@ -137,10 +138,7 @@ def main(argv):
         ran += 1
     if not ran:
         lines.append("| (no datasets found) | | | | |")
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("wrote", args.out)
+    write_table(lines, args.out)
     return 0
 
 

@@ -14,6 +14,23 @@ def ragged(name="len", max_len=512, max_batch=1024):
     return batch, seq, B, length
 
 
+def jagged_softmax(name, max_len=512, max_batch=1024):
+    """Softmax over each item's own values, with E = exp(V - max) an intermediate Func (read by Sum
+    and Out): (kernel, V, Out, B, length)."""
+    batch, seq, B, length = ragged(max_len=max_len, max_batch=max_batch)
+    k = cora.Dim("k")
+    V = cora.Tensor("V", [(batch, B), (seq, length(batch))])
+    Mx = cora.Func("Mx", [(batch, B)])
+    E = cora.Func("E", [(batch, B), (seq, length(batch))])
+    Sum = cora.Func("Sum", [(batch, B)])
+    Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
+    Mx.compute(lambda b: cora.maximum(k, length(b), V(b, k)))
+    E.compute(lambda b, s: cora.exp(V(b, s) - Mx(b)))
+    Sum.compute(lambda b: cora.sum(k, length(b), E(b, k)))
+    Out.compute(lambda b, s: E(b, s) / Sum(b))
+    return cora.Pipeline([Out], name).compile(), V, Out, B, length
+
+
 def shape_of(B, length, lengths):
     return cora.RaggedShape().set(B, len(lengths)).set(length, lengths)
 

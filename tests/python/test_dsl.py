@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import cora
-from conftest import EDGE_LENGTHS, close, ragged, shape_of
+from conftest import EDGE_LENGTHS, close, jagged_softmax, ragged, shape_of
 
 
 def scale_kernel():
@@ -104,18 +104,7 @@ def test_integer_arithmetic_is_floor_division_as_in_python():
 
 def test_jagged_softmax_from_torch_offsets(rng):
     torch = pytest.importorskip("torch")
-    batch, seq, B, length = ragged()
-    k_ = cora.Dim("k")
-    V = cora.Tensor("V", [(batch, B), (seq, length(batch))])
-    Mx = cora.Func("Mx", [(batch, B)])
-    E = cora.Func("E", [(batch, B), (seq, length(batch))])
-    Sum = cora.Func("Sum", [(batch, B)])
-    Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
-    Mx.compute(lambda b: cora.maximum(k_, length(b), V(b, k_)))
-    E.compute(lambda b, s: cora.exp(V(b, s) - Mx(b)))
-    Sum.compute(lambda b: cora.sum(k_, length(b), E(b, k_)))
-    Out.compute(lambda b, s: E(b, s) / Sum(b))
-    kernel = cora.Pipeline([Out], "py_softmax").compile()
+    kernel, V, Out, B, length = jagged_softmax("py_softmax")
     lengths = torch.tensor([3, 0, 1, 100, 17], dtype=torch.int64)
     offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)]).to(torch.int32)  # cu_seqlens
     values = torch.randn(int(lengths.sum()))
@@ -245,22 +234,12 @@ def test_cuda_source_on_cpu_threads_uses_the_arrays_as_device_memory(rng):
 
 WORKSPACE_CHECK = '''
 import concurrent.futures, sys
-import numpy as np
 import cora
-batch, seq, k = cora.Dim("batch"), cora.Dim("seq"), cora.Dim("k")
-B = cora.Param("B", 1, 64)
-length = cora.LengthArray("len", B, 0, 100000)
-V = cora.Tensor("V", [(batch, B), (seq, length(batch))])
-Mx = cora.Func("Mx", [(batch, B)])
-E = cora.Func("E", [(batch, B), (seq, length(batch))])  # an intermediate: its block is a workspace
-Sum = cora.Func("Sum", [(batch, B)])
-Out = cora.Func("Out", [(batch, B), (seq, length(batch))])
-Mx.compute(lambda b: cora.maximum(k, length(b), V(b, k)))
-E.compute(lambda b, s: cora.exp(V(b, s) - Mx(b)))
-Sum.compute(lambda b: cora.sum(k, length(b), E(b, k)))
-Out.compute(lambda b, s: E(b, s) / Sum(b))
-kernel = cora.Pipeline([Out], "py_workspace_" + sys.argv[1]).compile()
-assert "cora_workspace_acquire" in kernel.source
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+from conftest import jagged_softmax
+kernel, V, Out, B, length = jagged_softmax("py_workspace_" + sys.argv[1], max_len=100000, max_batch=64)
+assert "cora_workspace_acquire" in kernel.source  # its intermediate E takes a workspace
 
 def check(lengths, seed):
     rng = np.random.default_rng(seed)
@@ -297,5 +276,6 @@ def test_intermediates_reused_across_calls_and_threads(setting, tmp_path):
     env = dict(os.environ)
     if setting == "off":
         env["CORA_WORKSPACE"] = "off"
-    r = subprocess.run([sys.executable, str(script), setting], capture_output=True, text=True, env=env)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, str(script), setting, tests], capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "workspace OK" in r.stdout, r.stdout + r.stderr
