@@ -148,6 +148,7 @@ void bind_tensors(py::module_ &m) {
             "split_op", [](Func &f, const Dim &d, py::handle point) { return f.split_op(d, to_expr(point, "point")); },
             py::arg("dim"), py::arg("point"))
         .def("compute_inline", &Func::compute_inline, self)
+        .def("compute_root", &Func::compute_root, self)
         .def("compute_at", &Func::compute_at, py::arg("consumer"), py::arg("dim"), self)
         .def("cache_write", &Func::cache_write, py::arg("at"), self)
         .def("cache_read", &Func::cache_read, py::arg("tensor"), py::arg("at"), self)

@@ -79,7 +79,16 @@ Func Func::split_op(const Dim &d, const Expr &point) {
 Func &Func::compute_inline() {
     if (ir::TensorPtr head = ir::split_head(*node_))
         throw_compile_error("compute_inline of '", name(), "': it is the tail of an op split of '", head->name, "'");
+    if (mutable_schedule(*node_).keep_stored)
+        throw_compile_error("compute_inline of '", name(), "': it is marked compute_root (stored); choose one");
     mutable_schedule(*node_).inlined = true;
+    return *this;
+}
+
+Func &Func::compute_root() {
+    if (mutable_schedule(*node_).inlined)
+        throw_compile_error("compute_root of '", name(), "': it is marked compute_inline (never stored); choose one");
+    mutable_schedule(*node_).keep_stored = true;
     return *this;
 }
 

@@ -86,6 +86,9 @@ struct Schedule {
      * earlier ones left) and hands the rest to its tail. Empty: the op is not split. */
     std::vector<OpSplit> op_splits;
     bool inlined = false; ///< compute_inline: expanded into its readers, never stored
+    /** compute_root: stored even where lowering would inline it by default (a Func read once,
+     * elementwise); the loop schedule is unaffected. */
+    bool keep_stored = false;
     /** fill_inactive_tiles: the op writing a value at the positions of the inactive tiles of this
      * Func's Tiles transform (a tail: it writes this Func's storage), or null. */
     TensorPtr inactive_fill;

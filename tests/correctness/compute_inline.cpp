@@ -48,3 +48,26 @@ TEST_CASE("inlined reductions read inside a reduction over the same dim, and cha
     check_against_reference(
         p, k, {A}, [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(N, 1 + l.back()); }, 31, 8, 72);
 }
+
+TEST_CASE("a token-wise producer read once is inlined by default, compute_root keeps it stored", "[inline]") {
+    Dim batch("batch"), seq("seq"), c("c");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 33);
+    Tensor X("X", {{batch, B}, {seq, len(batch)}, {c, 24}}), R("R", {{batch, B}, {seq, len(batch)}, {c, 24}});
+    Tensor bias("bias", {{c, 24}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    for (bool keep : {false, true}) {
+        DYNAMIC_SECTION("compute_root: " << keep) {
+            Func Biased("Biased", {{batch, B}, {seq, len(batch)}, {c, 24}});
+            Func Y("Y", {{batch, B}, {seq, len(batch)}, {c, 24}});
+            Biased.compute([&](Expr b, Expr s, Expr f) { return X(b, s, f) + bias(f); });
+            Y.compute([&](Expr b, Expr s, Expr f) { return max(Biased(b, s, f), 0.0f) + R(b, s, f); });
+            if (keep) Biased.compute_root();
+            Pipeline p({Y}, keep ? "tokenwise_stored" : "tokenwise_inlined");
+            Kernel k = p.compile();
+            INFO(k.lowered());
+            REQUIRE((count_occurrences(k.lowered(), "Biased[") == 0) == !keep);
+            check_against_reference(p, k, {X, R, bias}, bind, 33, 8, 73);
+        }
+    }
+}

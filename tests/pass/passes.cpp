@@ -92,6 +92,7 @@ TEST_CASE("select_inlined: inlined Funcs leave the computed list, producers stay
     G.compute([&](Expr x) { return F(x) + 1.0f; });
     H.compute([&](Expr x) { return G(x) * F(x); });
     F.compute_inline();
+    G.compute_root(); // read once, elementwise: it would be inlined by default
     LoweringContext ctx;
     ctx.funcs = {F.node(), G.node(), H.node()};
     ctx.outputs = {H.node()};
@@ -103,6 +104,84 @@ TEST_CASE("select_inlined: inlined Funcs leave the computed list, producers stay
     H.compute_inline();
     REQUIRE_THROWS_AS(select_inlined(ctx), CompileError);
     REQUIRE_THROWS_WITH(select_inlined(ctx), Contains("compute_inline of Func 'H': it is an output of the pipeline"));
+}
+
+TEST_CASE("select_inlined: an elementwise Func read once at its reader's indices is inlined by default",
+          "[pass][inline]") {
+    Dim i("i"), j("j"), r("r");
+    Tensor A("A", {{i, 16}, {j, 8}});
+    auto selected = [](std::vector<Func> funcs, const Func &out) {
+        LoweringContext ctx;
+        for (const Func &f : funcs)
+            ctx.funcs.push_back(f.node());
+        ctx.outputs = {out.node()};
+        return select_inlined(ctx);
+    };
+    auto is_inlined = [](const InlineSelection &s, const Func &f) {
+        return std::find(s.inlined.begin(), s.inlined.end(), f.node()) != s.inlined.end();
+    };
+    SECTION("read once, at the reader's own indices (also transposed): inlined, producers first") {
+        Func P("P", {{i, 16}, {j, 8}}), Q("Q", {{j, 8}, {i, 16}}), C("C", {{i, 16}, {j, 8}});
+        P.compute([&](Expr x, Expr y) { return A(x, y) + 1.0f; });
+        Q.compute([&](Expr y, Expr x) { return P(x, y) * 2.0f; });
+        C.compute([&](Expr x, Expr y) { return max(Q(y, x), 0.0f); });
+        InlineSelection s = selected({P, Q, C}, C);
+        REQUIRE(s.inlined == std::vector<TensorPtr>{P.node(), Q.node()});
+        REQUIRE(s.computed == std::vector<TensorPtr>{C.node()});
+    }
+    SECTION("compute_root keeps it stored, and conflicts with compute_inline") {
+        Func P("P", {{i, 16}, {j, 8}}), C("C", {{i, 16}, {j, 8}});
+        P.compute([&](Expr x, Expr y) { return A(x, y) + 1.0f; });
+        C.compute([&](Expr x, Expr y) { return P(x, y) * 2.0f; });
+        P.compute_root();
+        REQUIRE_FALSE(is_inlined(selected({P, C}, C), P));
+        REQUIRE_THROWS_AS(P.compute_inline(), CompileError);
+        REQUIRE_THROWS_WITH(P.compute_inline(), Contains("compute_inline of 'P': it is marked compute_root"));
+        Func Q("Q", {{i, 16}});
+        Q.compute([&](Expr x) { return A(x, 0) * 1.0f; });
+        Q.compute_inline();
+        REQUIRE_THROWS_WITH(Q.compute_root(), Contains("compute_root of 'Q': it is marked compute_inline"));
+    }
+    SECTION("read twice, inside a reduction, shifted, broadcast, by two Funcs, or reducing: stored") {
+        Func P("P", {{i, 16}, {j, 8}});
+        P.compute([&](Expr x, Expr y) { return A(x, y) + 1.0f; });
+        Func Twice("Twice", {{i, 16}, {j, 8}});
+        Twice.compute([&](Expr x, Expr y) { return P(x, y) * P(x, y); });
+        REQUIRE_FALSE(is_inlined(selected({P, Twice}, Twice), P));
+        Func InSum("InSum", {{i, 16}});
+        InSum.compute([&](Expr x) { return sum(r, 8, P(x, r)); });
+        REQUIRE_FALSE(is_inlined(selected({P, InSum}, InSum), P));
+        Func Shifted("Shifted", {{i, 15}, {j, 8}});
+        Shifted.compute([&](Expr x, Expr y) { return P(x + 1, y); });
+        REQUIRE_FALSE(is_inlined(selected({P, Shifted}, Shifted), P));
+        Func Row("Row", {{i, 16}}), Bcast("Bcast", {{i, 16}, {j, 8}});
+        Row.compute([&](Expr x) { return A(x, 0) * 3.0f; });
+        Bcast.compute([&](Expr x, Expr y) { return A(x, y) - Row(x); });
+        REQUIRE_FALSE(is_inlined(selected({Row, Bcast}, Bcast), Row));
+        Func C1("C1", {{i, 16}, {j, 8}}), C2("C2", {{i, 16}, {j, 8}});
+        C1.compute([&](Expr x, Expr y) { return P(x, y) * 2.0f; });
+        C2.compute([&](Expr x, Expr y) { return C1(x, y) + P(x, y); });
+        InlineSelection two = selected({P, C1, C2}, C2);
+        REQUIRE_FALSE(is_inlined(two, P));
+        REQUIRE(is_inlined(two, C1)); // read once by C2, at its indices
+        Func Sum("Sum", {{i, 16}}), Out("Out", {{i, 16}});
+        Sum.compute([&](Expr x) { return sum(r, 8, A(x, r)); });
+        Out.compute([&](Expr x) { return Sum(x) * 2.0f; });
+        REQUIRE_FALSE(is_inlined(selected({Sum, Out}, Out), Sum));
+    }
+    SECTION("scheduled, cached by its reader, or an output: stored") {
+        Func P("P", {{i, 16}, {j, 8}}), C("C", {{i, 16}, {j, 8}});
+        P.compute([&](Expr x, Expr y) { return A(x, y) + 1.0f; });
+        C.compute([&](Expr x, Expr y) { return P(x, y) * 2.0f; });
+        REQUIRE_FALSE(is_inlined(selected({P, C}, P), P)); // P is the output
+        P.parallel(i);
+        REQUIRE_FALSE(is_inlined(selected({P, C}, C), P));
+        Func P2("P2", {{i, 16}, {j, 8}}), C2("C2", {{i, 16}, {j, 8}});
+        P2.compute([&](Expr x, Expr y) { return A(x, y) + 1.0f; });
+        C2.compute([&](Expr x, Expr y) { return P2(x, y) * 2.0f; });
+        C2.cache_read(P2, i);
+        REQUIRE_FALSE(is_inlined(selected({P2, C2}, C2), P2));
+    }
 }
 
 TEST_CASE("choose_default_schedules: a schedule for each op left unscheduled, none for the others", "[pass]") {
