@@ -46,6 +46,11 @@ struct CompileOptions {
     /** The device a kernel runs on: its ordinal, as the CUDA driver numbers them (CUDA_VISIBLE_DEVICES
      * applies). Backends that run on the CPU have only device 0. */
     int device = 0;
+    /** The width in bits of the CPU vector registers (128, 256, 512) that default schedules size
+     * register tiles for (a contraction left unscheduled: DefaultSchedule.cpp, user guide §4b).
+     * 0: this machine's, which the JIT compiles for (ahead-of-time libraries: each target's);
+     * negative: no register-tiled defaults (the untiled default, for comparison). */
+    int vector_bits = 0;
 };
 
 /** One argument of a compiled kernel, in ABI order. */

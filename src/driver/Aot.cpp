@@ -3,6 +3,7 @@
  * own -march, link lib<fn>.so and write <fn>.h. Files appear atomically (temp + rename), so a
  * build system never sees a half-written library. */
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "codegen/AotLibrary.h"
@@ -23,6 +24,7 @@ namespace {
 
 struct TargetInfo {
     std::string name, march, cpu_check; ///< cpu_check: a C expression, empty for "no check"
+    int vector_bits = 0;                ///< the vector registers' width (0: the building machine's)
 };
 
 std::string cpu_supports(std::initializer_list<const char *> features) {
@@ -33,12 +35,12 @@ std::string cpu_supports(std::initializer_list<const char *> features) {
 }
 
 TargetInfo parse_target(const std::string &name) {
-    if (name == "host") return {name, "-march=native", ""};
+    if (name == "host") return {name, "-march=native", "", 0};
     if (name == "x86-64-v4")
-        return {name, "-march=x86-64-v4", cpu_supports({"avx512f", "avx512bw", "avx512dq", "avx512vl"})};
-    if (name == "x86-64-v3") return {name, "-march=x86-64-v3", cpu_supports({"avx2", "fma", "bmi2"})};
-    if (name == "x86-64-v2") return {name, "-march=x86-64-v2", cpu_supports({"sse4.2", "popcnt"})};
-    if (name == "x86-64") return {name, "-march=x86-64", ""};
+        return {name, "-march=x86-64-v4", cpu_supports({"avx512f", "avx512bw", "avx512dq", "avx512vl"}), 512};
+    if (name == "x86-64-v3") return {name, "-march=x86-64-v3", cpu_supports({"avx2", "fma", "bmi2"}), 256};
+    if (name == "x86-64-v2") return {name, "-march=x86-64-v2", cpu_supports({"sse4.2", "popcnt"}), 128};
+    if (name == "x86-64") return {name, "-march=x86-64", "", 128};
     throw_compile_error("unknown target '", name,
                         "'; expected host, x86-64-v4, x86-64-v3, x86-64-v2 or x86-64 (or CUDA targets: cuda-sm_<NN>, "
                         "cuda-cpu-threads)");
@@ -82,14 +84,24 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
                             " targets; give one pipeline, or one per target");
     CompileOptions co = options.compile;
     co.build_aux_in_kernel = true;
+    // One lowering per target, or one per vector width when a single pipeline serves every
+    // target: default schedules size their register tiles for the target's vector registers.
     std::vector<ir::LoweredModule> modules;
-    for (const Pipeline &p : per_target)
-        modules.push_back(driver::lower_pipeline(p, fn, co));
+    std::vector<size_t> module_of(targets.size());
+    std::map<std::pair<size_t, int>, size_t> lowered; // (pipeline, vector bits) -> module
+    for (size_t i = 0; i < targets.size(); i++) {
+        size_t p = per_target.size() == 1 ? 0 : i;
+        CompileOptions ti = co;
+        if (ti.vector_bits == 0) ti.vector_bits = targets[i].vector_bits;
+        auto [it, added] = lowered.emplace(std::make_pair(p, ti.vector_bits), modules.size());
+        if (added) modules.push_back(driver::lower_pipeline(per_target[p], fn, ti));
+        module_of[i] = it->second;
+    }
     std::vector<const ir::Module *> variants;
     std::vector<std::string> checks;
     for (size_t i = 0; i < targets.size(); i++) {
         checks.push_back(targets[i].cpu_check);
-        variants.push_back(&modules[modules.size() == 1 ? 0 : i]);
+        variants.push_back(&modules[module_of[i]]);
     }
     ir::AotSource src = ir::codegen_c_aot(variants, fn, checks);
     const ir::LoweredModule &m = modules[0];

@@ -8,6 +8,7 @@
 
 #include "codegen/CodeGen_C.h"
 #include "codegen/CppSource.h"
+#include "cora/Generator.h"
 #include "cora_runtime.h"
 #include "driver/JIT.h"
 #include "driver/KernelImpl.h"
@@ -50,6 +51,7 @@ LowerOptions lower_options(const CompileOptions &o) {
         l.remove_guards = !(env && std::string(env) == "0");
     }
     l.build_aux_in_kernel = o.build_aux_in_kernel;
+    l.vector_bits = o.vector_bits > 0 ? o.vector_bits : o.vector_bits == 0 ? host_vector_bits() : 0;
     return l;
 }
 

@@ -111,26 +111,46 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
         ctx.inlined = std::move(selected.inlined);
     });
     const std::vector<TensorPtr> ops = scheduled_ops(ctx);
-    pass.run_step("choose_default_schedules", [&] { ctx.default_schedules = choose_default_schedules(ops); });
+    DefaultSchedules defaults;
+    pass.run_step("choose_default_schedules", [&] {
+        defaults = choose_default_schedules(ops, DefaultScheduleTarget{ctx.target, opts.vector_bits});
+        ctx.default_schedules = defaults.schedules;
+    });
     std::vector<Stmt> nests;
     std::vector<Permutation> permutations; // loop remaps, checked at run time
     int guards_removed = 0, guards_kept = 0;
+    auto loop_nest = [&](const TensorPtr &op) {
+        ctx.prover->set_context("schedule of Func '" + op->name + "'" +
+                                (op->defined_at.empty() ? "" : " (" + op->defined_at + ")"));
+        LoopPlan plan = plan_loops(op, ctx);
+        check_gpu_bindings(plan, ctx.target);
+        std::string pad_unsafe = check_padded_iterations(plan, ctx);
+        PlacedGuards guards = add_guards(plan, pad_unsafe, ctx);
+        bound_loops_by_guards(plan, guards);
+        if (plan.schedule->interior_at) (void)plan.position_of(plan.schedule->interior_at, "specialize_interior");
+        CacheReads reads = apply_cache_reads(plan, ctx);
+        Stmt nest = build_loop_nest(plan, guards, reads, ctx);
+        const auto &remaps = plan.transformed.permutations; // recorded once the nest is built
+        permutations.insert(permutations.end(), remaps.begin(), remaps.end());
+        guards_removed += guards.removed;
+        guards_kept += guards.kept;
+        return nest;
+    };
     pass.run_step("loop nests", [&] {
         for (const TensorPtr &op : ops) {
-            ctx.prover->set_context("schedule of Func '" + op->name + "'" +
-                                    (op->defined_at.empty() ? "" : " (" + op->defined_at + ")"));
-            LoopPlan plan = plan_loops(op, ctx);
-            check_gpu_bindings(plan, ctx.target);
-            const auto &remaps = plan.transformed.permutations;
-            permutations.insert(permutations.end(), remaps.begin(), remaps.end());
-            std::string pad_unsafe = check_padded_iterations(plan, ctx);
-            PlacedGuards guards = add_guards(plan, pad_unsafe, ctx);
-            guards_removed += guards.removed;
-            guards_kept += guards.kept;
-            bound_loops_by_guards(plan, guards);
-            if (plan.schedule->interior_at) (void)plan.position_of(plan.schedule->interior_at, "specialize_interior");
-            CacheReads reads = apply_cache_reads(plan, ctx);
-            nests.push_back(build_loop_nest(plan, guards, reads, ctx));
+            try {
+                nests.push_back(loop_nest(op));
+            } catch (const CompileError &e) {
+                // A register-tiled default the prover or a cache_read cannot accept (a box it cannot
+                // bound, say) gives way to the untiled default; any other schedule's error stands.
+                auto untiled = defaults.untiled.find(op.get());
+                if (untiled == defaults.untiled.end()) throw;
+                if (ctx.debug >= 1)
+                    std::cerr << "-- cora: Func '" << op->name << "' takes its untiled default schedule: " << e.what()
+                              << "\n";
+                ctx.default_schedules[op.get()] = untiled->second;
+                nests.push_back(loop_nest(op));
+            }
         }
     });
     ctx.prover->set_context("compute_at, hfuse and storage lowering");

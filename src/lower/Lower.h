@@ -16,6 +16,9 @@ struct LowerOptions {
     bool build_aux_in_kernel = false;
     Target target = Target::Host; ///< a GPU target splits host from device (lower/SplitHostDevice.cpp)
     GpuLimits gpu_limits;         ///< a GPU target's launch limits, checked when splitting
+    /** The CPU's vector register width in bits, which default schedules tile contractions for;
+     * 0: no register-tiled default schedules. */
+    int vector_bits = 0;
 };
 
 /** A module with what the prover did for it. */

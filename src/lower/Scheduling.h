@@ -133,7 +133,18 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
 /** The ops in execution order: each Func, followed by the tails of its op splits. */
 std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx);
 /** A schedule for each op the user left unscheduled (DefaultSchedule.cpp). */
-ScheduleMap choose_default_schedules(const std::vector<TensorPtr> &ops);
+/** What the default schedules are chosen for: the target, and the vector registers' width in bits
+ * on a CPU target (0: no register-tiled contractions). */
+struct DefaultScheduleTarget {
+    Target target = Target::Host;
+    int vector_bits = 0;
+};
+/** The schedules chosen, and for each op given a register-tiled contraction the untiled default,
+ * which Lower.cpp uses instead when the tiled one cannot be lowered. */
+struct DefaultSchedules {
+    ScheduleMap schedules, untiled;
+};
+DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target);
 /** Whether every read in `body` is contiguous in `v` (the last index steps by one as v does, the
  * others not at all, in a tensor stored in its declared order) or does not move with it.
  * (LowerReductions.cpp) */

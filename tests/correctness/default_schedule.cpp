@@ -100,7 +100,10 @@ TEST_CASE("default schedule: dense loops, long and odd feature extents, GEMM-lik
     Func GT("GT", {{batch, B}, {s, len(batch)}, {g, 16}});
     GT.compute([&](Expr b, Expr t, Expr c) { return sum(k, 32, X(b, t, k * 4) * WT(c, k)); });
     Pipeline p({Y, V, R, G, GT}, "default_dense");
-    Kernel kern = p.compile();
+    // The untiled default (no register-tiled contractions): G in the ikj order.
+    CompileOptions untiled;
+    untiled.vector_bits = -1;
+    Kernel kern = p.compile(untiled);
     const std::string ir = kern.lowered();
     INFO(ir);
     REQUIRE_THAT(ir, Contains("vectorized for f in [0, 0 + 128)"));
@@ -113,6 +116,67 @@ TEST_CASE("default schedule: dense loops, long and odd feature extents, GEMM-lik
     testing::check_against_reference(
         p, kern, {X, U, D, W, Bias, WT},
         [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20, 16, 903);
+    // With 256-bit vectors G gets a register tile (4 rows x 16 columns, the bias applied when
+    // the tile is written, W's panel copied once per column tile); GT, with strided reads, not.
+    CompileOptions avx2;
+    avx2.vector_bits = 256;
+    Kernel tiled = p.compile(avx2);
+    const std::string tir = tiled.lowered();
+    INFO(tir);
+    REQUIRE_THAT(tir, Contains("unrolled for s_i in [0, 0 + 4)"));
+    REQUIRE_THAT(tir, Contains("vectorized for g_i in [0, 0 + 16)"));
+    REQUIRE_THAT(tir, Contains("allocate on stack W_cache[float32 * 512]"));
+    REQUIRE_THAT(tir, Contains("allocate on stack G_tile[float32 * 64]"));
+    REQUIRE_THAT(tir, Contains("\n  for g in [0, 0 + 16):\n    local acc_k = 0f"));
+    testing::check_against_reference(
+        p, tiled, {X, U, D, W, Bias, WT},
+        [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20, 16, 904);
+}
+
+TEST_CASE("default schedule: contractions get register tiles sized for the vector width on every edge",
+          "[default_schedule]") {
+    // A grouped GEMM (per-expert weights, experts may be empty) and a token GEMM whose depth is
+    // not a multiple of the 256-deep panel (two panels, the second partial), a GEMM with a
+    // run-time depth (no panel copy: its box is not a constant), and widths that take a full,
+    // a smaller or no column tile (20: not a multiple of any vector), at 128, 256 and 512 bits.
+    Dim e("e"), t("t"), r("r"), n("n"), m("m");
+    Param E("E", 1, 9), K("K", 1, 40);
+    LengthArray count("count", E, 0, 23);
+    for (int64_t width : {int64_t(64), int64_t(48), int64_t(20)}) {
+        Tensor X("X", {{e, E}, {t, count(e)}, {r, 300}}), W("W", {{e, E}, {r, 300}, {n, width}});
+        Func Y("Y", {{e, E}, {t, count(e)}, {n, width}});
+        Y.compute([&](Expr a, Expr b, Expr c) { return sum(r, 300, X(a, b, r) * W(a, r, c)); });
+        Tensor A("A", {{m, 13}, {r, K}}), V("V", {{r, K}, {n, width}});
+        Func G("G", {{m, 13}, {n, width}});
+        G.compute([&](Expr a, Expr c) { return max(sum(r, K, A(a, r) * V(r, c)), 0.0f); });
+        Pipeline p({Y, G}, "default_contractions_" + std::to_string(width));
+        for (int bits : {128, 256, 512}) {
+            DYNAMIC_SECTION("width " << width << ", " << bits << "-bit vectors") {
+                CompileOptions o;
+                o.vector_bits = bits;
+                Kernel k = p.compile(o);
+                const std::string ir = k.lowered();
+                INFO(ir);
+                const int64_t lanes = bits / 32, vectors = bits >= 512 ? 4 : 2;
+                int64_t tile = 0;
+                for (int64_t v = vectors; v >= 1 && !tile; v /= 2)
+                    if (width % (v * lanes) == 0) tile = v * lanes;
+                REQUIRE((testing::count_occurrences(ir, "Y_tile[") > 0) == (tile > 0));
+                REQUIRE((testing::count_occurrences(ir, "G_tile[") > 0) == (tile > 0));
+                if (tile) {
+                    REQUIRE_THAT(ir, Contains("vectorized for n_i in [0, 0 + " + std::to_string(tile) + ")"));
+                    REQUIRE_THAT(ir, Contains("W_cache[float32 * " + std::to_string(256 * tile) + "]"));
+                    REQUIRE(ir.find("V_cache") == std::string::npos); // run-time depth: no constant box
+                }
+                testing::check_against_reference(
+                    p, k, {X, W, A, V},
+                    [&](RaggedShape &sh, const std::vector<int32_t> &l) {
+                        sh.set(E, (int64_t)l.size()).set(count, l).set(K, 1 + 3 * (int64_t)l.size());
+                    },
+                    23, 4, 906);
+            }
+        }
+    }
 }
 
 TEST_CASE("default schedule: a ragged innermost loop under several fused loops stays a loop (no per-element maps)",

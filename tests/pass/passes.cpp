@@ -191,7 +191,8 @@ TEST_CASE("choose_default_schedules: a schedule for each op left unscheduled, no
     F.compute([&](Expr x, Expr y) { return A(x, y) * 2.0f; });
     G.compute([&](Expr x, Expr y) { return F(x, y) + 1.0f; });
     G.parallel(i);
-    ScheduleMap chosen = choose_default_schedules({F.node(), G.node()});
+    ScheduleMap chosen =
+        choose_default_schedules({F.node(), G.node()}, DefaultScheduleTarget{Target::Host, 256}).schedules;
     REQUIRE(chosen.size() == 1);
     REQUIRE(chosen.count(F.node().get()) == 1);
     const front::Schedule &s = chosen.at(F.node().get());
