@@ -4,7 +4,8 @@
 // Per op: `naive` (the loop a user writes over packed data: plain nested loops, `#pragma omp
 // parallel for` over tokens, or over sentences with dynamic scheduling; -O3 -march=native),
 // `old_nest` (cora with `.parallel(b)` on every Func: the nest before the default schedule),
-// `default` (cora, no schedule call), then the recipe's steps (`r1_...`, `r2_...`: each a complete
+// `default` (cora, no schedule call; `default_stored` and `default_untiled`: the default before it
+// inlined single-use elementwise Funcs and tiled contractions), then the recipe's steps (`r1_...`, `r2_...`: each a complete
 // schedule a user writes, described where it is added). Every cora variant's output is
 // checked against `naive` before timing: max over elements of |got - naive| / max(|naive|, 1% of
 // max |naive|); above 1e-3 the variant is reported as an error and the program exits with 1.
@@ -143,13 +144,14 @@ struct Op {
     }
 
     /** A cora variant: a fresh definition (Defs), scheduled by `schedule`, compiled once. */
-    template <typename Defs> void add_cora(const std::string &variant, std::function<void(Defs &)> schedule) {
+    template <typename Defs>
+    void add_cora(const std::string &variant, std::function<void(Defs &)> schedule, const CompileOptions &opts = {}) {
         auto v = std::make_unique<Variant>();
         v->name = variant;
         try {
             auto defs = std::make_shared<Defs>();
             schedule(*defs);
-            Kernel k = Pipeline({defs->out}, name + "_" + variant).compile();
+            Kernel k = Pipeline({defs->out}, name + "_" + variant).compile(opts);
             v->lowered = k.lowered();
             v->src = k.source();
             std::vector<Tensor> ts = defs->inputs();
@@ -253,6 +255,8 @@ std::unique_ptr<Op> tokenwise_op() {
         d.out.parallel(N.b);
     });
     op->add_cora<TokenwiseDefs>("default", [](TokenwiseDefs &) {});
+    // The default before elementwise Funcs read once were inlined by default: Biased stored.
+    op->add_cora<TokenwiseDefs>("default_stored", [](TokenwiseDefs &d) { d.Biased.compute_root(); });
     // Step 1: no intermediate: Biased is computed inside Y's loop (Y keeps the default schedule).
     op->add_cora<TokenwiseDefs>("r1_inline", [](TokenwiseDefs &d) { d.Biased.compute_inline(); });
     // Step 2: Y's default written out (one parallel token loop, the whole 512-feature row as the
@@ -625,6 +629,10 @@ std::unique_ptr<Op> gemm_op() {
     });
     op->add_cora<GemmDefs>("old_nest", [&](GemmDefs &d) { d.out.parallel(N.b); });
     op->add_cora<GemmDefs>("default", [](GemmDefs &) {});
+    // The default without register-tiled contractions (CompileOptions::vector_bits < 0): the ikj order.
+    CompileOptions untiled;
+    untiled.vector_bits = -1;
+    op->add_cora<GemmDefs>("default_untiled", [](GemmDefs &) {}, untiled);
     // Step 1: the reduction outside the columns (naive_ikj's order): per token, Y's row is
     // updated once per r with a contiguous row of W.
     op->add_cora<GemmDefs>("r1_reduction_outside", [&](GemmDefs &d) {

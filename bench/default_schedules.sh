@@ -73,7 +73,9 @@ fi
     "threads, so treat a ratio within about 0.15 of 1 as a tie. Variants (bench/default_schedules.cpp):" \
     "\`naive\` is the C++ loop a user writes over packed data (\`naive_ikj\`: the same GEMM with the" \
     "reduction outside the column loop), \`old_nest\` is cora with \`.parallel(b)\` on every Func (the" \
-    "nest before the default schedule), \`default\` is cora with no schedule call, \`r1_...\` etc. are the" \
+    "nest before the default schedule), \`default\` is cora with no schedule call (\`default_stored\`:" \
+    "the intermediate kept by \`compute_root\`, \`default_untiled\`: no register-tiled contraction," \
+    "\`CompileOptions::vector_bits = -1\`; both as the default was before them), \`r1_...\` etc. are the" \
     "steps of the recipes in docs/user-guide.md. The error column: max over elements of" \
     "|cora - naive| / max(|naive|, 1% of max |naive|)."
   echo

@@ -1,6 +1,9 @@
 /** \file Pass: compute_inline. A Func marked with Func::compute_inline() is not computed or
  * stored: every read of it becomes its definition at the read's indices.
  *
+ * By default (inlined_by_default below) an elementwise Func left unscheduled and read at one place of
+ * one Func, at that reader's own indices and outside reductions, is inlined too; compute_root
+ * keeps it stored.
  * Does: select_inlined returns which Funcs are inlined and which are computed (after validation,
  * so their own reads were checked; Lower.cpp records them in the context), rejecting outputs and Funcs with a loop
  * schedule, an op split, a horizontal fusion or storage changes (none of which would mean anything); inline_reads()
