@@ -44,10 +44,12 @@ CompileOptions compile_options(const std::string &backend, py::kwargs kw) {
             o.build_aux_in_kernel = v.cast<bool>();
         else if (key == "device")
             o.device = v.cast<int>();
+        else if (key == "vector_bits")
+            o.vector_bits = v.cast<int>();
         else
             throw py::type_error("compile() got an unknown option '" + key +
                                  "' (backend, debug, cache_dir, cxx, use_z3, remove_guards, build_aux_in_kernel, "
-                                 "device)");
+                                 "device, vector_bits)");
     }
     return o;
 }
@@ -224,7 +226,8 @@ void bind_pipeline(py::module_ &m) {
             },
             py::arg("backend") = "cpu",
             "Lower and compile for a backend ('cpu', 'cuda', 'cuda-emulated', 'cuda-cpu-threads'); options: debug, "
-            "cache_dir, cxx, use_z3, remove_guards, build_aux_in_kernel, device. Cached by content.")
+            "cache_dir, cxx, use_z3, remove_guards, build_aux_in_kernel, device, vector_bits (the CPU vector width "
+            "default schedules tile for; 0: this machine's, negative: no tiles). Cached by content.")
         .def(
             "lower_to_string",
             [](const Pipeline &p, const std::string &backend, py::kwargs kw) {

@@ -25,12 +25,14 @@
  *     (the elements are accumulated in storage, the epilogue applied after the reduction; not
  *     for a float16 Func, whose storage rounds every store).
  *  4. A contraction, on a CPU target with a vector width (DefaultScheduleTarget): step 3's shape, a
- *     float32 `sum` whose body reads a row operand (indices use k and the row dim t, the one
- *     outside the constant row n, not n) and a column operand (k and n, not t), and a row width
- *     divisible by a vector: the grouped-GEMM recipe of the user guide (§4c) instead of step 3.
- *     t split by 4, n by a column tile (4 vectors with 512-bit registers, else 2; the largest
- *     of those that divides the width), k by 256 when its constant depth is larger; order
- *     [outer dims, n_o, k_o, t_o, k_i, t_i, n_i], t_i unrolled, n_i vectorized, a cache_write
+ *     float32 `sum` whose body reads a column operand (indices use k and the constant row n) and
+ *     a row operand (k, not n), and a row width divisible by a vector: the grouped-GEMM recipe of
+ *     the user guide (§4c) instead of step 3. The tile's rows t: the innermost other dim that the
+ *     row operand's indices use and the column operand's do not (a token; AttnV's query inside its
+ *     heads), and that no other extent uses. t split by 4, n by a column tile (4 vectors with
+ *     512-bit registers, else 2; the largest of those that divides the width), k by 256 when its
+ *     constant depth is larger; order [the other dims in domain order, n_o, k_o, t_o, k_i, t_i,
+ *     n_i], t_i unrolled, n_i vectorized, a cache_write
  *     tile at t_o (16 or 8 vector accumulators), the column operand's panel copied at k_o (at n_o
  *     for one panel; none for a run-time depth: no constant box), n_o parallel when it has at
  *     least 4 iterations, else the outermost loop. Why: the ikj order of step 3 streams the output
@@ -90,34 +92,56 @@ bool storage_keeps_innermost_dim(const TensorNode &f) {
     return true;
 }
 
-/** The operand of a contraction that a register tile reuses across its rows: read at indices that
- * use the reduction's and the column's variables but not the row's (W(k, n), W(e, k, n)). */
-TensorPtr column_operand(const Expr &body, const VarNode *k, const VarNode *row, const VarNode *col) {
-    TensorPtr found;
-    bool row_operand = false;
-    visit_exprs(body, [&](const Expr &x) {
-        const Access *a = x.as<Access>();
-        if (!a) return;
-        bool uses_k = false, uses_row = false, uses_col = false;
-        for (const Expr &i : a->indices) {
-            uses_k = uses_k || uses_var(i, k);
-            uses_row = uses_row || uses_var(i, row);
-            uses_col = uses_col || uses_var(i, col);
-        }
-        if (uses_k && uses_col && !uses_row && !found) found = a->tensor;
-        row_operand = row_operand || (uses_k && uses_row && !uses_col);
-    });
-    return row_operand ? found : nullptr;
+bool indices_use(const Access &a, const VarNode *v) {
+    for (const Expr &i : a.indices)
+        if (uses_var(i, v)) return true;
+    return false;
 }
 
-/** Step 4: the register-tiled schedule of a contraction Y(..., t, n) = sum_k A(..., t, k) B(..., k, n)
+/** The tile's rows, the column operand (whose panel a tile reuses across its rows) and the outer
+ * loops of a contraction whose constant row is `col`: the column operand is the first read whose
+ * indices use k and col (W(k, n), W(e, k, n), AttnV's V(b, j, h, d)); the row operand the first
+ * that uses k and not col; the rows, the innermost dim other than col that the row operand's
+ * indices use and the column operand's do not (a token t, AttnV's query i inside its heads), and
+ * that no other extent, nor the reduction's, uses (it moves inside every other dim). */
+struct ContractionShape {
+    TensorPtr column_operand;
+    DimPtr rows;
+    std::vector<DimPtr> outer; ///< the other dims but col, in domain order
+};
+std::optional<ContractionShape> contraction_shape(const Layout &dom, const Reduce &red) {
+    const VarNode *k = red.var.get(), *col = dom.back().dim->var.get();
+    const Access *column = nullptr, *row = nullptr;
+    visit_exprs(red.body, [&](const Expr &x) {
+        const Access *a = x.as<Access>();
+        if (!a || !indices_use(*a, k)) return;
+        bool uses_col = indices_use(*a, col);
+        if (uses_col && !column) column = a;
+        if (!uses_col && !row) row = a;
+    });
+    if (!column || !row) return std::nullopt;
+    for (size_t i = dom.size() - 1; i-- > 0;) {
+        const VarNode *v = dom[i].dim->var.get();
+        if (!indices_use(*row, v) || indices_use(*column, v) || uses_var(red.extent, v)) continue;
+        ContractionShape shape{column->tensor, dom[i].dim, {}};
+        for (size_t j = 0; j + 1 < dom.size(); j++) {
+            if (j == i) continue;
+            if (uses_var(dom[j].extent, v)) return std::nullopt;
+            shape.outer.push_back(dom[j].dim);
+        }
+        return shape;
+    }
+    return std::nullopt;
+}
+
+/** Step 4: the register-tiled schedule of a contraction Y(..., t, ..., n) = sum_k A(..., t, k) B(..., k, n)
  * whose row n has a constant width (see the contract). Null when the shape does not fit it. */
 std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layout &dom, const Reduce &red,
                                                  int64_t width, const DefaultScheduleTarget &target) {
     using front::LoopTransform;
     if (target.target != Target::Host || red.op != ReduceOp::Sum || dom.size() < 2 || target.vector_bits < 128)
         return std::nullopt;
-    const LayoutDim &row = dom[dom.size() - 2], &col = dom.back();
+    const LayoutDim &col = dom.back();
     const int64_t lanes = target.vector_bits / 32;
     // The column tile: 4 vectors with 32 vector registers (AVX-512), else 2, and one that divides
     // the row: a tile that does not leaves a guard inside the vector loop (30x slower, §4c).
@@ -125,8 +149,9 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     for (int64_t v = target.vector_bits >= 512 ? 4 : 2; v >= 1 && !tile_cols; v /= 2)
         if (width % (v * lanes) == 0) tile_cols = v * lanes;
     if (!tile_cols || !f.type.is_float() || f.type.bits != 32) return std::nullopt;
-    TensorPtr panel_of = column_operand(red.body, red.var.get(), row.dim->var.get(), col.dim->var.get());
-    if (!panel_of) return std::nullopt;
+    std::optional<ContractionShape> shape = contraction_shape(dom, red);
+    if (!shape) return std::nullopt;
+    const TensorPtr &panel_of = shape->column_operand;
     const Expr depth_expr = simplify(red.extent);
     const int64_t *depth = as_const_int(depth_expr);
     const int64_t panel_depth = std::min<int64_t>(256, kMaxTileElements / tile_cols);
@@ -140,10 +165,9 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
             LoopTransform{LoopTransform::Kind::Split, d, outer, inner, nullptr, factor, nullptr, Expr()});
         return std::make_pair(outer, inner);
     };
-    auto [row_o, row_i] = split(row.dim, kTileRows);
+    auto [row_o, row_i] = split(shape->rows, kTileRows);
     auto [col_o, col_i] = split(col.dim, tile_cols);
-    for (size_t i = 0; i + 2 < dom.size(); i++)
-        s.order.push_back(dom[i].dim);
+    s.order = shape->outer;
     s.order.push_back(col_o);
     DimPtr panel_at = depth ? col_o : nullptr; // a panel of non-constant depth has no constant box
     if (depth && *depth > panel_depth) {
@@ -155,7 +179,7 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     }
     s.order.insert(s.order.end(), {row_i, col_i});
     // The parallel loop: the column panels when there are enough to share, else the outermost.
-    DimPtr parallel = width / tile_cols >= 4 ? col_o : (dom.size() > 2 ? dom[0].dim : row_o);
+    DimPtr parallel = width / tile_cols >= 4 ? col_o : (shape->outer.empty() ? row_o : shape->outer[0]);
     s.annotations = {{parallel, ForKind::Parallel}, {row_i, ForKind::Unrolled}, {col_i, ForKind::Vectorized}};
     s.cache_write_at = row_o;
     if (panel_at) s.cache_reads.push_back(front::Schedule::CacheRead{panel_of, panel_at});

@@ -224,3 +224,29 @@ TEST_CASE("default schedule: a Func that is scheduled, or that another op is com
         p, kern, {X}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 30, 16,
         904);
 }
+
+TEST_CASE("default schedule: AttnV tiles its queries inside the heads over each sentence's own keys",
+          "[default_schedule]") {
+    // out(b, i, h, d) = sum_j P(b, h, i, j) V(b, j, h, d): the rows are the queries i (P uses them,
+    // V does not), the heads move outside them, the depth len(b) is ragged (no panel copy).
+    Dim batch("batch"), i("i"), h("h"), d("d"), j("j");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 29);
+    Tensor P("P", {{batch, B}, {h, 3}, {i, len(batch)}, {j, len(batch)}});
+    Tensor V("V", {{batch, B}, {j, len(batch)}, {h, 3}, {d, 32}});
+    Func O("O", {{batch, B}, {i, len(batch)}, {h, 3}, {d, 32}});
+    O.compute([&](Expr b, Expr q, Expr hh, Expr dd) { return sum(j, len(b), P(b, hh, q, j) * V(b, j, hh, dd)); });
+    Pipeline p({O}, "default_attnv");
+    CompileOptions o;
+    o.vector_bits = 256;
+    Kernel k = p.compile(o);
+    const std::string ir = k.lowered();
+    INFO(ir);
+    REQUIRE_THAT(ir, Contains("for h in [0, 0 + 3)"));
+    REQUIRE_THAT(ir, Contains("unrolled for i_i in [0, 0 + 4)"));
+    REQUIRE_THAT(ir, Contains("vectorized for d_i in [0, 0 + 16)"));
+    REQUIRE(ir.find("O_tile[") != std::string::npos);
+    REQUIRE(ir.find("V_cache") == std::string::npos);
+    testing::check_against_reference(
+        p, k, {P, V}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 29, 4, 907);
+}

@@ -191,6 +191,52 @@ def test_lowered_and_source_are_visible():
                                                                                           ("output", "Out")]
 
 
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_producer_read_once_is_inlined_unless_compute_root(keep, rng):
+    batch, seq, B, length = ragged()
+    c = cora.Dim("c")
+    X = cora.Tensor("X", [(batch, B), (seq, length(batch)), (c, 32)])
+    bias = cora.Tensor("bias", [(c, 32)])
+    Biased = cora.Func("Biased", [(batch, B), (seq, length(batch)), (c, 32)])
+    Y = cora.Func("Y", [(batch, B), (seq, length(batch)), (c, 32)])
+    Biased.compute(lambda b, s, f: X(b, s, f) + bias(f))
+    Y.compute(lambda b, s, f: cora.max(Biased(b, s, f), 0.0))
+    if keep:
+        assert Biased.compute_root() is Biased
+        with pytest.raises(cora.CompileError, match="it is marked compute_root"):
+            Biased.compute_inline()
+    k = cora.Pipeline([Y], "py_inline_default_%d" % keep).compile()
+    assert ("Biased[" in k.lowered) == keep
+    lengths = [0, 5, 17]
+    shape = shape_of(B, length, lengths)
+    x = rng.standard_normal((sum(lengths), 32)).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    y = cora.alloc(Y, shape)
+    k.run(shape, {X: x, bias: b, Y: y})
+    close(y.reshape(-1, 32), np.maximum(x + b, 0), 0)
+
+
+def test_a_gemm_left_unscheduled_gets_register_tiles_for_the_vector_width(rng):
+    t, r, n = cora.Dim("t"), cora.Dim("r"), cora.Dim("n")
+    M = cora.Param("M", 1, 4096)
+    A = cora.Tensor("A", [(t, M), (r, 300)])
+    W = cora.Tensor("W", [(r, 300), (n, 64)])
+    Y = cora.Func("Y", [(t, M), (n, 64)])
+    Y.compute(lambda i, j: cora.sum(r, 300, A(i, r) * W(r, j)))
+    tiled = cora.Pipeline([Y], "py_default_gemm").compile(vector_bits=256)
+    assert "Y_tile" in tiled.lowered and "W_cache" in tiled.lowered
+    untiled = cora.Pipeline([Y], "py_default_gemm").compile(vector_bits=-1)
+    assert "Y_tile" not in untiled.lowered
+    for m in (1, 4, 7):
+        shape = cora.RaggedShape().set(M, m)
+        a = rng.standard_normal((m, 300)).astype(np.float32)
+        w = rng.standard_normal((300, 64)).astype(np.float32)
+        for k in (tiled, untiled):
+            y = cora.alloc(Y, shape)
+            k.run(shape, {A: a, W: w, Y: y})
+            close(y.reshape(m, 64), a.astype(np.float64) @ w, 1e-4)
+
+
 def test_emulated_gpu_schedule_from_python(rng):
     i, bo, bi = cora.Dim("i"), cora.Dim("bo"), cora.Dim("bi")
     N = cora.Param("N", 1, 4096)
