@@ -1,11 +1,13 @@
 /** \file Pipelines of Funcs, compiled for a backend (the CPU, a GPU, their emulators) and run on ragged shapes. */
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cora/ArgumentKind.h"
+#include "cora/ContractionTile.h"
 #include "cora/Runtime.h"
 #include "cora/Target.h"
 #include "cora/Tensor.h"
@@ -15,6 +17,9 @@ namespace cora {
 
 class BackendRegistry;
 struct CudaProgram;
+struct TuneSample;
+struct TuneOptions;
+struct TuneResult;
 
 struct CompileOptions {
     /** Debug level: 1 prints each pass's IR, 2 also the generated source and compile command.
@@ -51,6 +56,9 @@ struct CompileOptions {
      * 0: this machine's, which the JIT compiles for (ahead-of-time libraries: each target's);
      * negative: no register-tiled defaults (the untiled default, for comparison). */
     int vector_bits = 0;
+    /** The register tiles of contractions left unscheduled, by Func name (absent: the rules of
+     * user guide §4b). Pipeline::tune fills these from its table. */
+    std::map<std::string, ContractionTile> contraction_tiles;
 };
 
 /** One argument of a compiled kernel, in ABI order. */
@@ -172,6 +180,15 @@ public:
     Kernel compile(const CompileOptions &opts = {}) const;
     /** compile() with opts.backend = `backend`: `p.compile("cuda")`. */
     Kernel compile(const std::string &backend, CompileOptions opts = {}) const;
+
+    /** Measure a few register tiles (rows, vectors, panel depth, or none) for each contraction
+     * left unscheduled, on `samples`, each candidate's outputs checked against the default's;
+     * keep the winners in a table keyed by (Func, definition, vector width, size bucket), and
+     * compile the winner. A key the table has is not measured again: the choice is the table's
+     * (deterministic); an unreadable or corrupt table is rebuilt, not trusted; an entry that no
+     * longer fits its Func is measured again. The report says which. Types in cora/Tune.h. */
+    TuneResult tune(const std::vector<TuneSample> &samples, const TuneOptions &opts) const;
+    TuneResult tune(const std::vector<TuneSample> &samples) const;
 
     const std::vector<Func> &outputs() const { return outputs_; }
     const std::string &name() const { return name_; }

@@ -15,4 +15,5 @@
 #include "cora/SparsityPropagation.h"
 #include "cora/Target.h"
 #include "cora/Tensor.h"
+#include "cora/Tune.h"
 #include "cora/Type.h"

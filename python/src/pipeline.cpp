@@ -5,6 +5,7 @@
 #include "array_arg.h"
 #include "bindings.h"
 
+#include <pybind11/operators.h>
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -46,10 +47,12 @@ CompileOptions compile_options(const std::string &backend, py::kwargs kw) {
             o.device = v.cast<int>();
         else if (key == "vector_bits")
             o.vector_bits = v.cast<int>();
+        else if (key == "contraction_tiles")
+            o.contraction_tiles = v.cast<std::map<std::string, ContractionTile>>();
         else
             throw py::type_error("compile() got an unknown option '" + key +
                                  "' (backend, debug, cache_dir, cxx, use_z3, remove_guards, build_aux_in_kernel, "
-                                 "device, vector_bits)");
+                                 "device, vector_bits, contraction_tiles)");
     }
     return o;
 }
@@ -227,15 +230,64 @@ void bind_pipeline(py::module_ &m) {
             py::arg("backend") = "cpu",
             "Lower and compile for a backend ('cpu', 'cuda', 'cuda-emulated', 'cuda-cpu-threads'); options: debug, "
             "cache_dir, cxx, use_z3, remove_guards, build_aux_in_kernel, device, vector_bits (the CPU vector width "
-            "default schedules tile for; 0: this machine's, negative: no tiles). Cached by content.")
+            "default schedules tile for; 0: this machine's, negative: no tiles), contraction_tiles ({Func name: "
+            "ContractionTile}). Cached by content.")
         .def(
             "lower_to_string",
             [](const Pipeline &p, const std::string &backend, py::kwargs kw) {
                 return p.lower_to_string(compile_options(backend, kw));
             },
             py::arg("backend") = "cpu")
+        .def(
+            "tune",
+            [](const Pipeline &p, const std::vector<RaggedShape> &shapes, const std::string &table, double budget,
+               int reps, bool retune, py::kwargs kw) {
+                TuneOptions o;
+                o.compile = compile_options("cpu", kw);
+                o.table = table;
+                o.budget_seconds = budget;
+                o.reps = reps;
+                o.retune = retune;
+                std::vector<TuneSample> samples;
+                for (const RaggedShape &s : shapes)
+                    samples.emplace_back(s);
+                py::gil_scoped_release nogil; // compiling and timing take seconds
+                return p.tune(samples, o);
+            },
+            py::arg("samples"), py::arg("table") = "", py::arg("budget") = 60.0, py::arg("reps") = 3,
+            py::arg("retune") = false,
+            "Measure register tiles for the contractions left unscheduled on the sample RaggedShapes (inputs "
+            "filled with values in [-1, 1]), keep the winners in a table (default: tuning.txt in the kernel "
+            "cache) and compile the winner; a key the table has is not measured again. Compile options as "
+            "keywords. Returns a TuneResult (kernel, report, contraction_tiles, ...).")
         .def_property_readonly("name", &Pipeline::name)
         .def_property_readonly("outputs", &Pipeline::outputs);
+
+    py::class_<ContractionTile>(m, "ContractionTile",
+                                "The register tile of a contraction left unscheduled (compile option "
+                                "contraction_tiles; what Pipeline.tune chooses).")
+        .def(py::init([](bool tiled, int rows, int vectors, int panel) {
+                 return ContractionTile{tiled, rows, vectors, panel};
+             }),
+             py::arg("tiled") = true, py::arg("rows") = 4, py::arg("vectors") = 0, py::arg("panel") = 256)
+        .def_readwrite("tiled", &ContractionTile::tiled)
+        .def_readwrite("rows", &ContractionTile::rows)
+        .def_readwrite("vectors", &ContractionTile::vectors)
+        .def_readwrite("panel", &ContractionTile::panel)
+        .def(py::self == py::self)
+        .def("__repr__", [](const ContractionTile &t) {
+            return "cora.ContractionTile(tiled=" + std::string(t.tiled ? "True" : "False") +
+                   ", rows=" + std::to_string(t.rows) + ", vectors=" + std::to_string(t.vectors) +
+                   ", panel=" + std::to_string(t.panel) + ")";
+        });
+    py::class_<TuneResult>(m, "TuneResult", "What Pipeline.tune did, and the compiled winner.")
+        .def_readonly("kernel", &TuneResult::kernel)
+        .def_readonly("report", &TuneResult::report)
+        .def_readonly("seconds", &TuneResult::seconds)
+        .def_readonly("measured", &TuneResult::measured)
+        .def_readonly("from_table", &TuneResult::from_table)
+        .def_readonly("table_rebuilt", &TuneResult::table_rebuilt)
+        .def_property_readonly("contraction_tiles", [](const TuneResult &r) { return r.options.contraction_tiles; });
 
     py::class_<AotResult>(m, "AotResult", "The files compile_to_library wrote.")
         .def_readonly("library", &AotResult::library)

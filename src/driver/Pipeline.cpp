@@ -52,6 +52,7 @@ LowerOptions lower_options(const CompileOptions &o) {
     }
     l.build_aux_in_kernel = o.build_aux_in_kernel;
     l.vector_bits = o.vector_bits > 0 ? o.vector_bits : o.vector_bits == 0 ? host_vector_bits() : 0;
+    l.contraction_tiles = o.contraction_tiles;
     return l;
 }
 

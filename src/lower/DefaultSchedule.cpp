@@ -53,15 +53,15 @@
 #include "analysis/Simplify.h"
 #include "cora/Tensor.h"
 #include "ir/Epilogue.h"
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
 #include "lower/Scheduling.h"
+#include "util/Error.h"
 
 namespace cora::ir {
 
 namespace {
-
-constexpr int64_t kTileRows = 4; ///< rows of a contraction's register tile (4 x 4 vectors: 16 accumulators)
 
 bool left_unscheduled(const TensorNode &f, const std::vector<TensorPtr> &ops) {
     const front::Schedule &s = front::schedule_of(f);
@@ -143,18 +143,40 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
         return std::nullopt;
     const LayoutDim &col = dom.back();
     const int64_t lanes = target.vector_bits / 32;
+    if (width % lanes != 0 || !f.type.is_float() || f.type.bits != 32) return std::nullopt;
+    std::optional<ContractionShape> shape = contraction_shape(dom, red);
+    if (!shape) return std::nullopt;
+    ContractionTile choice;
+    auto chosen = target.tiles ? target.tiles->find(f.name) : std::map<std::string, ContractionTile>::const_iterator();
+    bool explicit_choice = target.tiles && chosen != target.tiles->end();
+    if (explicit_choice) choice = chosen->second;
+    auto reject = [&](auto &&...msg) {
+        throw_compile_error("contraction_tiles['", f.name, "']: ", msg...,
+                            " (CompileOptions::contraction_tiles, or a tuning table's entry)");
+    };
+    if (!choice.tiled) return std::nullopt;
     // The column tile: 4 vectors with 32 vector registers (AVX-512), else 2, and one that divides
     // the row: a tile that does not leaves a guard inside the vector loop (30x slower, §4c).
     int64_t tile_cols = 0;
-    for (int64_t v = target.vector_bits >= 512 ? 4 : 2; v >= 1 && !tile_cols; v /= 2)
-        if (width % (v * lanes) == 0) tile_cols = v * lanes;
-    if (!tile_cols || !f.type.is_float() || f.type.bits != 32) return std::nullopt;
-    std::optional<ContractionShape> shape = contraction_shape(dom, red);
-    if (!shape) return std::nullopt;
+    if (choice.vectors == 0) {
+        for (int64_t v = target.vector_bits >= 512 ? 4 : 2; v >= 1 && !tile_cols; v /= 2)
+            if (width % (v * lanes) == 0) tile_cols = v * lanes;
+    } else if (choice.vectors == 1 || choice.vectors == 2 || choice.vectors == 4 || choice.vectors == 8) {
+        tile_cols = choice.vectors * lanes;
+        if (width % tile_cols != 0)
+            reject(choice.vectors, " vectors of ", lanes, " floats (", tile_cols, " columns) do not divide its row of ",
+                   width);
+    } else {
+        reject("vectors is ", choice.vectors, "; expected 0 (the default), 1, 2, 4 or 8");
+    }
+    if (choice.rows < 1 || choice.rows > 16) reject("rows is ", choice.rows, "; expected 1 to 16");
+    if (choice.panel < 1 || choice.panel * tile_cols > kMaxTileElements)
+        reject("panel is ", choice.panel, "; expected 1 to ", kMaxTileElements / tile_cols, " for a tile of ",
+               tile_cols, " columns");
     const TensorPtr &panel_of = shape->column_operand;
     const Expr depth_expr = simplify(red.extent);
     const int64_t *depth = as_const_int(depth_expr);
-    const int64_t panel_depth = std::min<int64_t>(256, kMaxTileElements / tile_cols);
+    const int64_t panel_depth = choice.panel;
 
     front::Schedule s;
     DimPtr k(DimPtr(), red.var->dim); // non-owning, as LoopReplay holds it: the definition keeps it alive
@@ -165,7 +187,7 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
             LoopTransform{LoopTransform::Kind::Split, d, outer, inner, nullptr, factor, nullptr, Expr()});
         return std::make_pair(outer, inner);
     };
-    auto [row_o, row_i] = split(shape->rows, kTileRows);
+    auto [row_o, row_i] = split(shape->rows, choice.rows);
     auto [col_o, col_i] = split(col.dim, tile_cols);
     s.order = shape->outer;
     s.order.push_back(col_o);
@@ -248,6 +270,22 @@ DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, con
     for (const TensorPtr &op : ops) {
         if (!left_unscheduled(*op, ops)) continue;
         front::Schedule s = default_schedule(*op, target);
+        // A contraction the tile rules apply to, whichever choice it got (an explicit untiled
+        // one included): what a tuner may choose for.
+        DefaultScheduleTarget rules = target;
+        rules.tiles = nullptr;
+        front::Schedule by_rules = s.cache_write_at ? s : default_schedule(*op, rules);
+        if (by_rules.cache_write_at) {
+            std::string definition;
+            for (const LayoutDim &d : op->domain)
+                definition += "[" + d.dim->name + " < " + print(d.extent) + "]";
+            const Expr width_expr = simplify(op->domain.back().extent);
+            const Reduce *red = scheduled_reduce(op->value);
+            const Expr depth = red ? simplify(red->extent) : Expr();
+            chosen.tunable.push_back(TunableContraction{op->name, definition + " = " + print(op->value),
+                                                        *as_const_int(width_expr),
+                                                        red && as_const_int(depth) != nullptr});
+        }
         if (s.cache_write_at) chosen.untiled[op.get()] = default_schedule(*op, untiled);
         chosen.schedules[op.get()] = std::move(s);
     }

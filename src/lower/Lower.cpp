@@ -113,7 +113,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     const std::vector<TensorPtr> ops = scheduled_ops(ctx);
     DefaultSchedules defaults;
     pass.run_step("choose_default_schedules", [&] {
-        defaults = choose_default_schedules(ops, DefaultScheduleTarget{ctx.target, opts.vector_bits});
+        defaults =
+            choose_default_schedules(ops, DefaultScheduleTarget{ctx.target, opts.vector_bits, &opts.contraction_tiles});
         ctx.default_schedules = defaults.schedules;
     });
     std::vector<Stmt> nests;
@@ -149,6 +150,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
                     std::cerr << "-- cora: Func '" << op->name << "' takes its untiled default schedule: " << e.what()
                               << "\n";
                 ctx.default_schedules[op.get()] = untiled->second;
+                std::erase_if(defaults.tunable, [&](const TunableContraction &t) { return t.func == op->name; });
                 nests.push_back(loop_nest(op));
             }
         }
@@ -228,6 +230,7 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
         m.functions.push_back(k);
     }
     m.prover_stats = ctx.prover->stats();
+    m.tunable = defaults.tunable;
     m.prover_stats.guards_removed = guards_removed;
     m.prover_stats.guards_kept = guards_kept;
     if (ctx.debug >= 1) std::cerr << "-- cora: prover: " << m.prover_stats.report() << "\n";

@@ -1,6 +1,11 @@
 /** \file The lowering pipeline: definitions -> a module of functions (ir/Module.h). */
 #pragma once
 
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cora/ContractionTile.h"
 #include "cora/Target.h"
 #include "lower/GpuLimits.h"
 #include "lower/LoweringContext.h"
@@ -19,11 +24,14 @@ struct LowerOptions {
     /** The CPU's vector register width in bits, which default schedules tile contractions for;
      * 0: no register-tiled default schedules. */
     int vector_bits = 0;
+    /** Register tiles chosen for contractions, by Func name (CompileOptions::contraction_tiles). */
+    std::map<std::string, ContractionTile> contraction_tiles;
 };
 
 /** A module with what the prover did for it. */
 struct LoweredModule : Module {
     ProverStats prover_stats;
+    std::vector<TunableContraction> tunable;
 };
 
 /** Lower the pipeline computing `outputs`. */

@@ -15,14 +15,23 @@
 
 #include "analysis/Bounds.h"
 #include "analysis/ProverChain.h"
-#include "formats/ragged/StorageLayout.h"
+#include "cora/ContractionTile.h"
 #include "cora/Target.h"
+#include "formats/ragged/StorageLayout.h"
 #include "front/Schedule.h"
 #include "ir/Module.h"
 #include "ir/Tensor.h"
 #include "lower/GpuLimits.h"
 
 namespace cora::ir {
+
+/** A contraction that got a register-tiled default schedule (what Pipeline::tune may choose for). */
+struct TunableContraction {
+    std::string func;        ///< the Func's name (the key of CompileOptions::contraction_tiles)
+    std::string definition;  ///< its domain and definition, printed (a tuning table's key hashes it)
+    int64_t width = 0;       ///< the constant row the tile's columns cover
+    bool has_panels = false; ///< the reduction has a constant depth (panel sizes matter)
+};
 
 /** Per-tensor storage facts decided by StorageLowering. */
 struct TensorStorage {

@@ -138,11 +138,14 @@ std::vector<TensorPtr> scheduled_ops(const LoweringContext &ctx);
 struct DefaultScheduleTarget {
     Target target = Target::Host;
     int vector_bits = 0;
+    /** Register tiles chosen by Func name (CompileOptions::contraction_tiles), or null. */
+    const std::map<std::string, ContractionTile> *tiles = nullptr;
 };
 /** The schedules chosen, and for each op given a register-tiled contraction the untiled default,
  * which Lower.cpp uses instead when the tiled one cannot be lowered. */
 struct DefaultSchedules {
     ScheduleMap schedules, untiled;
+    std::vector<TunableContraction> tunable; ///< the contractions the tile rules apply to
 };
 DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target);
 /** Whether every read in `body` is contiguous in `v` (the last index steps by one as v does, the
