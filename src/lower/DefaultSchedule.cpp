@@ -48,6 +48,7 @@
  * plan_loops and the steps after it read schedules through ctx.schedule_of.
  * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/default_schedule.cpp (the
  * tiled contractions at 128/256/512 bits, widths with a full, smaller or no tile, panels). */
+#include <algorithm>
 #include <optional>
 
 #include "analysis/Simplify.h"
@@ -289,6 +290,17 @@ DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, con
         if (s.cache_write_at) chosen.untiled[op.get()] = default_schedule(*op, untiled);
         chosen.schedules[op.get()] = std::move(s);
     }
+    // A tile named for a Func the rules do not tile would otherwise be ignored without a word.
+    if (target.tiles)
+        for (const auto &entry : *target.tiles) {
+            const std::string &name = entry.first; // (clang 14: no lambda capture of bindings)
+            if (std::none_of(chosen.tunable.begin(), chosen.tunable.end(),
+                             [&](const TunableContraction &t) { return t.func == name; }))
+                throw_compile_error("contraction_tiles['", name, "']: no Func of the pipeline by that name is a ",
+                                    "contraction left unscheduled that the default tiles apply to (a float32 sum of a ",
+                                    "row operand times a column operand read along a constant row whose width is a ",
+                                    "multiple of the ", target.vector_bits, "-bit vectors, on a CPU target)");
+        }
     return chosen;
 }
 

@@ -228,4 +228,7 @@ TEST_CASE("tune errors, and tiles given by hand", "[tune][error]") {
     REQUIRE_THROWS_WITH(p.compile(o), Contains("panel is 1024; expected 1 to 512 for a tile of 32 columns"));
     o.contraction_tiles["Y"] = ContractionTile{false, 4, 0, 256};
     REQUIRE(p.compile(o).lowered().find("Y_tile") == std::string::npos);
+    o.contraction_tiles["Z"] = ContractionTile{};
+    REQUIRE_THROWS_WITH(p.compile(o), Contains("contraction_tiles['Z']: no Func of the pipeline by that name is a "
+                                               "contraction left unscheduled"));
 }
