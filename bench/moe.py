@@ -5,12 +5,11 @@ empty. Usage: moe.py [--runs N] [--out FILE]; prints ratios, writes bench/result
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 import cora
-from results_table import write_table
+from results_table import best_ms, write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -34,16 +33,6 @@ def grouped_gemm(K, N, schedule):
           .reorder(e, no, ko, to, ki, ti, ni).parallel(no).unroll(ti).vectorize(ni)
           .cache_write(to).cache_read(W, ko))
     return cora.Pipeline([Y], "moe_" + ("recipe" if schedule else "default")).compile(), X, W, Y, E, count
-
-
-def best_ms(f, runs):
-    f()
-    best = float("inf")
-    for _ in range(runs):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
 
 
 def main(argv):

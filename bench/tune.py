@@ -11,24 +11,13 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 import cora
-from results_table import write_table
+from results_table import best_ms, write_table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def best_ms(f, runs):
-    f()
-    best = float("inf")
-    for _ in range(runs):
-        t = time.perf_counter()
-        f()
-        best = min(best, time.perf_counter() - t)
-    return best * 1e3
 
 
 def read_lengths(datasets, name, count, cap, seed):

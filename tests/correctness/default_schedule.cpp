@@ -250,3 +250,36 @@ TEST_CASE("default schedule: AttnV tiles its queries inside the heads over each 
     testing::check_against_reference(
         p, k, {P, V}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 29, 4, 907);
 }
+
+TEST_CASE("default schedule: a tiled contraction the lowering cannot accept takes its untiled default",
+          "[default_schedule]") {
+    // W is read through an index tensor: its panel's box spans Idx's whole declared range (1000 x 32
+    // elements, over the cache tile limit), so the tiled nest's cache_read is a CompileError and Y
+    // gets the untiled default instead; the results stay right.
+    Dim t("t"), r("r"), n("n"), w("w");
+    Param M("M", 1, 64);
+    Tensor X("X", {{t, M}, {r, 300}}), W("W", {{w, 1000}, {n, 32}}), Idx("Idx", {{r, 300}}, Int32);
+    Idx.index_range(0, 999);
+    Func Y("Y", {{t, M}, {n, 32}});
+    Y.compute([&](Expr a, Expr c) { return sum(r, 300, X(a, r) * W(cast(Int64, Idx(r)), c)); });
+    Pipeline p({Y}, "default_untiled_fallback");
+    CompileOptions o;
+    o.vector_bits = 256;
+    Kernel k = p.compile(o);
+    INFO(k.lowered());
+    REQUIRE(k.lowered().find("Y_tile") == std::string::npos);
+    REQUIRE_THAT(k.lowered(), Contains("vectorized for n in [0, 0 + 32)")); // the untiled default's row
+    for (int64_t m : {int64_t(1), int64_t(5), int64_t(64)}) {
+        RaggedShape shape;
+        shape.set(M, m);
+        Buffer x = Buffer::alloc(X, shape), wb = Buffer::alloc(W, shape), idx = Buffer::alloc(Idx, shape),
+               y = Buffer::alloc(Y, shape);
+        testing::fill_random(x, 11);
+        testing::fill_random(wb, 12);
+        for (int64_t i = 0; i < idx.size(); i++)
+            idx.data<int32_t>()[i] = int32_t((i * 337) % 1000);
+        k.run(shape, {Binding(X, x), Binding(W, wb), Binding(Idx, idx), Binding(Y, y)});
+        auto ref = reference_evaluate(p, shape, {{X, &x}, {W, &wb}, {Idx, &idx}});
+        testing::require_close(y, Y, shape, ref[0]);
+    }
+}
