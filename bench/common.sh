@@ -76,3 +76,16 @@ build_bench_targets() {
     nice -n 19 cmake --build "$build" --target "$t" -j "${CORA_BUILD_JOBS:-1}"
   done
 }
+
+# The Python benchmark scripts' run (moe.sh, tune.sh): installs what they need, builds the Python
+# package in build/, picks OpenBLAS's fastest correct kernel, then runs bench/SCRIPT with the rest
+# of the arguments under /usr/bin/python3 (the interpreter Debian's NumPy and PyTorch belong to).
+run_python_bench() {
+  local script=$1
+  shift
+  bash scripts/install-deps.sh
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+  cmake --build build -j "$(nproc)" --target cora_python
+  fair_openblas_core
+  PYTHONPATH=build/python /usr/bin/python3 "bench/$script" "$@"
+}

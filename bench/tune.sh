@@ -5,8 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
-bash scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j "$(nproc)" --target cora_python
-fair_openblas_core
-PYTHONPATH=build/python /usr/bin/python3 bench/tune.py "$@"
+run_python_bench tune.py "$@"

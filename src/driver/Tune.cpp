@@ -26,6 +26,7 @@
 #include "driver/KernelCache.h"
 #include "driver/Lowering.h"
 #include "driver/TuningTable.h"
+#include "lower/Scheduling.h"
 #include "util/Error.h"
 #include "util/Hash.h"
 
@@ -53,14 +54,11 @@ std::string describe(const ContractionTile &t) {
  * checked against), then narrower, taller, wider and shallower/deeper-panel tiles, then the untiled
  * nest; each only where its columns divide the row and its accumulators fit the registers. */
 std::vector<ContractionTile> candidates(const ir::TunableContraction &c, int vector_bits) {
-    const int lanes = vector_bits / 32, registers = vector_bits >= 512 ? 32 : 16;
-    int v0 = 0;
-    for (int v = vector_bits >= 512 ? 4 : 2; v >= 1 && !v0; v /= 2)
-        if (c.width % (v * lanes) == 0) v0 = v;
+    const int lanes = vector_bits / 32, registers = vector_bits >= 512 ? 32 : 16, v0 = c.default_vectors;
     std::vector<ContractionTile> out;
     auto add = [&](int rows, int vectors, int panel) {
         if (vectors < 1 || c.width % (vectors * lanes) != 0 || rows * vectors > registers - 4 ||
-            int64_t(panel) * vectors * lanes > 16384)
+            int64_t(panel) * vectors * lanes > ir::kMaxTileElements)
             return;
         ContractionTile t{true, rows, vectors, panel};
         if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);

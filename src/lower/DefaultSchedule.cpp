@@ -135,6 +135,19 @@ std::optional<ContractionShape> contraction_shape(const Layout &dom, const Reduc
     return std::nullopt;
 }
 
+} // namespace
+
+int default_tile_vectors(int64_t width, int vector_bits) {
+    // 4 vectors with 32 vector registers (AVX-512), else 2, and a tile that divides the row: one
+    // that does not leaves a guard inside the vector loop (30x slower, user guide §4c).
+    const int64_t lanes = vector_bits / 32;
+    for (int v = vector_bits >= 512 ? 4 : 2; v >= 1; v /= 2)
+        if (lanes > 0 && width % (v * lanes) == 0) return v;
+    return 0;
+}
+
+namespace {
+
 /** Step 4: the register-tiled schedule of a contraction Y(..., t, ..., n) = sum_k A(..., t, k) B(..., k, n)
  * whose row n has a constant width (see the contract). Null when the shape does not fit it. */
 std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layout &dom, const Reduce &red,
@@ -148,20 +161,16 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     std::optional<ContractionShape> shape = contraction_shape(dom, red);
     if (!shape) return std::nullopt;
     ContractionTile choice;
-    auto chosen = target.tiles ? target.tiles->find(f.name) : std::map<std::string, ContractionTile>::const_iterator();
-    bool explicit_choice = target.tiles && chosen != target.tiles->end();
-    if (explicit_choice) choice = chosen->second;
+    if (target.tiles)
+        if (auto chosen = target.tiles->find(f.name); chosen != target.tiles->end()) choice = chosen->second;
     auto reject = [&](auto &&...msg) {
         throw_compile_error("contraction_tiles['", f.name, "']: ", msg...,
                             " (CompileOptions::contraction_tiles, or a tuning table's entry)");
     };
     if (!choice.tiled) return std::nullopt;
-    // The column tile: 4 vectors with 32 vector registers (AVX-512), else 2, and one that divides
-    // the row: a tile that does not leaves a guard inside the vector loop (30x slower, §4c).
     int64_t tile_cols = 0;
     if (choice.vectors == 0) {
-        for (int64_t v = target.vector_bits >= 512 ? 4 : 2; v >= 1 && !tile_cols; v /= 2)
-            if (width % (v * lanes) == 0) tile_cols = v * lanes;
+        tile_cols = default_tile_vectors(width, target.vector_bits) * lanes;
     } else if (choice.vectors == 1 || choice.vectors == 2 || choice.vectors == 4 || choice.vectors == 8) {
         tile_cols = choice.vectors * lanes;
         if (width % tile_cols != 0)
@@ -283,9 +292,10 @@ DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, con
             const Expr width_expr = simplify(op->domain.back().extent);
             const Reduce *red = scheduled_reduce(op->value);
             const Expr depth = red ? simplify(red->extent) : Expr();
-            chosen.tunable.push_back(TunableContraction{op->name, definition + " = " + print(op->value),
-                                                        *as_const_int(width_expr),
-                                                        red && as_const_int(depth) != nullptr});
+            const int64_t width = *as_const_int(width_expr);
+            chosen.tunable.push_back(TunableContraction{op->name, definition + " = " + print(op->value), width,
+                                                        red && as_const_int(depth) != nullptr,
+                                                        default_tile_vectors(width, target.vector_bits)});
         }
         if (s.cache_write_at) chosen.untiled[op.get()] = default_schedule(*op, untiled);
         chosen.schedules[op.get()] = std::move(s);

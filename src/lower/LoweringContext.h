@@ -31,6 +31,7 @@ struct TunableContraction {
     std::string definition;  ///< its domain and definition, printed (a tuning table's key hashes it)
     int64_t width = 0;       ///< the constant row the tile's columns cover
     bool has_panels = false; ///< the reduction has a constant depth (panel sizes matter)
+    int default_vectors = 0; ///< vectors per tile row of the default tile (default_tile_vectors)
 };
 
 /** Per-tensor storage facts decided by StorageLowering. */

@@ -147,6 +147,9 @@ struct DefaultSchedules {
     ScheduleMap schedules, untiled;
     std::vector<TunableContraction> tunable; ///< the contractions the tile rules apply to
 };
+/** Vectors per row of a contraction's default register tile: 4 with 512-bit vectors, else 2, or
+ * the largest smaller power of two whose columns divide `width`; 0 when none does. */
+int default_tile_vectors(int64_t width, int vector_bits);
 DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target);
 /** Whether every read in `body` is contiguous in `v` (the last index steps by one as v does, the
  * others not at all, in a tensor stored in its declared order) or does not move with it.
