@@ -5,17 +5,19 @@
 // parallel for` over tokens, or over sentences with dynamic scheduling; -O3 -march=native),
 // `old_nest` (cora with `.parallel(b)` on every Func: the nest before the default schedule),
 // `default` (cora, no schedule call; `default_stored` and `default_untiled`: the default before it
-// inlined single-use elementwise Funcs and tiled contractions), then the recipe's steps (`r1_...`, `r2_...`: each a complete
-// schedule a user writes, described where it is added). Every cora variant's output is
-// checked against `naive` before timing: max over elements of |got - naive| / max(|naive|, 1% of
-// max |naive|); above 1e-3 the variant is reported as an error and the program exits with 1.
-// Kernels are compiled, buffers allocated and RaggedShapes built once, outside the timed loop;
-// a timed iteration is one Kernel::run (argument checks included) or one call of the naive loop.
+// inlined single-use elementwise Funcs and tiled contractions), then the recipe's steps (`r1_...`, `r2_...`: each a
+// complete schedule a user writes, described where it is added). Every cora variant's output is checked against `naive`
+// before timing: max over elements of |got - naive| / max(|naive|, 1% of max |naive|); above 1e-3 the variant is
+// reported as an error and the program exits with 1. Kernels are compiled, buffers allocated and RaggedShapes built
+// once, outside the timed loop; a timed iteration is one Kernel::run (argument checks included) or one call of the
+// naive loop.
 //
 // Data (lengths from std::mt19937 seeds 2026 / 2027 / 2028, uniform in [16, 256]):
 //   tokenwise   32 sentences (4910 tokens) x 512 features: Y = max(X + bias, 0) + R
 //   layernorm   32 sentences x 512 features
 //   softmax     32 sentences, 4 heads: P[b, h, i, :] = softmax(S[b, h, i, :len(b)])
+//   jagged_softmax  4096 rows of lengths uniform in [0, 100] (seed 2029; FBGEMM's jagged softmax):
+//               Y[r, :] = softmax(X[r, :len(r)])
 //   qkt         32 sentences, 2 heads of 64: S[b, h, i, j] = Q[b, i, h, :] . K[b, j, h, :] / 8
 //   attnv       32 sentences, 2 heads of 64: A[b, i, h, :] = sum_j P[b, h, i, j] V[b, j, h, :]
 //   gemm        8 sentences (the first 8 lengths, 1352 tokens) x 512 -> 512: Y = X W (a Linear layer)
@@ -74,6 +76,8 @@ struct Names {
         jo{"jo"}, ji{"ji"}, row{"row"}, no{"no"}, ni{"ni"}, mo{"mo"}, mi{"mi"}, panel{"panel"};
     Param B{"B", 1, 64}, H{"H", 1, 16};
     LengthArray len{"len", B, 0, 256};
+    Param rows{"rows", 1, 8192}; ///< jagged_softmax: many short rows
+    LengthArray row_len{"row_len", rows, 0, 128};
     LengthArray M{"M", B, 0, 256}, N{"N", B, 0, 256}, K{"K", B, 0, 256};
 };
 Names &names() {
@@ -189,8 +193,7 @@ struct Op {
             const bool same_non_finite = (std::isnan(got[x]) && std::isnan(want[x])) ||
                                          (std::isinf(got[x]) && (double)got[x] == (double)want[x]);
             if (same_non_finite) continue;
-            const double d =
-                std::fabs((double)got[x] - want[x]) / std::max((double)std::fabs(want[x]), 0.01 * scale);
+            const double d = std::fabs((double)got[x] - want[x]) / std::max((double)std::fabs(want[x]), 0.01 * scale);
             err = std::isfinite(d) ? std::max(err, d) : INFINITY;
         }
         v.err = err;
@@ -400,6 +403,80 @@ std::unique_ptr<Op> softmax_op() {
     op->add_cora<SoftmaxDefs>("r1_compute_at", [&](SoftmaxDefs &d) {
         for (Func *f : {&d.Mx, &d.E, &d.Z})
             f->compute_at(d.out, N.i);
+    });
+    return op;
+}
+
+// --- jagged softmax: many short rows [r, j < row_len(r)] (FBGEMM's jagged_softmax), rows of 0 too
+
+struct JaggedSoftmaxDefs {
+    Names &N = names();
+    Tensor X{"X", {{N.row, N.rows}, {N.j, N.row_len(N.row)}}};
+    Func Mx{"Mx", {{N.row, N.rows}}};
+    Func E{"E", {{N.row, N.rows}, {N.j, N.row_len(N.row)}}};
+    Func Z{"Z", {{N.row, N.rows}}};
+    Func out{"Y", {{N.row, N.rows}, {N.j, N.row_len(N.row)}}};
+    JaggedSoftmaxDefs() {
+        Mx.compute([&](Expr r) { return maximum(N.r, N.row_len(r), X(r, N.r)); });
+        E.compute([&](Expr r, Expr j) { return exp(X(r, j) - Mx(r)); });
+        Z.compute([&](Expr r) { return sum(N.r, N.row_len(r), E(r, N.r)); });
+        out.compute([&](Expr r, Expr j) { return E(r, j) / Z(r); });
+    }
+    std::vector<Tensor> inputs() const { return {X}; }
+};
+
+std::unique_ptr<Op> jagged_softmax_op() {
+    Names &N = names();
+    constexpr int kRows = 4096;
+    std::mt19937 rng(2029);
+    std::uniform_int_distribution<int32_t> u(0, 100);
+    std::vector<int32_t> len(kRows);
+    for (int32_t &x : len)
+        x = u(rng);
+    auto op = std::make_unique<Op>();
+    op->name = "jagged_softmax";
+    op->shape.set(N.rows, kRows).set(N.row_len, len);
+    const std::vector<int64_t> off = prefix(len, [](int64_t x) { return x; });
+    op->description = std::to_string(kRows) + " rows of 0-100, " + std::to_string(off.back()) + " elements";
+    JaggedSoftmaxDefs plain;
+    op->add_input(plain.X, {kRows, longest(len)}, 37, -4, 4);
+    op->out_plain = plain.out;
+    op->out_dims = {kRows, longest(len)};
+    const float *x = op->in(0);
+    auto offs = std::make_shared<std::vector<int64_t>>(off);
+    op->add_naive("naive", [=](float *y) {
+#pragma omp parallel for schedule(dynamic, 64)
+        for (int r = 0; r < kRows; r++) {
+            const int64_t lo = (*offs)[r], hi = (*offs)[r + 1];
+            float mx = -INFINITY, z = 0;
+            for (int64_t j = lo; j < hi; j++)
+                mx = std::max(mx, x[j]);
+            for (int64_t j = lo; j < hi; j++) {
+                y[j] = std::exp(x[j] - mx);
+                z += y[j];
+            }
+            for (int64_t j = lo; j < hi; j++)
+                y[j] = y[j] / z;
+        }
+    });
+    op->add_cora<JaggedSoftmaxDefs>("old_nest", [&](JaggedSoftmaxDefs &d) {
+        for (Func *f : {&d.Mx, &d.E, &d.Z, &d.out})
+            f->parallel(N.row);
+    });
+    op->add_cora<JaggedSoftmaxDefs>("default", [](JaggedSoftmaxDefs &) {});
+    // The default before a row's max, exponentials and sum were computed at the row by default:
+    // each Func in its own nest over all rows (compute_root keeps them there).
+    op->add_cora<JaggedSoftmaxDefs>("default_unfused", [](JaggedSoftmaxDefs &d) {
+        for (Func *f : {&d.Mx, &d.E, &d.Z})
+            f->compute_root();
+    });
+    // The new user's hand schedule (issue 38): the exponentials inlined into the sum and the output.
+    op->add_cora<JaggedSoftmaxDefs>("r1_compute_inline", [](JaggedSoftmaxDefs &d) { d.E.compute_inline(); });
+    // Step 2: everything of a row at the row, written out (what the default now chooses).
+    op->add_cora<JaggedSoftmaxDefs>("r2_compute_at", [&](JaggedSoftmaxDefs &d) {
+        for (Func *f : {&d.Mx, &d.E, &d.Z})
+            f->compute_at(d.out, N.row);
+        d.out.parallel(N.row);
     });
     return op;
 }
@@ -632,7 +709,8 @@ std::unique_ptr<Op> gemm_op() {
     // The default without register-tiled contractions (CompileOptions::vector_bits < 0): the ikj order.
     CompileOptions untiled;
     untiled.vector_bits = -1;
-    op->add_cora<GemmDefs>("default_untiled", [](GemmDefs &) {}, untiled);
+    op->add_cora<GemmDefs>(
+        "default_untiled", [](GemmDefs &) {}, untiled);
     // Step 1: the reduction outside the columns (naive_ikj's order): per token, Y's row is
     // updated once per r with a contiguous row of W.
     op->add_cora<GemmDefs>("r1_reduction_outside", [&](GemmDefs &d) {
@@ -883,8 +961,14 @@ int main(int argc, char **argv) {
     if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
     try {
         const std::vector<std::pair<const char *, std::unique_ptr<Op> (*)()>> all = {
-            {"tokenwise", tokenwise_op}, {"layernorm", layernorm_op}, {"softmax", softmax_op}, {"qkt", qkt_op},
-            {"attnv", attnv_op},         {"gemm", gemm_op},           {"vgemm", vgemm_op}};
+            {"tokenwise", tokenwise_op},
+            {"layernorm", layernorm_op},
+            {"softmax", softmax_op},
+            {"jagged_softmax", jagged_softmax_op},
+            {"qkt", qkt_op},
+            {"attnv", attnv_op},
+            {"gemm", gemm_op},
+            {"vgemm", vgemm_op}};
         for (auto &[op_name, make] : all)
             if (only.empty() || only.find(std::string(",") + op_name + ",") != std::string::npos)
                 ops().push_back(make());

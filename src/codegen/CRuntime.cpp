@@ -101,7 +101,9 @@ inline int cora_chunk(int64_t extent) {
 // exp(r) by Cephes' degree-7 polynomial; 2^n applied as two factors so that results down to the
 // smallest subnormal and overflow to inf come out right. Within 1.01 ulp of the exact value over
 // every float input (tests/correctness/math_functions.cpp); exact at 0, +-inf and NaN.
-inline float cora_expf(float x) {
+// always_inline: in a large body (a softmax row's passes computed at the row loop) the inliner
+// kept it a call, and the call kept the loop scalar (0.5x a naive loop).
+__attribute__((always_inline)) inline float cora_expf(float x) {
     const bool nan = x != x;
     float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x); // exp is 0 / inf beyond
     xc = nan ? 0.0f : xc;
@@ -131,7 +133,7 @@ inline float cora_expf(float x) {
 // of Numerical Recipes (erfcc, relative error below 1.2e-7), exp by cora_expf. Within 3 ulp of
 // the exact value over every float input (tests/correctness/math_functions.cpp); exact at 0,
 // +-inf and NaN.
-inline float cora_erff(float x) {
+__attribute__((always_inline)) inline float cora_erff(float x) {
     const float a = x < 0.0f ? -x : x, z = a * a;
     float s = 1.0f / 9360.0f;
     s = s * z - 1.0f / 1320.0f;

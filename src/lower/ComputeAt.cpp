@@ -3,8 +3,10 @@
  * compute_at(consumer, d) moves a producer's nest, minus the outermost loops it shares with the
  * consumer down to d, to the start of the body of the consumer's loop d. Checked: the shared dims
  * are the producer's outermost dims, in order, with equal extents; the consumer reads only the
- * current indices of them; no op in between (nor one horizontally fused with the consumer) reads
- * the producer. Producers first: a Func computed at a consumer that is itself computed at another
+ * current indices of them; an op in between that reads the producer is computed at the same
+ * consumer, as deep, and reads only those current indices too; no op horizontally fused with the
+ * consumer reads the producer. The schedules are the context's (a default may compute_at:
+ * DefaultRowFusion.cpp). Producers first: a Func computed at a consumer that is itself computed at another
  * moves along with it (when it sits inside the loops the consumer keeps).
  * Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
 #include <algorithm>
@@ -75,19 +77,19 @@ void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) 
  * the body of the consumer's loop `at_loop`. */
 void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
                      PendingInserts &pending, const LoweringContext &ctx) {
-    const TensorPtr g = front::schedule_of(*f).at_consumer.lock();
-    const DimPtr &d = front::schedule_of(*f).at_loop;
+    const TensorPtr g = ctx.schedule_of(*f).at_consumer.lock();
+    const DimPtr &d = ctx.schedule_of(*f).at_loop;
     if (!g)
         throw_compile_error("compute_at of Func '", f->name, "' at '", d->name,
                             "': its consumer no longer exists, so this pipeline cannot compute it");
     auto fail = [&](auto &&...msg) {
         throw_compile_error("compute_at of Func '", f->name, "' in '", g->name, "' at '", d->name, "': ", msg...);
     };
-    if (!front::schedule_of(*f).op_splits.empty())
+    if (!ctx.schedule_of(*f).op_splits.empty())
         fail("its op is split (split_op), so it runs as several loop nests (head and tails), while compute_at moves ",
              "one nest into the consumer's loop; drop compute_at (it then runs on its own before '", g->name,
              "') or drop split_op");
-    if (!front::schedule_of(*f).hfuse.empty() || front::schedule_of(*f).hfuse_member)
+    if (!ctx.schedule_of(*f).hfuse.empty() || ctx.schedule_of(*f).hfuse_member)
         fail("it is horizontally fused (hfuse), so its loop runs with other ops' loops, while compute_at moves it ",
              "inside a loop of '", g->name, "'; drop one of the two");
     size_t fp = (size_t)(std::find(ops.begin(), ops.end(), f) - ops.begin());
@@ -134,13 +136,27 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
     // An op between f and g that reads f must run after f: computed at g at least as deep.
     auto depth_at = [&](const TensorNode &r) {
         for (size_t j = 0; j < g->domain.size(); j++)
-            if (g->domain[j].dim == front::schedule_of(r).at_loop) return j + 1;
+            if (g->domain[j].dim == ctx.schedule_of(r).at_loop) return j + 1;
         return (size_t)0;
     };
-    for (size_t k = fp + 1; k < gp; k++)
-        if (reads(ops[k], f, ctx) &&
-            !(front::schedule_of(*ops[k]).at_consumer.lock() == g && depth_at(*ops[k]) >= depth))
+    // And it reads only the elements of the current iteration of those loops: the others are
+    // computed in other iterations (other threads, when a loop is parallel).
+    auto read_at_current = [&](const TensorPtr &reader) {
+        visit_exprs(inline_reads(reader->value, ctx), [&](const Expr &e) {
+            const Access *a = e.as<Access>();
+            if (!a || a->tensor != f) return;
+            for (size_t j = 0; j < depth; j++)
+                if (!equal(a->indices[j], var_expr(f->domain[j].dim->var)))
+                    fail("'", reader->name, "' reads it at ", print(a->indices[j]), " in dim '", f->domain[j].dim->name,
+                         "', but only the elements at its current '", f->domain[j].dim->name, "' are computed there");
+        });
+    };
+    for (size_t k = fp + 1; k < gp; k++) {
+        if (!reads(ops[k], f, ctx)) continue;
+        if (!(ctx.schedule_of(*ops[k]).at_consumer.lock() == g && depth_at(*ops[k]) >= depth))
             fail("'", ops[k]->name, "', computed before '", g->name, "', reads it");
+        read_at_current(ops[k]);
+    }
     // Ops horizontally fused with the consumer run concurrently with its iterations, so none
     // of them may read f (it is computed inside those iterations).
     std::vector<TensorPtr> group;
@@ -156,14 +172,7 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
             fail("'", m->name, "' runs in one loop with '", g->name, "' (hfuse) and reads it, but it is computed ",
                  "inside the iterations of '", g->name, "'");
     // The consumer reads f only at its current indices of those dims.
-    visit_exprs(inline_reads(g->value, ctx), [&](const Expr &e) {
-        const Access *a = e.as<Access>();
-        if (!a || a->tensor != f) return;
-        for (size_t j = 0; j < depth; j++)
-            if (!equal(a->indices[j], var_expr(f->domain[j].dim->var)))
-                fail("'", g->name, "' reads it at ", print(a->indices[j]), " in dim '", f->domain[j].dim->name,
-                     "', but only the elements at its current '", f->domain[j].dim->name, "' are computed there");
-    });
+    read_at_current(g);
     // f's own outermost loops must be the same, unguarded.
     place_pending(fp, nests, pending);
     Stmt inner = nests[fp];
@@ -183,7 +192,7 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
 void apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, const LoweringContext &ctx) {
     PendingInserts pending(ops.size());
     for (const TensorPtr &op : ops)
-        if (front::schedule_of(*op).has_compute_at()) compute_at_nest(op, ops, nests, pending, ctx);
+        if (ctx.schedule_of(*op).has_compute_at()) compute_at_nest(op, ops, nests, pending, ctx);
     for (size_t k = 0; k < ops.size(); k++)
         place_pending(k, nests, pending);
 }

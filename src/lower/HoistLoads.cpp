@@ -1,16 +1,22 @@
-/** \file Pass: hoist loop-invariant reads of aux and length arrays out of loops.
+/** \file Pass: hoist loop-invariant reads of aux arrays, length arrays and intermediates out of loops.
  *
- * Does: for each loop (innermost first), a read of a prelude aux array or a length array that
- * the loop body performs on every iteration (not under an if, a select branch, the right side
- * of && / ||, or a nested loop's body) and whose index uses nothing bound inside the loop
+ * Does: for each loop (innermost first), a read of a prelude aux array, a length array or (on the
+ * host target) an intermediate the kernel allocates, that the loop body performs on every
+ * iteration (not under an if, a select branch, the right side of && / ||, or a nested loop's
+ * body), whose index uses nothing bound inside the loop and whose array the loop does not write,
  * becomes a let in front of the loop; equal reads share one let. Repeated, a row's prefix-sum
  * read moves out of every loop that does not change the row. No read is made outside its
  * array: the let reads unconditionally when the prover shows the index in range for every
  * iteration of the loops around the let (or the loop surely runs); otherwise it is
  * select(extent > 0, read, 0), read only when the loop runs (C's ?: is lazy).
- * Those arrays are not written by a kernel's computation, so the value cannot change inside the
- * loop; a kernel that builds its aux arrays itself (build_aux_in_kernel, AOT) writes them in their
- * builds, and an array stored to inside the loop is left alone there.
+ * Why intermediates: a row's max or sum read by the loop over the row (a softmax computed at its
+ * row) is invariant there, but the C compiler cannot move it out itself, since the loop's stores
+ * might alias it (restrict on a local pointer is not honoured), and then it does not vectorize the
+ * loop. Aux and length arrays are not written by a kernel's computation; a kernel that builds its
+ * aux arrays itself (build_aux_in_kernel, AOT) writes them in their builds, and an intermediate is
+ * written by its producer: an array stored to inside the loop is left alone there. Not on a GPU
+ * target, where other threads write intermediates (shared tiles, global buffers) inside the same
+ * loops between barriers.
  * Requires: materialized UFs (loads of argument arrays). Ensures: same results, fewer loads
  * in inner loops. Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/hoist_loads.cpp (the lowered IR and
  * results). */
@@ -77,7 +83,7 @@ private:
         for_each_child(e, [&](const Expr &x) { expr(x); });
     }
 
-    /** A read of an aux/length array whose index reads only such arrays and uses no variable
+    /** A read of an array of `arrays_` whose index reads only such arrays and uses no variable
      * bound inside the loop. */
     bool invariant(const Expr &e) {
         bool ok = true;
@@ -120,6 +126,18 @@ public:
     }
 
 protected:
+    /** An intermediate of the host target joins the hoistable arrays inside its allocation. */
+    Stmt mutate_node(const Allocate *op, const Stmt &self) override {
+        if (ctx_.target != Target::Host || op->memory == MemoryType::GpuShared) return IRMutator::mutate_node(op, self);
+        const VarNode *buffer = op->buffer.get();
+        counts_[buffer] = op->size;
+        arrays_.insert(buffer);
+        Stmt s = IRMutator::mutate_node(op, self);
+        arrays_.erase(buffer);
+        counts_.erase(buffer);
+        return s;
+    }
+
     Stmt mutate_node(const For *op, const Stmt &self) override {
         scope_.push_back(ScopeEntry{op->var.get(), op->min, op->extent});
         Stmt body = mutate(op->body);
@@ -161,7 +179,7 @@ private:
                ctx_.prover->prove_nonneg(Sub::make(Sub::make(count, l.index), IntImm::make(1)), scope_);
     }
     const LoweringContext &ctx_;
-    std::map<const VarNode *, Expr> counts_; ///< aux and length arrays: their element counts
+    std::map<const VarNode *, Expr> counts_; ///< aux, length and in-scope intermediate arrays: their element counts
     std::set<const VarNode *> arrays_;
     Scope scope_;
 };

@@ -3,7 +3,8 @@
  *   1. collect funcs (producers first) and validate them: dims, extents, access bounds, storage cover
  *   1b. select_inlined: compute_inline Funcs leave the list; their reads get expanded
  *   2. the loop nests (Scheduling.h): choose_default_schedules for the ops left unscheduled (outer
- *      loops fused into one parallel loop, innermost vectorized), then per op (each Func, then its
+ *      loops fused into one parallel loop, innermost vectorized, contractions register-tiled) and
+ *      row_fused_defaults (a row's reductions computed at the row), then per op (each Func, then its
  *      op-split tails):
  *      plan_loops (the schedule's transforms replayed on front::LoopReplay: split, fuse with
  *      prelude-built fusion maps, pad_loop incl. bulk padding, remap; reorder; extents; loop
@@ -21,7 +22,7 @@
  *      length checks, so callers pass no aux arrays, and a size query function)
  *   7. materialize_ufs: UF calls become loads of argument arrays
  *   8. simplify
- *   9. hoist_loads: loop-invariant aux/length-array reads move out of loops
+ *   9. hoist_loads: loop-invariant reads of aux/length arrays and intermediates move out of loops
  *  10. decide_loop_execution: one level of parallel loops, each with its work split
  *  11. lower_thread_reductions (GPU targets): a reduction loop bound to threads becomes per-thread
  *      parts and a combine between two barriers
@@ -116,6 +117,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
         defaults =
             choose_default_schedules(ops, DefaultScheduleTarget{ctx.target, opts.vector_bits, &opts.contraction_tiles});
         ctx.default_schedules = defaults.schedules;
+        for (auto &[op, schedule] : row_fused_defaults(ops, defaults.schedules, ctx))
+            ctx.default_schedules[op] = schedule;
     });
     std::vector<Stmt> nests;
     std::vector<Permutation> permutations; // loop remaps, checked at run time

@@ -1,6 +1,7 @@
 /** \file The steps that turn each op's schedule into a loop nest, in the order Lower.cpp runs
  * them, and the plan they share. One file per step:
  *   choose_default_schedules (DefaultSchedule.cpp)  the schedule of ops left unscheduled
+ *   row_fused_defaults (DefaultRowFusion.cpp)       a row's reductions computed at the row
  *   plan_loops (LoopPlan.cpp)             transforms replayed on front::LoopReplay, reorder,
  *                                         extents in loop variables, loop kinds
  *   check_gpu_bindings (GpuBindings.cpp)  loops bound to GPU blocks/threads fit the target
@@ -151,6 +152,11 @@ struct DefaultSchedules {
  * the largest smaller power of two whose columns divide `width`; 0 when none does. */
 int default_tile_vectors(int64_t width, int vector_bits);
 DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target);
+/** The defaults of a row-wise op left unscheduled and of the per-row Funcs it reads replaced by
+ * those Funcs computed at its row loop (compute_at), the row loop parallel: the replacement
+ * schedules, to merge into `defaults` (DefaultRowFusion.cpp; host target only). */
+ScheduleMap row_fused_defaults(const std::vector<TensorPtr> &ops, const ScheduleMap &defaults,
+                               const LoweringContext &ctx);
 /** Whether every read in `body` is contiguous in `v` (the last index steps by one as v does, the
  * others not at all, in a tensor stored in its declared order) or does not move with it.
  * (LowerReductions.cpp) */

@@ -3,6 +3,9 @@
  * lowered IR, and the results against the reference on the edge-case length batches. */
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 #include "common/ragged_testing.h"
 #include "cora/cora.h"
 
@@ -281,5 +284,106 @@ TEST_CASE("default schedule: a tiled contraction the lowering cannot accept take
         k.run(shape, {Binding(X, x), Binding(W, wb), Binding(Idx, idx), Binding(Y, y)});
         auto ref = reference_evaluate(p, shape, {{X, &x}, {W, &wb}, {Idx, &idx}});
         testing::require_close(y, Y, shape, ref[0]);
+    }
+}
+
+TEST_CASE("default schedule: a jagged softmax computes each row's max and sum at the row", "[default_schedule]") {
+    // Y(r, j) = exp(X(r, j) - Mx(r)) / Z(r) over rows of 0 to 40: Mx, E and Z are computed inside
+    // Y's parallel row loop (one parallel loop, no row-index map per element), and the row's max
+    // and sum are read once per row (hoisted), so the C compiler vectorizes the row loops.
+    Dim row("row"), j("j"), k("k");
+    Param R("R", 1, 64);
+    LengthArray len("len", R, 0, 40);
+    Tensor X("X", {{row, R}, {j, len(row)}});
+    Func Mx("Mx", {{row, R}}), E("E", {{row, R}, {j, len(row)}}), Z("Z", {{row, R}});
+    Func Y("Y", {{row, R}, {j, len(row)}});
+    Mx.compute([&](Expr r) { return maximum(k, len(r), X(r, k)); });
+    E.compute([&](Expr r, Expr c) { return exp(X(r, c) - Mx(r)); });
+    Z.compute([&](Expr r) { return sum(k, len(r), E(r, k)); });
+    Y.compute([&](Expr r, Expr c) { return E(r, c) / Z(r); });
+    Pipeline p({Y}, "default_jagged_softmax");
+    Kernel kern = p.compile();
+    const std::string ir = kern.lowered();
+    INFO(ir);
+    REQUIRE(testing::count_occurrences(ir, "parallel for") == 1);
+    REQUIRE_THAT(ir, Contains("parallel for row in"));
+    REQUIRE(ir.find("fo_") == std::string::npos);
+    REQUIRE(testing::count_occurrences(ir, "local acc_k_p7") == 2);
+    REQUIRE_THAT(ir, Contains("Mx_h"));
+    REQUIRE_THAT(ir, Contains("Z_h"));
+    auto bind = [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, R, len, l); };
+    testing::check_against_reference(p, kern, {X}, bind, 40, 16, 906);
+
+    SECTION("compute_root keeps a row's Func in its own nest over all rows") {
+        Mx.compute_root();
+        E.compute_root();
+        Z.compute_root();
+        Kernel stored = p.compile();
+        INFO(stored.lowered());
+        REQUIRE(testing::count_occurrences(stored.lowered(), "parallel for") == 4);
+        testing::check_against_reference(p, stored, {X}, bind, 40, 16, 907);
+    }
+    SECTION("a per-row Func that is also an output, or read at another row, stays in its own nest") {
+        Func Shifted("Shifted", {{row, R}, {j, len(row)}});
+        Shifted.compute([&](Expr r, Expr c) { return Y(r, c) + Z(max(r - 1, 0)); });
+        Pipeline shifted({Shifted}, "default_jagged_shifted");
+        Kernel ks = shifted.compile();
+        INFO(ks.lowered());
+        // Z is read by Shifted at row r - 1: Z, and E, which Z reads, keep their own nests; Mx,
+        // read by E alone, is computed at E's row (3 parallel loops: E, Z, Shifted).
+        REQUIRE(testing::count_occurrences(ks.lowered(), "parallel for") == 3);
+        REQUIRE_THAT(ks.lowered(), Contains("parallel for row_j"));
+        testing::check_against_reference(shifted, ks, {X}, bind, 40, 16, 908);
+        Pipeline both({Y, Z}, "default_jagged_two_outputs");
+        Kernel kb = both.compile();
+        INFO(kb.lowered());
+        REQUIRE(testing::count_occurrences(kb.lowered(), "parallel for") >= 3);
+        testing::check_against_reference(both, kb, {X}, bind, 40, 16, 909);
+    }
+}
+
+TEST_CASE("default schedule: a per-row LayerNorm over constant rows computes its statistics at the row",
+          "[default_schedule]") {
+    Dim t("t"), c("c"), k("k");
+    Param T("T", 0, 300);
+    Tensor X("X", {{t, T}, {c, 48}});
+    Func Mean("Mean", {{t, T}}), Var("Var", {{t, T}}), Out("Out", {{t, T}, {c, 48}});
+    Mean.compute([&](Expr r) { return sum(k, 48, X(r, k)) / 48.0f; });
+    Var.compute([&](Expr r) {
+        Expr d = X(r, k) - Mean(r);
+        return sum(k, 48, d * d) / 48.0f;
+    });
+    Out.compute([&](Expr r, Expr f) { return (X(r, f) - Mean(r)) / sqrt(Var(r) + 1e-5f); });
+    Pipeline p({Out}, "default_row_layernorm");
+    Kernel kern = p.compile();
+    const std::string ir = kern.lowered();
+    INFO(ir);
+    REQUIRE(testing::count_occurrences(ir, "parallel for") == 1);
+    REQUIRE_THAT(ir, Contains("parallel for t in"));
+    REQUIRE_THAT(ir, Contains("vectorized for c in [0, 0 + 48)"));
+    for (int64_t rows : {0, 1, 7, 300}) {
+        RaggedShape sh;
+        sh.set(T, rows);
+        Buffer x = Buffer::alloc(X, sh), out = Buffer::alloc(Out, sh);
+        for (int64_t i = 0; i < x.size(); i++)
+            x.at(i) = (float)((i * 37) % 101) / 50.0f - 1.0f + (float)(i / 48) * 0.01f;
+        kern.run(sh, {Binding(X, x), Binding(Out, out)});
+        double err = 0;
+        for (int64_t r = 0; r < rows; r++) {
+            double m = 0, v = 0;
+            for (int f = 0; f < 48; f++)
+                m += x.at(r * 48 + f);
+            m /= 48;
+            for (int f = 0; f < 48; f++)
+                v += (x.at(r * 48 + f) - m) * (x.at(r * 48 + f) - m);
+            v /= 48;
+            for (int f = 0; f < 48; f++) {
+                const double want = (x.at(r * 48 + f) - m) / std::sqrt(v + 1e-5);
+                const double d = std::fabs(out.at(r * 48 + f) - want);
+                err = std::isnan(d) ? INFINITY : std::max(err, d);
+            }
+        }
+        INFO("rows " << rows);
+        REQUIRE(err < 1e-4);
     }
 }

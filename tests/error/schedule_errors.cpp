@@ -448,6 +448,22 @@ TEST_CASE("illegal compute_at is rejected with clear messages", "[error][schedul
         F2.compute_at(G2, batch);
         REQUIRE_NOTHROW(Pipeline({G2}).compile());
     }
+    {
+        // Mid is computed at G too, but reads Rs at the previous sentence, whose element was
+        // computed in another iteration (another thread: G's batch loop is parallel).
+        Tensor C1("C1", {{batch, B}});
+        Func Rs("Rs", {{batch, B}}), Mid("Mid", {{batch, B}, {seq, len(batch)}}),
+            G("G", {{batch, B}, {seq, len(batch)}});
+        Rs.compute([&](Expr b) { return C1(b) + 1; });
+        Mid.compute([&](Expr b, Expr s) { return A(b, s) + Rs(max(b - 1, 0)); });
+        G.compute([&](Expr b, Expr s) { return Mid(b, s) * Rs(b); });
+        Rs.compute_at(G, batch);
+        Mid.compute_at(G, batch);
+        G.parallel(batch);
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(),
+                            Contains("compute_at of Func 'Rs' in 'G' at 'batch': 'Mid' reads it at") &&
+                                Contains("but only the elements at its current 'batch' are computed there"));
+    }
 }
 
 TEST_CASE("illegal reduction loops and caches are rejected with clear messages", "[error][schedule][cache]") {
