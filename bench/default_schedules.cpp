@@ -328,6 +328,12 @@ std::unique_ptr<Op> layernorm_op() {
         d.out.parallel(N.b);
     });
     op->add_cora<LayerNormDefs>("default", [](LayerNormDefs &) {});
+    // The default before a row's statistics were computed at the row: Mean and Rstd in their own
+    // nests over all tokens (compute_root keeps them there).
+    op->add_cora<LayerNormDefs>("default_unfused", [](LayerNormDefs &d) {
+        d.Mean.compute_root();
+        d.Rstd.compute_root();
+    });
     // Step 1: the two row statistics computed per token inside Out's token loop (one pass over
     // the tokens instead of three); Out keeps a vector loop over its features. compute_at needs
     // Out's loops b and s unfused, so Out's parallel loop is over sentences.
@@ -398,6 +404,11 @@ std::unique_ptr<Op> softmax_op() {
             f->parallel(N.b);
     });
     op->add_cora<SoftmaxDefs>("default", [](SoftmaxDefs &) {});
+    // The default before a row's max, exponentials and sum were computed at the row.
+    op->add_cora<SoftmaxDefs>("default_unfused", [](SoftmaxDefs &d) {
+        for (Func *f : {&d.Mx, &d.E, &d.Z})
+            f->compute_root();
+    });
     // Step 1: max, exponentials and sum of a row computed next to the row (compute_at at P's
     // row loop i); P keeps its nest (compute_at needs P's loops unfused), parallel over sentences.
     op->add_cora<SoftmaxDefs>("r1_compute_at", [&](SoftmaxDefs &d) {

@@ -6,9 +6,11 @@
  * current indices of them; an op in between that reads the producer is computed at the same
  * consumer, as deep, and reads only those current indices too; no op horizontally fused with the
  * consumer reads the producer. The schedules are the context's (a default may compute_at:
- * DefaultRowFusion.cpp). Producers first: a Func computed at a consumer that is itself computed at another
- * moves along with it (when it sits inside the loops the consumer keeps).
- * Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
+ * DefaultRowFusion.cpp), and a consumer's loop may be a fused loop over several of the
+ * producer's outermost dims when the producer fuses the same dims into the same loop over the
+ * same extent (a default's fused token loop; the frontend lets a user name only a domain dim). Producers first: a Func
+ * computed at a consumer that is itself computed at another moves along with it (when it sits inside the loops the
+ * consumer keeps). Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
 #include <algorithm>
 #include <functional>
 
@@ -72,6 +74,24 @@ void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) 
     pending[k].clear();
 }
 
+} // namespace
+
+std::vector<DimPtr> dims_of_loop(const VarNode *v, const TensorNode &t, const front::Schedule &s) {
+    for (const LayoutDim &ld : t.domain)
+        if (ld.dim->var.get() == v) return {ld.dim};
+    for (const front::LoopTransform &tr : s.transforms)
+        if (tr.kind == front::LoopTransform::Kind::Fuse && tr.fused->var.get() == v) {
+            std::vector<DimPtr> a = dims_of_loop(tr.outer->var.get(), t, s),
+                                b = dims_of_loop(tr.inner->var.get(), t, s);
+            if (a.empty() || b.empty()) return {};
+            a.insert(a.end(), b.begin(), b.end());
+            return a;
+        }
+    return {};
+}
+
+namespace {
+
 /** compute_at: takes the nest of `f` (with its own producers placed), strips the outermost
  * loops it shares with the consumer down to `at_loop`, and queues the rest for the start of
  * the body of the consumer's loop `at_loop`. */
@@ -114,29 +134,48 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
                      : front::why_not_a_loop(*g, d.get()),
              "; ", rule);
     }
-    size_t depth = outer.size();
+    const size_t depth = outer.size();
+    // Each loop covers one of f's outermost dims, or several when it is a fused loop of a default
+    // schedule (row_fused_defaults: the same fuse in both schedules); `shared` counts the dims.
+    std::vector<std::vector<DimPtr>> covered(depth);
+    size_t shared = 0;
     for (size_t j = 0; j < depth; j++) {
-        if (j == f->domain.size()) fail("it has fewer dims than the consumer's loops down to '", d->name, "'");
-        const LayoutDim &fd = f->domain[j];
+        covered[j] = dims_of_loop(outer[j]->var.get(), *g, ctx.schedule_of(*g));
+        if (covered[j].size() > 1) {
+            for (const DimPtr &c : covered[j]) {
+                if (shared == f->domain.size() || f->domain[shared].dim != c)
+                    fail("the consumer's loop '", outer[j]->var->name, "' fuses dim '", c->name,
+                         "', which is not its dim ", shared, "; ", rule);
+                shared++;
+            }
+            continue;
+        }
+        if (shared == f->domain.size()) fail("it has fewer dims than the consumer's loops down to '", d->name, "'");
+        const LayoutDim &fd = f->domain[shared++];
         if (outer[j]->var != fd.dim->var) {
             bool consumer_dim = j < g->domain.size() && g->domain[j].dim == fd.dim;
             std::vector<DimPtr> live = front::final_loops(*g, true);
             bool live_dim = std::any_of(live.begin(), live.end(), [&](const DimPtr &l) { return l == fd.dim; });
-            fail("the consumer's loop ", j, " is '", outer[j]->var->name, "' but its dim ", j, " is '", fd.dim->name,
-                 "'",
+            fail("the consumer's loop ", j, " is '", outer[j]->var->name, "' but its dim ", shared - 1, " is '",
+                 fd.dim->name, "'",
                  consumer_dim && !live_dim
                      ? concat(" (in '", g->name, "': ", front::why_not_a_loop(*g, fd.dim.get()), ")")
                      : std::string(),
                  "; ", rule);
         }
-        if (!equal(simplify(outer[j]->extent), simplify(fd.extent)))
+        // Inside a fused loop the extent is in the fused index: compared with f's own loop below.
+        if (shared == j + 1 && !equal(simplify(outer[j]->extent), simplify(fd.extent)))
             fail("the consumer's loop '", fd.dim->name, "' runs to ", print(outer[j]->extent), ", not over its extent ",
                  print(fd.extent));
     }
     // An op between f and g that reads f must run after f: computed at g at least as deep.
     auto depth_at = [&](const TensorNode &r) {
-        for (size_t j = 0; j < g->domain.size(); j++)
-            if (g->domain[j].dim == ctx.schedule_of(r).at_loop) return j + 1;
+        const DimPtr &at = ctx.schedule_of(r).at_loop;
+        size_t j = 0;
+        for (const For *loop = nests[gp].as<For>(); loop; loop = loop->body.as<For>(), j++)
+            if (at && loop->var == at->var) return j + 1;
+        for (j = 0; j < g->domain.size(); j++)
+            if (g->domain[j].dim == at) return j + 1;
         return (size_t)0;
     };
     // And it reads only the elements of the current iteration of those loops: the others are
@@ -145,7 +184,7 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
         visit_exprs(inline_reads(reader->value, ctx), [&](const Expr &e) {
             const Access *a = e.as<Access>();
             if (!a || a->tensor != f) return;
-            for (size_t j = 0; j < depth; j++)
+            for (size_t j = 0; j < shared; j++)
                 if (!equal(a->indices[j], var_expr(f->domain[j].dim->var)))
                     fail("'", reader->name, "' reads it at ", print(a->indices[j]), " in dim '", f->domain[j].dim->name,
                          "', but only the elements at its current '", f->domain[j].dim->name, "' are computed there");
@@ -178,9 +217,18 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
     Stmt inner = nests[fp];
     for (size_t j = 0; j < depth; j++) {
         const For *loop = inner.as<For>();
-        if (!loop || loop->var != f->domain[j].dim->var)
+        if (covered[j].size() > 1 && (!loop || loop->var != outer[j]->var ||
+                                      dims_of_loop(loop->var.get(), *f, ctx.schedule_of(*f)) != covered[j] ||
+                                      !equal(simplify(loop->extent), simplify(outer[j]->extent))))
+            fail("the consumer's loop '", outer[j]->var->name,
+                 "' fuses several of its dims, and its own nest does not ",
+                 "start with the same fused loop over the same extent; ", rule);
+        if (!loop || loop->var != outer[j]->var)
             fail("its own loop nest must start with its dims down to '", d->name,
                  "', unsplit and unguarded (schedule only the loops inside them)");
+        if (!equal(simplify(loop->extent), simplify(outer[j]->extent)))
+            fail("the consumer's loop '", outer[j]->var->name, "' runs to ", print(outer[j]->extent), ", its own to ",
+                 print(loop->extent));
         inner = loop->body;
     }
     pending[gp][d->var.get()].push_back(inner);

@@ -8,18 +8,29 @@
  * (compute_at), a row's max, exponentials and sum are computed right before the row is written,
  * while it is in cache: the nest of a hand-written loop (0.25 ms against 0.70 ms on a jagged
  * softmax of 4,096 rows of 0-100, 2 threads; bench/results/default_schedules.md, jagged_softmax).
+ * Where the rows' values are read per element through the fused loop's row-index map (E and C
+ * read Mx(r), Z(r) at map(t) for each element t), computed at the row they are read once per row.
  *
- * The group: C has two dims [r, j], r's extent loop-invariant, no reduction and no other
- * schedule (it got a default); a member P is a Func that got an untiled default, is not an
- * output nor marked compute_root (computed whole in its own nest), has r as its outermost dim with the same extent, and
- * is read only by C and other members, always at the reader's own r. Producers are taken from C backwards, so a
- * member's readers are decided before it. Members with no reduction join only when a reduction does: a group without
- * one gains no locality. The schedules: every member compute_at(C, r); C parallel over r (like the hand loop: one
- * thread per row at a time, so a batch of one row uses one thread); the innermost loop of C and of each member
- * vectorized when its extent is a constant and the Func has no reduction (as DefaultSchedule.cpp's step 2), else left
- * to the C compiler, which vectorizes a plain row loop once the row's max and sum are hoisted out of it
- * (HoistLoads.cpp). An op whose dims are deeper ([b, h, i, j]: attention scores) keeps the
- * fused-token defaults, which parallelize over all rows of a batch of one sentence too.
+ * The group: C has dims [r..., j] (the rows r..., then a ragged row j), no reduction and no
+ * other schedule (it got an untiled default); a member P is a Func that got an untiled default, is not
+ * an output nor marked compute_root (computed whole in its own nest), has C's row dims as its
+ * outermost dims with the same extents, and is read only by C and other members, always at the
+ * reader's own row. Producers are taken from C backwards, so a member's readers are decided
+ * before it. Members with no reduction join only when a reduction does: a group without one
+ * gains no locality. The loop the members are computed at:
+ *  - two dims [r, j]: r, unfused from j (the default fuses a ragged j into r: a row-index map
+ *    read per element) and parallel, like the hand loop (a batch of one row uses one thread);
+ *  - deeper ([b, h, i, j]: attention scores; [b, s, c]: a LayerNorm over ragged sentences): the
+ *    loop C's default fused all the row dims into (the fused token loop, parallel over every row
+ *    of every sentence and head), which each member fuses the same way (the same transforms);
+ *    ComputeAt.cpp accepts such a shared fused loop. C keeps its default.
+ * The innermost loop of each member inside the rows is vectorized when its extent is a constant
+ * and it has no reduction (as DefaultSchedule.cpp's step 2), else left to the C compiler, which
+ * vectorizes a plain row loop once the row's max and sum are hoisted out of it (HoistLoads.cpp).
+ *
+ * Not for a row of constant width (a LayerNorm over 512 features): there each Func's own nest
+ * reads the row's statistics without a map and vectorizes whole rows, and computed at the row
+ * it ran 0.85x as fast (layernorm in bench/results/default_schedules.md, default_unfused).
  *
  * Inputs: the ops in order, the default schedules chosen for them, the lowering context (which
  * op reads which, the outputs). Output: the replacement schedules of the group members and
@@ -27,6 +38,7 @@
  * Tests: tests/correctness/default_schedule.cpp (jagged softmax and layer norm against a
  * reference, rows of 0 and 1 and the maximum), tests/pass/passes.cpp (the groups chosen). */
 #include <algorithm>
+#include <optional>
 
 #include "analysis/Simplify.h"
 #include "ir/IRVisitor.h"
@@ -43,29 +55,55 @@ bool has_reduction(const Expr &e) {
     return found;
 }
 
-/** Every read of `producer` in `reader`'s definition indexes its first dim at the reader's own
- * first index (the row the reader is computing). */
-bool reads_current_row(const TensorNode &reader, const TensorPtr &producer, const LoweringContext &ctx) {
-    const Expr row = var_expr(reader.domain[0].dim->var);
+/** Every read of `producer` in `reader`'s definition indexes its first `rows` dims at the
+ * reader's own indices (the row the reader is computing). */
+bool reads_current_row(const TensorNode &reader, const TensorPtr &producer, size_t rows, const LoweringContext &ctx) {
     bool ok = true;
     visit_exprs(inline_reads(reader.value, ctx), [&](const Expr &e) {
         const Access *a = e.as<Access>();
-        if (a && &store_target(*a->tensor) == &store_target(*producer))
-            ok = ok && !a->indices.empty() && equal(a->indices[0], row);
+        if (!a || &store_target(*a->tensor) != &store_target(*producer)) return;
+        ok = ok && a->indices.size() >= rows;
+        for (size_t q = 0; ok && q < rows; q++)
+            ok = equal(a->indices[q], var_expr(reader.domain[q].dim->var));
     });
     return ok;
 }
 
-/** The innermost loop of `f` vectorized, as the untiled default's step 2 does: a constant extent
- * of at least 2, no reduction, storage in declared order. */
-void vectorize_row(const TensorNode &f, front::Schedule &s) {
+/** The innermost loop of `f` vectorized, as the untiled default's step 2 does: a dim inside the
+ * rows, a constant extent of at least 2, no reduction, storage in declared order. */
+void vectorize_row(const TensorNode &f, size_t rows, front::Schedule &s) {
     const LayoutDim &inner = f.domain.back();
     const Expr extent = simplify(inner.extent);
     const int64_t *e = as_const_int(extent);
-    if (f.domain.size() < 2 || !e || *e < 2 || has_reduction(f.value)) return;
+    if (f.domain.size() <= rows || !e || *e < 2 || has_reduction(f.value)) return;
     for (const StorageTransform &st : store_target(f).storage_transforms)
         if (st.kind != StorageTransform::Kind::Fuse) return;
     s.annotations.emplace_back(inner.dim, ForKind::Vectorized);
+}
+
+/** The loop over the rows of `consumer` (its dims but the last): with two dims, its first dim
+ * (whose extent must not be ragged); deeper, the loop its default fused them into (every
+ * transform of that default a fuse, the outermost loop covering exactly those dims), with those
+ * transforms. Null when there is none. */
+struct RowLoop {
+    DimPtr loop;
+    std::vector<front::LoopTransform> fuses;
+};
+std::optional<RowLoop> row_loop(const TensorNode &consumer, const front::Schedule &dflt) {
+    const size_t rows = consumer.domain.size() - 1;
+    if (rows == 1) {
+        if (!vars_of(consumer.domain[0].extent, VarRole::Index).empty()) return std::nullopt;
+        return RowLoop{consumer.domain[0].dim, {}};
+    }
+    if (dflt.transforms.empty()) return std::nullopt;
+    for (const front::LoopTransform &t : dflt.transforms)
+        if (t.kind != front::LoopTransform::Kind::Fuse) return std::nullopt;
+    const DimPtr &fused = dflt.transforms.back().fused;
+    std::vector<DimPtr> covered = dims_of_loop(fused->var.get(), consumer, dflt);
+    if (covered.size() != rows) return std::nullopt;
+    for (size_t q = 0; q < rows; q++)
+        if (covered[q] != consumer.domain[q].dim) return std::nullopt;
+    return RowLoop{fused, dflt.transforms};
 }
 
 } // namespace
@@ -81,26 +119,31 @@ ScheduleMap row_fused_defaults(const std::vector<TensorPtr> &ops, const Schedule
     };
     for (size_t c = ops.size(); c-- > 0;) {
         const TensorPtr &consumer = ops[c];
-        if (consumer->domain.size() != 2 || !untiled_default(*consumer) || has_reduction(consumer->value) ||
-            !vars_of(consumer->domain[0].extent, VarRole::Index).empty())
+        if (consumer->domain.size() < 2 || !untiled_default(*consumer) || has_reduction(consumer->value) ||
+            as_const_int(simplify(consumer->domain.back().extent)))
             continue;
-        const LayoutDim &row = consumer->domain[0];
+        const size_t rows = consumer->domain.size() - 1;
+        const std::optional<RowLoop> at = row_loop(*consumer, defaults.at(consumer.get()));
+        if (!at) continue;
         std::vector<const TensorNode *> group{consumer.get()};
         std::vector<TensorPtr> members;
         bool any_reduction = false;
         for (size_t p = c; p-- > 0;) {
             const TensorPtr &producer = ops[p];
             if (!untiled_default(*producer) || ctx.is_output(producer.get()) ||
-                front::schedule_of(*producer).keep_stored || producer->domain.empty() ||
-                producer->domain[0].dim != row.dim ||
-                !equal(simplify(producer->domain[0].extent), simplify(row.extent)))
+                front::schedule_of(*producer).keep_stored || producer->domain.size() < rows)
                 continue;
+            bool same_rows = true;
+            for (size_t q = 0; q < rows && same_rows; q++)
+                same_rows = producer->domain[q].dim == consumer->domain[q].dim &&
+                            equal(simplify(producer->domain[q].extent), simplify(consumer->domain[q].extent));
+            if (!same_rows) continue;
             bool read_by_group_only = true, read = false;
             for (size_t r = p + 1; r < ops.size() && read_by_group_only; r++) {
                 if (!reads(ops[r], producer, ctx)) continue;
                 read = true;
                 read_by_group_only = std::find(group.begin(), group.end(), ops[r].get()) != group.end() &&
-                                     reads_current_row(*ops[r], producer, ctx);
+                                     reads_current_row(*ops[r], producer, rows, ctx);
             }
             if (!read || !read_by_group_only) continue;
             group.push_back(producer.get());
@@ -108,15 +151,18 @@ ScheduleMap row_fused_defaults(const std::vector<TensorPtr> &ops, const Schedule
             any_reduction = any_reduction || has_reduction(producer->value);
         }
         if (!any_reduction) continue;
-        front::Schedule at_row;
-        at_row.annotations.emplace_back(row.dim, ForKind::Parallel);
-        vectorize_row(*consumer, at_row);
-        fused[consumer.get()] = at_row;
+        if (rows == 1) { // the row loop unfused from the row (the default fuses a ragged one in)
+            front::Schedule s;
+            s.annotations.emplace_back(at->loop, ForKind::Parallel);
+            vectorize_row(*consumer, rows, s);
+            fused[consumer.get()] = s;
+        }
         for (const TensorPtr &m : members) {
             front::Schedule s;
+            s.transforms = at->fuses;
             s.at_consumer = consumer;
-            s.at_loop = row.dim;
-            vectorize_row(*m, s);
+            s.at_loop = at->loop;
+            vectorize_row(*m, rows, s);
             fused[m.get()] = s;
         }
     }

@@ -161,6 +161,10 @@ ScheduleMap row_fused_defaults(const std::vector<TensorPtr> &ops, const Schedule
  * others not at all, in a tensor stored in its declared order) or does not move with it.
  * (LowerReductions.cpp) */
 bool reads_contiguously(const Expr &body, const VarPtr &v);
+/** The domain dims of `t` that its loop `v` covers under schedule `s`, outermost first: the dim
+ * itself, or both parts' dims for a loop made by fuse; empty for a loop made otherwise.
+ * (ComputeAt.cpp) */
+std::vector<DimPtr> dims_of_loop(const VarNode *v, const TensorNode &t, const front::Schedule &s);
 /** Whether op `consumer` reads what op `producer` writes. (ComputeAt.cpp) */
 bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringContext &ctx);
 /** Moves each compute_at producer's nest into its consumer's loop. (ComputeAt.cpp) */

@@ -37,3 +37,40 @@ TEST_CASE("row softmax with max and sum computed at each row of the output", "[c
         }
     }
 }
+
+TEST_CASE("compute_at inside a fused loop that the producer fuses the same way", "[compute_at]") {
+    // G's rows (batch, q) fused into one loop bq; F fuses the same dims into the same Dim, so its
+    // nest starts with the same loop and can be computed at G's kv: F's element right before G's.
+    Dim batch("batch"), q("q"), kv("kv"), bq("bq"), other("other");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 24);
+    Tensor S("S", {{batch, B}, {q, len(batch)}, {kv, len(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    Func F("F", {{batch, B}, {q, len(batch)}, {kv, len(batch)}}),
+        G("G", {{batch, B}, {q, len(batch)}, {kv, len(batch)}});
+    F.compute([&](Expr b, Expr i, Expr j) { return S(b, i, j) * 2.0f + 1.0f; });
+    G.compute([&](Expr b, Expr i, Expr j) { return F(b, i, j) * F(b, i, j) - S(b, i, j); });
+    G.fuse(batch, q, bq);
+    SECTION("the same fused loop: one nest") {
+        F.fuse(batch, q, bq).compute_at(G, kv);
+        Pipeline p({G}, "fused_compute_at");
+        Kernel k = p.compile();
+        INFO(k.lowered());
+        REQUIRE(count_occurrences(k.lowered(), "parallel for") == 1u);
+        check_against_reference(p, k, {S}, bind, 24, 8, 85);
+    }
+    SECTION("another fused loop, or none: rejected") {
+        F.fuse(batch, q, other).compute_at(G, kv);
+        REQUIRE_THROWS_WITH(Pipeline({G}).compile(),
+                            Contains("the consumer's loop 'bq' fuses several of its dims, and its own nest does not "
+                                     "start with the same fused loop over the same extent") &&
+                                Contains("compute_at needs the consumer's loops down to 'kv'"));
+        Func F2("F2", {{batch, B}, {q, len(batch)}, {kv, len(batch)}}),
+            G2("G2", {{batch, B}, {q, len(batch)}, {kv, len(batch)}});
+        F2.compute([&](Expr b, Expr i, Expr j) { return S(b, i, j) + 1.0f; });
+        G2.compute([&](Expr b, Expr i, Expr j) { return F2(b, i, j) * 3.0f; });
+        G2.fuse(batch, q, bq);
+        F2.compute_at(G2, kv);
+        REQUIRE_THROWS_WITH(Pipeline({G2}).compile(), Contains("the consumer's loop 'bq' fuses several of its dims"));
+    }
+}

@@ -39,7 +39,8 @@ TEST_CASE("default schedule: a ragged LayerNorm runs over one parallel token loo
     const std::string ir = kern.lowered();
     INFO(ir);
     // Every op: one parallel loop over the packed tokens (batch and s fused; the fusion maps
-    // cancel against the packed offsets, so no map is an argument).
+    // cancel against the packed offsets, so no map is an argument). The rows have a constant
+    // width: Mean and Var keep their own nests (DefaultRowFusion.cpp).
     REQUIRE(testing::count_occurrences(ir, "parallel for batch_s") == 3);
     REQUIRE(ir.find("fo_") == std::string::npos);
     REQUIRE_THAT(ir, Contains("vectorized for f in [0, 0 + 64)"));
@@ -55,7 +56,7 @@ TEST_CASE("default schedule: rows of a per-sentence matrix are fused once, the r
           "[default_schedule]") {
     // softmax over [batch, i < len, j < len]: batch and i fuse (maps with one entry per row), j
     // stays a loop, and its max and sum reductions over a ragged extent use partial accumulators
-    // with a remainder loop.
+    // with a remainder loop; Mx and Z are computed at P's fused row loop (one loop for all three).
     Dim batch("batch"), i("i"), j("j"), k("k");
     Param B("B", 1, 16);
     LengthArray len("len", B, 0, 40);
@@ -69,7 +70,8 @@ TEST_CASE("default schedule: rows of a per-sentence matrix are fused once, the r
     Kernel kern = p.compile();
     const std::string ir = kern.lowered();
     INFO(ir);
-    REQUIRE(testing::count_occurrences(ir, "parallel for batch_i") == 3);
+    REQUIRE(testing::count_occurrences(ir, "parallel for batch_i") == 1);
+    REQUIRE(testing::count_occurrences(ir, "for batch_i") == 1);
     REQUIRE_THAT(ir, Contains("for j in"));
     REQUIRE(testing::count_occurrences(ir, "local acc_k_p7") == 2);
     testing::check_against_reference(
@@ -342,7 +344,7 @@ TEST_CASE("default schedule: a jagged softmax computes each row's max and sum at
     }
 }
 
-TEST_CASE("default schedule: a per-row LayerNorm over constant rows computes its statistics at the row",
+TEST_CASE("default schedule: a per-row LayerNorm over rows of constant width keeps each Func in its own nest",
           "[default_schedule]") {
     Dim t("t"), c("c"), k("k");
     Param T("T", 0, 300);
@@ -358,8 +360,9 @@ TEST_CASE("default schedule: a per-row LayerNorm over constant rows computes its
     Kernel kern = p.compile();
     const std::string ir = kern.lowered();
     INFO(ir);
-    REQUIRE(testing::count_occurrences(ir, "parallel for") == 1);
-    REQUIRE_THAT(ir, Contains("parallel for t in"));
+    // Each Func's nest reads the row's statistics without a map and vectorizes whole rows, which
+    // ran faster than the statistics computed at the row (DefaultRowFusion.cpp).
+    REQUIRE(testing::count_occurrences(ir, "parallel for t in") == 3);
     REQUIRE_THAT(ir, Contains("vectorized for c in [0, 0 + 48)"));
     for (int64_t rows : {0, 1, 7, 300}) {
         RaggedShape sh;
