@@ -4,8 +4,9 @@
 // Per op: `naive` (the loop a user writes over packed data: plain nested loops, `#pragma omp
 // parallel for` over tokens, or over sentences with dynamic scheduling; -O3 -march=native),
 // `old_nest` (cora with `.parallel(b)` on every Func: the nest before the default schedule),
-// `default` (cora, no schedule call; `default_stored` and `default_untiled`: the default before it
-// inlined single-use elementwise Funcs and tiled contractions), then the recipe's steps (`r1_...`, `r2_...`: each a
+// `default` (cora, no schedule call; `default_stored`, `default_untiled` and `default_unfused`: the
+// default before it inlined single-use elementwise Funcs, tiled contractions and computed a ragged
+// row's reductions at the row), then the recipe's steps (`r1_...`, `r2_...`: each a
 // complete schedule a user writes, described where it is added). Every cora variant's output is checked against `naive`
 // before timing: max over elements of |got - naive| / max(|naive|, 1% of max |naive|); above 1e-3 the variant is
 // reported as an error and the program exits with 1. Kernels are compiled, buffers allocated and RaggedShapes built
