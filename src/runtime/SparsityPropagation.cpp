@@ -179,8 +179,12 @@ void SparsityGraph::propagate() {
     for (const Node &n : nodes_)
         any_output |= n.is_output;
     if (!any_output) throw_runtime_error("SparsityGraph::propagate: no output marked (output(t)): nothing is used");
-    // Each round only drops blocks or adds zero / unused features, so this ends.
-    while (forward() | backward()) {
+    // Each round only drops blocks or adds zero / unused features, so this ends. Both passes run
+    // every round (a change found forward may enable one backward, and the reverse).
+    for (bool changed = true; changed;) {
+        const bool forward_changed = forward();
+        const bool backward_changed = backward();
+        changed = forward_changed || backward_changed;
     }
     propagated_ = true;
     if (util::env_debug_level() >= 1) std::cerr << "-- cora: sparsity propagation --\n" << report();
