@@ -53,7 +53,7 @@ bench::HalideMatmul &halide() {
 // --- trmm: cora (JIT) vs cblas_strmm vs padded sgemm (and Halide's padded dense matmul) ---
 
 struct TrmmData {
-    apps::Trmm def;
+    apps::Trmm def{apps::trmm_blocking_for(host_vector_bits())};
     Kernel kernel;
     RaggedShape shape;
     Buffer l, b, c;

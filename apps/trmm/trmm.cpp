@@ -65,7 +65,7 @@ int run_gpu(const Backend &device, int64_t size_m, int64_t size_n, int64_t runs)
 }
 
 int run(int argc, char **argv) {
-    Trmm t;
+    Trmm t(apps::trmm_blocking_for(host_vector_bits()));
     int64_t size_m = 1024, size_n = 0, runs = 5;
     std::string device_name = "cpu";
     apps::CommandLine cli("trmm", "C = L * B with L lower-triangular (M x M), B dense (M x N): cora against "
