@@ -5,12 +5,13 @@
  * are the producer's outermost dims, in order, with equal extents; the consumer reads only the
  * current indices of them; an op in between that reads the producer is computed at the same
  * consumer, as deep, and reads only those current indices too; no op horizontally fused with the
- * consumer reads the producer. The schedules are the context's (a default may compute_at:
- * DefaultRowFusion.cpp), and a consumer's loop may be a fused loop over several of the
- * producer's outermost dims when the producer fuses the same dims into the same loop over the
- * same extent (a default's fused token loop; the frontend lets a user name only a domain dim). Producers first: a Func
- * computed at a consumer that is itself computed at another moves along with it (when it sits inside the loops the
- * consumer keeps). Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
+ * consumer reads the producer. A shared loop may be a fused loop over several of the producer's
+ * outermost dims when the producer fuses the same dims into the same loop (the same Dim) over
+ * the same extent: a default's fused row loop (DefaultRowFusion.cpp), or a user's. The schedules
+ * are the context's (a default may compute_at). Producers first: a Func computed at a consumer
+ * that is itself computed at another moves along with it (when it sits inside the loops the
+ * consumer keeps).
+ * Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
 #include <algorithm>
 #include <functional>
 
@@ -135,8 +136,8 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
              "; ", rule);
     }
     const size_t depth = outer.size();
-    // Each loop covers one of f's outermost dims, or several when it is a fused loop of a default
-    // schedule (row_fused_defaults: the same fuse in both schedules); `shared` counts the dims.
+    // Each loop covers one of f's outermost dims, or several when it is a fused loop (which f must
+    // fuse the same way: checked where f's loops are stripped); `shared` counts the dims.
     std::vector<std::vector<DimPtr>> covered(depth);
     size_t shared = 0;
     for (size_t j = 0; j < depth; j++) {
