@@ -329,12 +329,6 @@ std::unique_ptr<Op> layernorm_op() {
         d.out.parallel(N.b);
     });
     op->add_cora<LayerNormDefs>("default", [](LayerNormDefs &) {});
-    // The default before a row's statistics were computed at the row: Mean and Rstd in their own
-    // nests over all tokens (compute_root keeps them there).
-    op->add_cora<LayerNormDefs>("default_unfused", [](LayerNormDefs &d) {
-        d.Mean.compute_root();
-        d.Rstd.compute_root();
-    });
     // Step 1: the two row statistics computed per token inside Out's token loop (one pass over
     // the tokens instead of three); Out keeps a vector loop over its features. compute_at needs
     // Out's loops b and s unfused, so Out's parallel loop is over sentences.
