@@ -187,8 +187,8 @@ public:
     /** Keep this Func stored: computed whole, in its own loop nest, before its readers. That is
      * what every Func gets, except two kinds left unscheduled: an elementwise Func read at one
      * place (its reader's own indices, outside any reduction), which lowering inlines by default,
-     * and a per-row Func of a row-wise op [r, j] (a softmax row's max and sum), which the default
-     * computes at that op's row loop; compute_root keeps such a Func stored and in its own nest
+     * and a per-row Func of a row-wise op over a ragged row (a softmax row's max and sum), which
+     * the default computes at that op's row loop; compute_root keeps such a Func stored and in its own nest
      * (to time it, or to read it back while debugging). */
     Func &compute_root();
     /** Compute this Func inside `consumer`'s loop over `d`: for each value of the consumer's
