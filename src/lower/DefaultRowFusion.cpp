@@ -50,12 +50,6 @@ namespace cora::ir {
 
 namespace {
 
-bool has_reduction(const Expr &e) {
-    bool found = false;
-    visit_exprs(e, [&](const Expr &x) { found = found || x.as<Reduce>() != nullptr; });
-    return found;
-}
-
 /** Every read of `producer` in `reader`'s definition indexes its first `rows` dims at the
  * reader's own indices (the row the reader is computing). */
 bool reads_current_row(const TensorNode &reader, const TensorPtr &producer, size_t rows, const LoweringContext &ctx) {
@@ -76,9 +70,7 @@ void vectorize_row(const TensorNode &f, size_t rows, front::Schedule &s) {
     const LayoutDim &inner = f.domain.back();
     const Expr extent = simplify(inner.extent);
     const int64_t *e = as_const_int(extent);
-    if (f.domain.size() <= rows || !e || *e < 2 || has_reduction(f.value)) return;
-    for (const StorageTransform &st : store_target(f).storage_transforms)
-        if (st.kind != StorageTransform::Kind::Fuse) return;
+    if (f.domain.size() <= rows || !e || *e < 2 || has_reduction(f.value) || !storage_keeps_innermost_dim(f)) return;
     s.annotations.emplace_back(inner.dim, ForKind::Vectorized);
 }
 

@@ -82,19 +82,6 @@ bool uses_only(const Expr &e, const std::vector<const VarNode *> &allowed) {
     return true;
 }
 
-bool has_reduction(const Expr &e) {
-    bool found = false;
-    visit_exprs(e, [&](const Expr &x) { found = found || x.as<Reduce>() != nullptr; });
-    return found;
-}
-
-bool storage_keeps_innermost_dim(const TensorNode &f) {
-    const TensorNode &t = store_target(f);
-    for (const StorageTransform &st : t.storage_transforms)
-        if (st.kind != StorageTransform::Kind::Fuse) return false;
-    return true;
-}
-
 bool indices_use(const Access &a, const VarNode *v) {
     for (const Expr &i : a.indices)
         if (uses_var(i, v)) return true;
@@ -138,6 +125,19 @@ std::optional<ContractionShape> contraction_shape(const Layout &dom, const Reduc
 }
 
 } // namespace
+
+bool has_reduction(const Expr &e) {
+    bool found = false;
+    visit_exprs(e, [&](const Expr &x) { found = found || x.as<Reduce>() != nullptr; });
+    return found;
+}
+
+bool storage_keeps_innermost_dim(const TensorNode &f) {
+    const TensorNode &t = store_target(f);
+    for (const StorageTransform &st : t.storage_transforms)
+        if (st.kind != StorageTransform::Kind::Fuse) return false;
+    return true;
+}
 
 int default_tile_vectors(int64_t width, int vector_bits) {
     // 4 vectors with 32 vector registers (AVX-512), else 2, and a tile that divides the row: one

@@ -151,6 +151,11 @@ struct DefaultSchedules {
 /** Vectors per row of a contraction's default register tile: 4 with 512-bit vectors, else 2, or
  * the largest smaller power of two whose columns divide `width`; 0 when none does. */
 int default_tile_vectors(int64_t width, int vector_bits);
+/** Whether `e` contains a reduction. (DefaultSchedule.cpp) */
+bool has_reduction(const Expr &e);
+/** Whether `f`'s storage keeps its innermost dim as declared (no transform but fuses), so its
+ * innermost loop is a contiguous storage row. (DefaultSchedule.cpp) */
+bool storage_keeps_innermost_dim(const TensorNode &f);
 DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target);
 /** The defaults of a row-wise op left unscheduled and of the per-row Funcs it reads replaced by
  * those Funcs computed at its row loop (compute_at), the row loop parallel: the replacement
