@@ -216,12 +216,18 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     DimPtr parallel = width / tile_cols >= 4 ? col_o : (shape->outer.empty() ? row_o : shape->outer[0]);
     s.annotations = {{parallel, ForKind::Parallel}, {row_i, ForKind::Unrolled}, {col_i, ForKind::Vectorized}};
     s.cache_write_at = row_o;
+    s.interior_at = row_o;
     if (panel_at) s.cache_reads.push_back(front::Schedule::CacheRead{panel_of, panel_at});
     return s;
 }
 
-front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarget &target) {
+/** Which rule chose a default schedule (a tuner may choose tiles only for TiledContraction). */
+enum class DefaultRule { Plain, TiledContraction, BlockSparseTiles };
+
+front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarget &target,
+                                 DefaultRule *rule = nullptr) {
     using front::LoopTransform;
+    if (rule) *rule = DefaultRule::Plain;
     front::Schedule s;
     const Layout dom = front::loop_domain(f);
     if (dom.empty()) return s;
@@ -248,6 +254,11 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
             outer = fused;
         }
     }
+    if (next + 1 == dom.size() && storage_keeps_innermost_dim(f))
+        if (std::optional<front::Schedule> tiles = block_sparse_tiles(f, s, outer, target)) {
+            if (rule) *rule = DefaultRule::BlockSparseTiles;
+            return *tiles;
+        }
     const LayoutDim &inner = dom.back();
     const Expr extent = simplify(inner.extent); // alive while `e` points into it
     const int64_t *e = as_const_int(extent);
@@ -276,7 +287,10 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
     const Reduce *red = scheduled_reduce(f.value);
     if (red && !f.type.is_storage_only() && red->var->dim && !uses_var(red->extent, inner.dim->var.get()) &&
         reads_contiguously(red->body, inner.dim->var)) {
-        if (std::optional<front::Schedule> tiled = tiled_contraction(f, dom, *red, *e, target)) return *tiled;
+        if (std::optional<front::Schedule> tiled = tiled_contraction(f, dom, *red, *e, target)) {
+            if (rule) *rule = DefaultRule::TiledContraction;
+            return *tiled;
+        }
         DimPtr k(DimPtr(), red->var->dim); // non-owning, as LoopReplay holds it: the definition keeps it alive
         s.reduction_loop = k;
         s.order = {k, inner.dim};
@@ -293,13 +307,15 @@ DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, con
     untiled.vector_bits = 0;
     for (const TensorPtr &op : ops) {
         if (!left_unscheduled(*op, ops)) continue;
-        front::Schedule s = default_schedule(*op, target);
+        DefaultRule rule = DefaultRule::Plain;
+        front::Schedule s = default_schedule(*op, target, &rule);
         // A contraction the tile rules apply to, whichever choice it got (an explicit untiled
         // one included): what a tuner may choose for.
         DefaultScheduleTarget rules = target;
         rules.tiles = nullptr;
-        front::Schedule by_rules = s.cache_write_at ? s : default_schedule(*op, rules);
-        if (by_rules.cache_write_at) {
+        DefaultRule by_rules = rule;
+        if (rule == DefaultRule::Plain) (void)default_schedule(*op, rules, &by_rules);
+        if (by_rules == DefaultRule::TiledContraction) {
             std::string definition;
             for (const LayoutDim &d : op->domain)
                 definition += "[" + d.dim->name + " < " + print(d.extent) + "]";

@@ -156,6 +156,11 @@ bool has_reduction(const Expr &e);
 /** Whether `f`'s storage keeps its innermost dim as declared (no transform but fuses), so its
  * innermost loop is a contiguous storage row. (DefaultSchedule.cpp) */
 bool storage_keeps_innermost_dim(const TensorNode &f);
+/** Step 5 of the default schedule (DefaultBlockSparseTiles.cpp): the register tiles of a
+ * BsrMatrix row_times product over one token loop `tokens`, on top of step 1's fuses in `fused`;
+ * nullopt when `f` is not that shape. */
+std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const front::Schedule &fused,
+                                                  const DimPtr &tokens, const DefaultScheduleTarget &target);
 DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target);
 /** The defaults of a row-wise op left unscheduled and of the per-row Funcs it reads replaced by
  * those Funcs computed at its row loop (compute_at), the row loop parallel: the replacement

@@ -9,22 +9,21 @@
  * the loop (Func::specialize_interior) and this step writes its body twice.
  *
  * Does: for each op whose schedule names a loop d, in the nest holding loop d: every integer
- * comparison in a select's condition (an operand of a chain of &&), and every min/max in a
- * tensor read's index (a clamp), inside d's body, is bounded over the loops between d and it
+ * comparison in a select's or an if's condition (an operand of a chain of &&: the guards of a
+ * split's tail and of pad_loop are ifs), and every min/max in a tensor read's index (a clamp),
+ * inside d's body, is bounded over the loops between d and it
  * (symbolic_bound, with the lets inside d's body substituted). Where the bound says "always true"
  * (or "the clamp never applies") in terms of d's variable and what is outside d alone, that
  * bound becomes a term of the condition and the comparison is replaced by true (the clamp by its
- * operand) in the copy. d's body becomes: if (all terms) the copy else the body as it was. A
- * comparison or clamp whose bound is not found, or depends on an inner loop (a reduction not yet a
- * loop counts as one) or a mutable local, stays in both.
- * Exact: the copy runs only where every replaced comparison holds at every iteration inside d.
- * Requires: the loop nests after compute_at (Provides and Accesses, before storage lowering).
- * Ensures: same results; nothing changes when no comparison or clamp can be bounded.
- * Errors: CompileError when d is not a loop of the op's nest (checked where the plan is made).
- * Tests: tests/pass/passes.cpp (the step alone), tests/correctness/schedules.cpp (random schedules
- * specialize random loops, a zero-padded stencil among the workloads), tests/spatial/
- * conv_over_tiles.cpp (the convolutions, every tile shape, borders included, against the dense
- * reference), tests/error/schedule_errors.cpp. */
+ * operand; an if whose condition is then true, by its branch) in the copy. d's body becomes: if (all terms) the copy
+ * else the body as it was. A comparison or clamp whose bound is not found, or depends on an inner loop (a reduction not
+ * yet a loop counts as one) or a mutable local, stays in both. Exact: the copy runs only where every replaced
+ * comparison holds at every iteration inside d. Requires: the loop nests after compute_at (Provides and Accesses,
+ * before storage lowering). Ensures: same results; nothing changes when no comparison or clamp can be bounded. Errors:
+ * CompileError when d is not a loop of the op's nest (checked where the plan is made). Tests: tests/pass/passes.cpp
+ * (the step alone), tests/correctness/schedules.cpp (random schedules specialize random loops, a zero-padded stencil
+ * among the workloads), tests/spatial/ conv_over_tiles.cpp (the convolutions, every tile shape, borders included,
+ * against the dense reference), tests/error/schedule_errors.cpp. */
 #include <functional>
 #include <set>
 
@@ -71,6 +70,19 @@ protected:
         Expr body = mutate(op->body);
         scope_.pop_back();
         return body.same_as(op->body) ? self : Reduce::make(op->op, op->var, op->extent, body);
+    }
+    Stmt mutate_node(const IfThenElse *op, const Stmt &self) override {
+        // A split's or pad's guard (and any other branch): kept, or its branch taken where the
+        // condition holds at every iteration inside d.
+        Expr cond = simplify(mutate_condition(op->cond));
+        Stmt then_case = mutate(op->then_case);
+        Stmt else_case = op->else_case.defined() ? mutate(op->else_case) : Stmt();
+        if (const IntImm *c = cond.as<IntImm>()) {
+            if (c->value) return then_case;
+            if (else_case.defined()) return else_case;
+        }
+        if (cond.same_as(op->cond) && then_case.same_as(op->then_case) && else_case.same_as(op->else_case)) return self;
+        return IfThenElse::make(cond, then_case, else_case);
     }
     Stmt mutate_node(const LocalVar *op, const Stmt &self) override {
         inner_.insert(op->var.get()); // mutable: never part of a condition decided once

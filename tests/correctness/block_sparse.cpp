@@ -473,3 +473,82 @@ TEST_CASE("a 3x3 convolution with a block-sparse weight matches a dense convolut
     REQUIRE_THROWS_WITH(BsrConv3x3("Y", X, N, 4, 10, good, 3),
                         Catch::Contains("tile_pixels 3 must divide the width 10"));
 }
+
+TEST_CASE("default schedule: a block-sparse product left unscheduled gets the recipe's register tiles, "
+          "the user's buffers unpadded",
+          "[sparse][default_schedule]") {
+    // Y = relu(X W^T + bias) written with row_times and no schedule call (the new user's program):
+    // column-major blocks get chunks x 6-token tiles x a vector of a block's rows (16, or 8 for
+    // 8-row blocks and 128-bit vectors), the token tiles specialised (a copy without the tail's
+    // guard); row-major blocks (a block's rows strided) and blocks of fewer than 4 rows keep the
+    // plain nest. The buffers keep their packed size (no pad rows), and every case matches the
+    // reference on the edge-case batches and block patterns.
+    struct Case {
+        int64_t rows, cols, br, bc;
+        BlockOrder order;
+        int bits;
+        std::string vector_loop; ///< empty: no tile expected
+    };
+    const BlockOrder CM = BlockOrder::ColumnMajor, RM = BlockOrder::RowMajor;
+    const std::vector<Case> cases = {
+        {64, 96, 32, 32, CM, 512, "vectorized for n_r_i in [0, 0 + 16)"},
+        {64, 96, 32, 32, CM, 128, "vectorized for n_r_i in [0, 0 + 8)"},
+        {48, 64, 16, 16, CM, 256, "vectorized for n_r in [0, 0 + 16)"},
+        {32, 40, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)"},
+        {24, 16, 4, 8, CM, 512, "vectorized for n_r in [0, 0 + 4)"},
+        {64, 96, 32, 32, RM, 512, ""},
+        {24, 24, 2, 2, CM, 512, ""},
+    };
+    std::mt19937 rng(41);
+    for (const Case &c : cases) {
+        DYNAMIC_SECTION(c.rows << "x" << c.cols << " in " << c.br << "x" << c.bc << " blocks, "
+                               << (c.order == CM ? "column" : "row") << "-major, " << c.bits << "-bit vectors") {
+            Dim b("b"), s("s"), f("f"), n("n"), k("k");
+            Param B("B", 1, 64);
+            LengthArray len("len", B, 0, 40);
+            Tensor X("X", {{b, B}, {s, len(b)}, {f, c.cols}}), bias("bias", {{n, c.rows}});
+            BsrMatrix W("W", c.rows, c.cols, c.br, c.bc, c.order);
+            Func Y("Y", {{b, B}, {s, len(b)}, {n, c.rows}});
+            Y.compute([&](Expr bi, Expr si, Expr ni) {
+                return max(W.row_times(k, ni, [&](Expr kk) { return X(bi, si, kk); }) + bias(ni), 0.0f);
+            });
+            Pipeline p({Y}, "bsr_default_tiles");
+            CompileOptions o;
+            o.vector_bits = c.bits;
+            Kernel kernel = p.compile(o);
+            const std::string ir = kernel.lowered();
+            INFO(ir);
+            const bool tiled = !c.vector_loop.empty();
+            REQUIRE((testing::count_occurrences(ir, "Y_tile[") > 0) == tiled);
+            if (tiled) {
+                REQUIRE_THAT(ir, Catch::Contains(c.vector_loop));
+                // The tile's three nests (initialise, accumulate, write back), each twice: in the
+                // copy for whole tiles and in the guarded one.
+                REQUIRE(testing::count_occurrences(ir, "unrolled for b_s_t_i in") == 6);
+                REQUIRE((ir.find("unrolled for k_i in") != std::string::npos) == (c.bc <= 8));
+            }
+            for (Pattern pattern : {Pattern::None, Pattern::All, Pattern::EmptyRows, Pattern::Random}) {
+                BsrData w = BsrData::from_block_mask(random_dense(c.rows, c.cols, rng), c.rows, c.cols, c.br, c.bc,
+                                                     block_mask(pattern, c.rows / c.br, c.cols / c.bc, rng));
+                for (const auto &lengths : length_cases(40, 24, (uint32_t)rng(), 1)) {
+                    INFO(pattern_name(pattern) << "; " << describe(lengths));
+                    RaggedShape shape;
+                    shape.set(B, (int64_t)lengths.size()).set(len, lengths);
+                    w.bind(shape, W);
+                    int64_t tokens = 0;
+                    for (int32_t l : lengths)
+                        tokens += l;
+                    Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(Y, shape), bv = Buffer::alloc(bias, shape);
+                    REQUIRE(y.size() == tokens * c.rows); // packed, as declared: no pad rows
+                    fill_random(x, (uint32_t)rng());
+                    fill_random(bv, (uint32_t)rng());
+                    Buffer col = w.col_buffer(W, shape), values = w.values_buffer(W, shape);
+                    kernel.run(shape, {{X, x}, {bias, bv}, {W.col, col}, {W.values, values}, {Y, y}});
+                    require_close(
+                        y, Y, shape,
+                        reference_evaluate(p, shape, {{X, &x}, {bias, &bv}, {W.col, &col}, {W.values, &values}})[0]);
+                }
+            }
+        }
+    }
+}

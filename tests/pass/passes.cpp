@@ -578,3 +578,41 @@ TEST_CASE("specialize_interior: the loop's body runs without the checks that hol
     (void)specialize_interior_loop(plain, index_var("elsewhere").get(), found);
     REQUIRE(!found);
 }
+
+TEST_CASE("specialize_interior: a split tail's guard is left out of the copy for whole tiles", "[pass]") {
+    // for t in [0, 8): for i in [0, 6) unrolled: if (t * 6 + i < N) out(t * 6 + i) = A(t * 6 + i)
+    // (the guard of a 6-token tile over N tokens, as a register tile's rows have it).
+    Dim d("d");
+    Param N{"N", 0, 48};
+    Tensor A("A", {{d, N}});
+    Func out("out", {{d, N}});
+    VarPtr t = index_var("t"), i = index_var("i");
+    Expr pos = Add::make(Mul::make(var_expr(t), c(6)), var_expr(i));
+    Stmt guarded =
+        IfThenElse::make(LT::make(pos, Expr(N)), Provide::make(out.node(), {pos}, Access::make(A.node(), {pos})));
+    Stmt inner = loop(i, c(6), ForKind::Unrolled, guarded);
+    Stmt nest = loop(t, c(8), ForKind::Serial, inner);
+    bool found = false;
+    Stmt s = specialize_interior_loop(nest, t.get(), found);
+    REQUIRE(found);
+    const IfThenElse *split = s.as<For>()->body.as<IfThenElse>();
+    REQUIRE(split);
+    REQUIRE(equal(split->else_case, inner));
+    REQUIRE(count_stmts_of<IfThenElse>(split->then_case) == 0);
+    // Exactly the tiles whose six rows are all below N.
+    for (int64_t nv : {0, 1, 5, 6, 7, 12, 47, 48})
+        for (int64_t tv = 0; tv < 8; tv++) {
+            Interpreter run;
+            run.ints[Expr(N).as<VarNode>()] = nv;
+            run.ints[t.get()] = tv;
+            INFO("N = " << nv << ", t = " << tv);
+            REQUIRE(run.eval_bool(split->cond) == (tv * 6 + 6 <= nv));
+        }
+    // A guard that moves with the inner loop alone (i < 2) stays in the copy.
+    Stmt inner_only = loop(
+        i, c(6), ForKind::Unrolled,
+        IfThenElse::make(LT::make(var_expr(i), c(2)), Provide::make(out.node(), {pos}, Access::make(A.node(), {pos}))));
+    found = false;
+    Stmt kept = loop(t, c(8), ForKind::Serial, inner_only);
+    REQUIRE(specialize_interior_loop(kept, t.get(), found).same_as(kept));
+}
