@@ -8,6 +8,8 @@
 // weight with its zero blocks materialised:
 //   sgemm   cblas_sgemm (OpenBLAS, row-major X [T, K] times W^T)
 //   onednn  oneDNN's matmul primitive (when built with libdnnl-dev), weights in [K, N] "ba" layout
+// The "cora default" columns: the same product written with no schedule call, over X as declared
+// (packed, no pad rows): the default schedule's block-sparse tiles, against the faster dense baseline.
 // Then sparsity propagation (SparsityGraph): a bias-free FF 768 -> 3072 -> 768 with ReLU, W1 at 50%
 // block density with 25% of its block rows empty, W2 with every block, run as one cora pipeline
 // with the weights as given and with the propagated (pruned) weights.
@@ -145,7 +147,8 @@ int run(int argc, char **argv) {
 
     std::printf("block_sparse: %d threads, OpenBLAS core %s\n", omp_get_max_threads(), openblas_get_corename());
     std::string table = "| shape | tokens | block | density | cora ms | sgemm ms | oneDNN ms | vs sgemm | vs oneDNN | "
-                        "target (vs dense) | GFLOP/s useful |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+                        "target (vs dense) | GFLOP/s useful | cora default ms | default vs dense |\n"
+                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     bool all_ok = true;
     for (const Case &c : cases) {
         int64_t tokens = 0;
@@ -160,6 +163,14 @@ int run(int argc, char **argv) {
             BsrLinear lin(
                 "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling);
             Kernel kernel = Pipeline({lin.Y}, "bsr_bench").compile();
+            // The same product written with no schedule call over X as declared (packed, no pad
+            // rows): the default schedule's block-sparse tiles (lower/DefaultBlockSparseTiles.cpp).
+            Dim n("n"), k("k");
+            Tensor X_packed("X_packed", {{D.b, D.B}, {D.s, D.len(D.b)}, {D.c, c.in}});
+            Func Y_default("Y_default", {{D.b, D.B}, {D.s, D.len(D.b)}, {n, c.out}});
+            Y_default.compute(
+                [&](Expr b, Expr s, Expr o) { return W.row_times(k, o, [&](Expr kk) { return X_packed(b, s, kk); }); });
+            Kernel default_kernel = Pipeline({Y_default}, "bsr_bench_default").compile();
             RaggedShape base;
             base.set(D.B, (int64_t)c.lengths.size()).set(D.len, c.lengths);
             Buffer x = Buffer::alloc(X, base);
@@ -167,6 +178,8 @@ int run(int argc, char **argv) {
             std::uniform_real_distribution<float> val(-1.0f, 1.0f);
             for (int64_t i = 0; i < x.size(); i++)
                 x.at(i) = i < tokens * c.in ? val(rng) : 0.0f;
+            Buffer x_packed = Buffer::alloc(X_packed, base);
+            std::copy(x.data<float>(), x.data<float>() + x_packed.size(), x_packed.data<float>());
             std::vector<float> dense_w((size_t)(c.out * c.in));
             for (float &w : dense_w)
                 w = val(rng);
@@ -180,20 +193,27 @@ int run(int argc, char **argv) {
                 RaggedShape shape;
                 shape.set(D.B, (int64_t)c.lengths.size()).set(D.len, c.lengths);
                 w.bind(shape, W);
-                Buffer y = Buffer::alloc(lin.Y, shape);
+                Buffer y = Buffer::alloc(lin.Y, shape), y_default = Buffer::alloc(Y_default, shape);
                 Buffer col = w.col_buffer(W, shape), values = w.values_buffer(W, shape);
                 auto run_cora = [&] { kernel.run(shape, {{X, x}, {W.col, col}, {W.values, values}, {lin.Y, y}}); };
                 auto run_sgemm = [&] {
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tokens, (int)c.out, (int)c.in, 1.0f,
                                 x.data<float>(), (int)c.in, wd.data(), (int)c.in, 0.0f, y_ref.data(), (int)c.out);
                 };
+                auto run_default = [&] {
+                    default_kernel.run(
+                        shape, {{X_packed, x_packed}, {W.col, col}, {W.values, values}, {Y_default, y_default}});
+                };
                 double cora_s = cora::apps::best_seconds_warm(runs, run_cora),
-                       sgemm_s = cora::apps::best_seconds_warm(runs, run_sgemm);
-                apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
+                       sgemm_s = cora::apps::best_seconds_warm(runs, run_sgemm),
+                       default_s = cora::apps::best_seconds_warm(runs, run_default);
+                apps::ErrorCheck check, default_check; // a NaN where the reference is finite fails
                 for (int64_t i = 0; i < tokens * c.out; i++) {
                     check.add(y.at(i), y_ref[(size_t)i]);
+                    default_check.add(y_default.at(i), y_ref[(size_t)i]);
                 }
-                bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));
+                bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0)) &&
+                          default_check.abs_within(1e-4 * std::max(default_check.scale(), 1.0));
                 all_ok &= ok;
                 double dnnl_s = 0;
 #ifdef CORA_BENCH_ONEDNN
@@ -213,10 +233,11 @@ int run(int argc, char **argv) {
                 char line[512];
                 std::snprintf(
                     line, sizeof line,
-                    "| %s | %lld | %lldx%lld | %.0f%% (%.1f%%) | %.2f | %.2f | %s | %.2fx | %s | %s | %.1f |%s\n",
+                    "| %s | %lld | %lldx%lld | %.0f%% (%.1f%%) | %.2f | %.2f | %s | %.2fx | %s | %s | %.1f | %.2f | "
+                    "%.2fx |%s\n",
                     c.what.c_str(), (long long)tokens, (long long)bs, (long long)bs, density * 100, w.density() * 100,
                     cora_s * 1e3, sgemm_s * 1e3, dnnl_ms, sgemm_s / cora_s, vs_dnnl, tgt, useful / cora_s * 1e-9,
-                    ok ? "" : " **FAIL**");
+                    default_s * 1e3, best_dense / default_s, ok ? "" : " **FAIL**");
                 std::fputs(line, stdout);
                 std::fflush(stdout);
                 table += line;

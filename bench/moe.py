@@ -25,13 +25,14 @@ def grouped_gemm(K, N, schedule):
     if schedule:
         # The recipe: per expert, register tiles of 4 tokens x 4 vectors of columns over 256-deep
         # k-panels, each panel of the expert's W copied once per tile column (cache_read), the
-        # column panels in parallel. Tokens are not fused across experts: a block of tokens
-        # spanning two experts would read two W panels, which cache_read cannot copy as one box.
+        # column panels in parallel, whole token tiles without their guard (specialize_interior).
+        # Tokens are not fused across experts: a block of tokens spanning two experts would read
+        # two W panels, which cache_read cannot copy as one box.
         to, ti, no, ni, ko, ki = (cora.Dim(x) for x in ("to", "ti", "no", "ni", "ko", "ki"))
         lanes = cora.host_vector_bits() // 32
         (Y.split(t, to, ti, 4).split(n, no, ni, 4 * lanes).split(r, ko, ki, 256)
           .reorder(e, no, ko, to, ki, ti, ni).parallel(no).unroll(ti).vectorize(ni)
-          .cache_write(to).cache_read(W, ko))
+          .cache_write(to).cache_read(W, ko).specialize_interior(to))
     return cora.Pipeline([Y], "moe_" + ("recipe" if schedule else "default")).compile(), X, W, Y, E, count
 
 

@@ -136,6 +136,12 @@ LoopReplay::LoopReplay(const ir::TensorNode &f, bool with_reduction_dim) {
     }
 }
 
+LoopReplay::LoopReplay(const ir::TensorNode &f, const DimPtr &reduction_loop) {
+    for (const ir::LayoutDim &d : f.domain)
+        loops_.push_back(d.dim);
+    if (reduction_loop) loops_.push_back(reduction_loop);
+}
+
 bool LoopReplay::is_loop(const DimPtr &d) const {
     return std::any_of(loops_.begin(), loops_.end(), [&](const DimPtr &l) { return l.get() == d.get(); });
 }

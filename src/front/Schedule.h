@@ -55,6 +55,9 @@ std::string why_not_a_loop(const ir::TensorNode &t, const ir::DimNode *d);
 class LoopReplay {
 public:
     explicit LoopReplay(const ir::TensorNode &f, bool with_reduction_dim = false);
+    /** Starting from the loop domain, then `reduction_loop` unless null: the schedule lowering
+     * chose (a default's reduction loop is a Dim of its own, since the user's may be gone). */
+    LoopReplay(const ir::TensorNode &f, const DimPtr &reduction_loop);
     const std::vector<DimPtr> &loops() const { return loops_; }
     bool is_loop(const DimPtr &d) const;
     /** Whether `t` acts on loops of the current list (a transform after a skipped split may not). */

@@ -40,8 +40,11 @@
  *     least 4 iterations, else the outermost loop. Why: the ikj order of step 3 streams the output
  *     row through memory for every k (0.30x the hand tiles on a token GEMM); the tiled nest keeps
  *     it in registers and matched the hand-written recipe on the MoE benchmark (0.86-1.39x a
- *     per-expert OpenBLAS loop, from 0.29-0.60x). The ragged row leaves a guard per tile row;
- *     op-split heads without it are left to hand schedules and the tuner.
+ *     per-expert OpenBLAS loop, from 0.29-0.60x). The ragged row leaves a guard per tile row, so
+ *     the tile loop t_o is specialised (specialize_interior): whole tiles run a copy without it
+ *     (MoE: 0.84-0.91x -> 1.05-1.15x the per-expert loop in bench/moe.sh).
+ *  5. A block-sparse product (a BsrMatrix's row_times over one token loop left by step 1): the
+ *     block-sparse recipe's register tiles (DefaultBlockSparseTiles.cpp), before steps 2-4.
  * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a
  * long one into partial sums). Requires: the ops in order (scheduled_ops). Ensures:
  * It returns the schedule of each op it chose one for (Lower.cpp records them in the context's
@@ -139,6 +142,12 @@ bool storage_keeps_innermost_dim(const TensorNode &f) {
     return true;
 }
 
+DimPtr default_reduction_loop(const Reduce &red) {
+    // A Dim of its own over the reduction's variable: the user's Dim may be gone by now (a
+    // definition holds the variable, whose pointer to its Dim does not keep it alive).
+    return std::make_shared<const DimNode>(DimNode{red.var->name, new_symbol_id(), red.var});
+}
+
 int default_tile_vectors(int64_t width, int vector_bits) {
     // 4 vectors with 32 vector registers (AVX-512), else 2, and a tile that divides the row: one
     // that does not leaves a guard inside the vector loop (30x slower, user guide §4c).
@@ -191,7 +200,7 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     const int64_t panel_depth = choice.panel;
 
     front::Schedule s;
-    DimPtr k(DimPtr(), red.var->dim); // non-owning, as LoopReplay holds it: the definition keeps it alive
+    DimPtr k = default_reduction_loop(red);
     s.reduction_loop = k;
     auto split = [&](const DimPtr &d, int64_t factor) {
         DimPtr outer = Dim(d->name + "_o").node(), inner = Dim(d->name + "_i").node();
@@ -268,7 +277,7 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
         const Reduce *red = scheduled_reduce(f.value);
         if (red && !f.type.is_storage_only() && red->var->dim && !uses_var(red->extent, inner.dim->var.get()) &&
             reads_contiguously(red->body, inner.dim->var)) {
-            DimPtr k(DimPtr(), red->var->dim); // non-owning, as LoopReplay holds it
+            DimPtr k = default_reduction_loop(*red);
             s.reduction_loop = k;
             s.order = {k, inner.dim};
         }
@@ -291,7 +300,7 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
             if (rule) *rule = DefaultRule::TiledContraction;
             return *tiled;
         }
-        DimPtr k(DimPtr(), red->var->dim); // non-owning, as LoopReplay holds it: the definition keeps it alive
+        DimPtr k = default_reduction_loop(*red);
         s.reduction_loop = k;
         s.order = {k, inner.dim};
         s.annotations.emplace_back(inner.dim, ForKind::Vectorized);

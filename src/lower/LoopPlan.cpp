@@ -95,7 +95,7 @@ std::optional<TransformedLoops> apply_transforms(const TensorPtr &f, bool skip_s
     auto &extent = plan.extent;
     auto &value = plan.value;
     auto &guards = plan.guards;
-    front::LoopReplay replay(*f, sch.reduction_loop != nullptr); // a default schedule's reduction loop too
+    front::LoopReplay replay(*f, sch.reduction_loop); // the user's or a default schedule's reduction loop
     for (const LayoutDim &d : front::loop_domain(*f))
         extent[d.dim.get()] = d.extent;
     if (sch.reduction_loop) {

@@ -151,6 +151,9 @@ struct DefaultSchedules {
 /** Vectors per row of a contraction's default register tile: 4 with 512-bit vectors, else 2, or
  * the largest smaller power of two whose columns divide `width`; 0 when none does. */
 int default_tile_vectors(int64_t width, int vector_bits);
+/** The reduction loop of a default schedule over `red`: a Dim of its own whose variable is the
+ * reduction's (the user's Dim may no longer exist). (DefaultSchedule.cpp) */
+DimPtr default_reduction_loop(const Reduce &red);
 /** Whether `e` contains a reduction. (DefaultSchedule.cpp) */
 bool has_reduction(const Expr &e);
 /** Whether `f`'s storage keeps its innermost dim as declared (no transform but fuses), so its

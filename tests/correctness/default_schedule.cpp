@@ -417,3 +417,29 @@ TEST_CASE("default schedule: a contraction over a ragged row keeps the reduction
         p, kern, {A, W}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 40, 16,
         910);
 }
+
+TEST_CASE("default schedule: a contraction whose reduction Dim no longer exists still gets its tiles",
+          "[default_schedule]") {
+    // The definition holds the reduction's variable, not its Dim; the default's reduction loop is
+    // a Dim of its own (before, the tiles named the user's Dim after it was freed).
+    Dim b("b"), s("s"), n("n");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 30);
+    Tensor X("X", {{b, B}, {s, len(b)}, {Dim("f"), 40}}), W("W", {{Dim("g"), 40}, {n, 64}});
+    Func Y("Y", {{b, B}, {s, len(b)}, {n, 64}});
+    {
+        Dim gone("reduced_over");
+        Y.compute([&](Expr x, Expr i, Expr j) { return sum(gone, 40, X(x, i, gone) * W(gone, j)); });
+    }
+    Pipeline p({Y}, "default_tiles_without_the_dim");
+    CompileOptions o;
+    o.vector_bits = 512;
+    Kernel kern = p.compile(o);
+    const std::string ir = kern.lowered();
+    INFO(ir);
+    REQUIRE_THAT(ir, Contains("Y_tile["));
+    REQUIRE_THAT(ir, Contains("for reduced_over in"));
+    testing::check_against_reference(
+        p, kern, {X, W}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 30, 4,
+        913);
+}

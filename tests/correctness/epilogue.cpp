@@ -58,8 +58,10 @@ TEST_CASE("a reduction with an epilogue schedules like a bare reduction", "[epil
             const std::string ir = kern.lowered();
             INFO(ir);
             if (variant >= 2) REQUIRE_THAT(ir, Contains("allocate on stack Out_tile"));
-            // The bias is read once per element, never inside the reduction loop.
-            REQUIRE(count_occurrences(ir, "bias[") == 1);
+            // The bias is read once per element, never inside the reduction loop. The default's
+            // register tiles (variant 0) are written twice, for whole tiles and for the guarded
+            // last one (specialize_interior), each reading it once at its write-back.
+            REQUIRE(count_occurrences(ir, "bias[") == (variant == 0 ? 2 : 1));
             if (variant == 1 || variant == 3) {
                 // A pass after the reduction reads back what it stored and applies the epilogue.
                 size_t reduction = ir.find(variant == 1 ? "for r in" : "for ro in");
