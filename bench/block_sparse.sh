@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
+CORA_BENCH_DEPS=1 bash scripts/install-deps.sh # oneDNN, the second dense baseline
 build_bench_targets cora_block_sparse
 
 fair_openblas_core

@@ -65,12 +65,11 @@ describe_machine() {
 }
 
 # Configures the benchmark build (Release, benchmarks on, tests off) in $CORA_BENCH_BUILD_DIR
-# (default build-bench) when it is not configured yet, builds the targets given, and sets `build`.
+# (default build-bench), builds the targets given, and sets `build`. It configures on every run (a
+# few seconds): a baseline library installed since the last run (oneDNN, Halide) is then found.
 build_bench_targets() {
   build=${CORA_BENCH_BUILD_DIR:-build-bench}
-  if ! grep -qs "CORA_BUILD_BENCH:BOOL=ON" "$build/CMakeCache.txt"; then
-    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON -DCORA_BUILD_TESTS=OFF
-  fi
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_BENCH=ON -DCORA_BUILD_TESTS=OFF >/dev/null
   local t
   for t in "$@"; do
     nice -n 19 cmake --build "$build" --target "$t" -j "${CORA_BUILD_JOBS:-1}"
