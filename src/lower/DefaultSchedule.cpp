@@ -42,7 +42,7 @@
  *     it in registers and matched the hand-written recipe on the MoE benchmark (0.86-1.39x a
  *     per-expert OpenBLAS loop, from 0.29-0.60x). The ragged row leaves a guard per tile row, so
  *     the tile loop t_o is specialised (specialize_interior): whole tiles run a copy without it
- *     (MoE: 0.84-0.91x -> 1.05-1.15x the per-expert loop in bench/moe.sh).
+ *     (MoE: 0.84-0.91x -> 1.08-1.36x the per-expert loop in two runs of bench/moe.sh).
  *  5. A block-sparse product (a BsrMatrix's row_times over one token loop left by step 1): the
  *     block-sparse recipe's register tiles (DefaultBlockSparseTiles.cpp), before steps 2-4.
  * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a

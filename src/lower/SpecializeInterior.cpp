@@ -8,22 +8,32 @@
  * with no checks. Halide partitions such loops ("likely" conditions); here the schedule names
  * the loop (Func::specialize_interior) and this step writes its body twice.
  *
+ * The same holds for the guard of a split's tail: a register tile over a ragged count of rows (an
+ * expert's tokens, the last chunk of packed tokens) has a guard per tile row, and with it inside
+ * the tile clang kept the accumulators in memory (block-sparse tiles over unpadded tokens: 1.5x
+ * dense instead of 3.8x; DefaultBlockSparseTiles.cpp). The default schedule's tiles name their
+ * tile loop here.
+ *
  * Does: for each op whose schedule names a loop d, in the nest holding loop d: every integer
  * comparison in a select's or an if's condition (an operand of a chain of &&: the guards of a
  * split's tail and of pad_loop are ifs), and every min/max in a tensor read's index (a clamp),
- * inside d's body, is bounded over the loops between d and it
- * (symbolic_bound, with the lets inside d's body substituted). Where the bound says "always true"
- * (or "the clamp never applies") in terms of d's variable and what is outside d alone, that
- * bound becomes a term of the condition and the comparison is replaced by true (the clamp by its
- * operand; an if whose condition is then true, by its branch) in the copy. d's body becomes: if (all terms) the copy
- * else the body as it was. A comparison or clamp whose bound is not found, or depends on an inner loop (a reduction not
- * yet a loop counts as one) or a mutable local, stays in both. Exact: the copy runs only where every replaced
- * comparison holds at every iteration inside d. Requires: the loop nests after compute_at (Provides and Accesses,
- * before storage lowering). Ensures: same results; nothing changes when no comparison or clamp can be bounded. Errors:
- * CompileError when d is not a loop of the op's nest (checked where the plan is made). Tests: tests/pass/passes.cpp
- * (the step alone), tests/correctness/schedules.cpp (random schedules specialize random loops, a zero-padded stencil
- * among the workloads), tests/spatial/ conv_over_tiles.cpp (the convolutions, every tile shape, borders included,
- * against the dense reference), tests/error/schedule_errors.cpp. */
+ * inside d's body, is bounded over the loops between d and it (symbolic_bound, with the lets
+ * inside d's body substituted). Where the bound says "always true" (or "the clamp never
+ * applies") in terms of d's variable and what is outside d alone, that bound becomes a term of
+ * the condition and the comparison is replaced by true (the clamp by its operand; an if whose
+ * condition is then true, by its branch) in the copy. d's body becomes: if (all terms) the copy
+ * else the body as it was. A comparison or clamp whose bound is not found, or depends on an
+ * inner loop (a reduction not yet a loop counts as one) or a mutable local, stays in both.
+ * Exact: the copy runs only where every replaced comparison holds at every iteration inside d.
+ * Requires: the loop nests after compute_at (Provides and Accesses, before storage lowering).
+ * Ensures: same results; nothing changes when no comparison or clamp can be bounded.
+ * Errors: CompileError when d is not a loop of the op's nest (checked where the plan is made).
+ * Tests: tests/pass/passes.cpp (the step alone, selects and clamps, a split tail's guard),
+ * tests/correctness/schedules.cpp (random schedules specialize random loops, a zero-padded
+ * stencil among the workloads), tests/spatial/conv_over_tiles.cpp (the convolutions, every tile
+ * shape, borders included, against the dense reference), tests/error/schedule_errors.cpp; the
+ * default's specialised tiles in tests/correctness/default_schedule.cpp and block_sparse.cpp.
+ */
 #include <functional>
 #include <set>
 
