@@ -9,10 +9,10 @@ from conftest import close, ragged
 torch = pytest.importorskip("torch")
 
 
-def bsr_linear(rows, cols, block, index_type):
+def bsr_linear(rows, cols, block, index_type, order=cora.BlockOrder.RowMajor):
     batch, seq, B, length = ragged(max_len=64, max_batch=16)
     r, n = cora.Dim("r"), cora.Dim("n")
-    W = cora.BsrMatrix("W", rows, cols, block, block, index_type=index_type)
+    W = cora.BsrMatrix("W", rows, cols, block, block, order=order, index_type=index_type)
     X = cora.Tensor("X", [(batch, B), (seq, length(batch)), (r, cols)])
     Y = cora.Func("Y", [(batch, B), (seq, length(batch)), (n, rows)])
     k = cora.Dim("k")
@@ -35,6 +35,29 @@ def test_torch_bsr_arrays_bind_without_copies(density, rng):
     x = torch.randn(sum(lengths), cols)
     y = torch.full((sum(lengths), rows), float("nan"))
     kernel.run(shape, {X: x, W.col: bsr.col_indices(), W.values: bsr.values(), Y: y})
+    close(y.numpy(), (x.double() @ dense.double().T).numpy(), 1e-5)
+
+
+@pytest.mark.parametrize("lengths", [[0], [1], [24, 25, 0, 7], [64] * 3])
+def test_column_major_blocks_take_the_default_tiles(lengths, rng):
+    """With each block stored transposed (values().transpose(1, 2).contiguous(), one copy per
+    weight), the product with no schedule gets the default's block-sparse register tiles; X and Y
+    stay the caller's packed tensors."""
+    rows, cols, block = 96, 64, 32
+    kernel, W, X, Y, B, length = bsr_linear(rows, cols, block, cora.int64, cora.BlockOrder.ColumnMajor)
+    assert "Y_tile" in kernel.source
+    gen = torch.Generator().manual_seed(len(lengths))
+    dense = torch.randn(rows, cols, generator=gen)
+    keep = torch.rand(rows // block, cols // block, generator=gen) < 0.5
+    keep[0, 0] = True
+    dense *= keep.repeat_interleave(block, 0).repeat_interleave(block, 1)
+    bsr = dense.to_sparse_bsr((block, block))
+    shape = (cora.RaggedShape().set(B, len(lengths)).set(length, lengths)
+             .set_offsets(W.blocks_per_row, bsr.crow_indices()))
+    x = torch.randn(sum(lengths), cols, generator=gen)
+    y = torch.full((sum(lengths), rows), float("nan"))
+    values = bsr.values().transpose(1, 2).contiguous()
+    kernel.run(shape, {X: x, W.col: bsr.col_indices(), W.values: values, Y: y})
     close(y.numpy(), (x.double() @ dense.double().T).numpy(), 1e-5)
 
 
