@@ -44,6 +44,15 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
 
+def make_row(op, source, **cells):
+    """A table row: the op, its source file, and the ratio cells given (the others '-')."""
+    row = {c: "-" for c in COLUMNS}
+    row.update({"op": op, "source": source})
+    for key, value in cells.items():
+        row[key.replace("_", " ").replace("tuned per default", "tuned / default")] = value
+    return row
+
+
 def from_default_schedules(text, source):
     """Per op and thread count: default vs naive, vs the best hand-written step (r1_..., r2_...)."""
     out = []
@@ -61,15 +70,9 @@ def from_default_schedules(text, source):
             hand = [(t, v) for v, t in times.items() if re.match(r"^r\d+_", v)]
             best = min(hand) if hand else (None, None)
             default = times.get("default")
-            out.append({
-                "op": f"{op} ({what}), {threads}",
-                "source": source,
-                "vs naive": ratio(times.get("naive"), default),
-                "vs hand": ratio(best[0], default) + (f" (`{best[1]}`)" if best[1] else ""),
-                "tuned / default": "-",
-                "vs BLAS": "-",
-                "hand vs BLAS": "-",
-            })
+            out.append(make_row(f"{op} ({what}), {threads}", source,
+                                vs_naive=ratio(times.get("naive"), default),
+                                vs_hand=ratio(best[0], default) + (f" (`{best[1]}`)" if best[1] else "")))
     return out
 
 
@@ -81,15 +84,9 @@ def from_tune(text, source):
     h = rows[0]
     for r in rows[1:]:
         cell = dict(zip(h, r))
-        out.append({
-            "op": f"{cell['op']} (tuned on {cell['tuned on']}, run on {cell['run on']})",
-            "source": source,
-            "vs naive": "-",
-            "vs hand": "-",
-            "tuned / default": cell.get("tuned / default", "-"),
-            "vs BLAS": cell.get("default vs OpenBLAS", "-"),
-            "hand vs BLAS": "-",
-        })
+        out.append(make_row(f"{cell['op']} (tuned on {cell['tuned on']}, run on {cell['run on']})", source,
+                            tuned_per_default=cell.get("tuned / default", "-"),
+                            vs_BLAS=cell.get("default vs OpenBLAS", "-")))
     return out
 
 
@@ -98,15 +95,8 @@ def from_moe(text, source):
     rows = table_rows(text, "| case |")
     for r in rows[1:]:
         blas, default, recipe = number(r[1]), number(r[2]), number(r[4])
-        out.append({
-            "op": f"MoE grouped GEMM, {r[0]}",
-            "source": source,
-            "vs naive": "-",
-            "vs hand": ratio(recipe, default),
-            "tuned / default": "-",
-            "vs BLAS": ratio(blas, default),
-            "hand vs BLAS": ratio(blas, recipe),
-        })
+        out.append(make_row(f"MoE grouped GEMM, {r[0]}", source, vs_hand=ratio(recipe, default),
+                            vs_BLAS=ratio(blas, default), hand_vs_BLAS=ratio(blas, recipe)))
     return out
 
 
@@ -123,15 +113,9 @@ def from_block_sparse(text, source):
         dense = [number(cell.get("sgemm ms", "")), number(cell.get("oneDNN ms", ""))]
         dense = min([d for d in dense if d]) if any(dense) else None
         hand, default = number(cell["cora ms"]), number(cell["cora default ms"])
-        out.append({
-            "op": f"block-sparse linear {cell['shape']}, {cell['block']} blocks at {cell['density'].split()[0]}",
-            "source": source,
-            "vs naive": "-",
-            "vs hand": ratio(hand, default),
-            "tuned / default": "-",
-            "vs BLAS": ratio(dense, default) + " (dense)",
-            "hand vs BLAS": ratio(dense, hand) + " (dense)",
-        })
+        out.append(make_row(f"block-sparse linear {cell['shape']}, {cell['block']} blocks at {cell['density'].split()[0]}",
+                            source, vs_hand=ratio(hand, default), vs_BLAS=ratio(dense, default) + " (dense)",
+                            hand_vs_BLAS=ratio(dense, hand) + " (dense)"))
     return out
 
 
