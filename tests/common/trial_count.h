@@ -4,7 +4,7 @@
  * together). The g++ and sanitizer stages re-run the same tests to check other things (another
  * kernel compiler; memory errors and undefined behaviour) at 2-5x the cost per schedule, and run
  * a share of them: CORA_TEST_RANDOM_SCHEDULES=<percent> (1-100; scripts/test.sh gives 50,
- * scripts/sanitize.sh 35). The share is the first schedules of the same seeds, so a failure
+ * scripts/sanitize.sh 25). The share is the first schedules of the same seeds, so a failure
  * there reproduces in a full run. */
 #pragma once
 
