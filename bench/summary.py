@@ -44,13 +44,18 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a and b else "-"
 
 
-def make_row(op, source, **cells):
+def make_row(op, source, cells):
     """A table row: the op, its source file, and the ratio cells given (the others '-')."""
     row = {c: "-" for c in COLUMNS}
-    row.update({"op": op, "source": source})
-    for key, value in cells.items():
-        row[key.replace("_", " ").replace("tuned per default", "tuned / default")] = value
+    row.update(cells, op=op, source=source)
     return row
+
+
+def table_dicts(text, header_start):
+    """The body rows of the first table whose header starts with `header_start`, as dicts keyed
+    by the header's cells."""
+    rows = table_rows(text, header_start)
+    return [dict(zip(rows[0], r)) for r in rows[1:]]
 
 
 def from_default_schedules(text, source):
@@ -70,52 +75,46 @@ def from_default_schedules(text, source):
             hand = [(t, v) for v, t in times.items() if re.match(r"^r\d+_", v)]
             best = min(hand) if hand else (None, None)
             default = times.get("default")
-            out.append(make_row(f"{op} ({what}), {threads}", source,
-                                vs_naive=ratio(times.get("naive"), default),
-                                vs_hand=ratio(best[0], default) + (f" (`{best[1]}`)" if best[1] else "")))
+            out.append(make_row(f"{op} ({what}), {threads}", source, {
+                "vs naive": ratio(times.get("naive"), default),
+                "vs hand": ratio(best[0], default) + (f" (`{best[1]}`)" if best[1] else ""),
+            }))
     return out
 
 
 def from_tune(text, source):
-    out = []
-    rows = table_rows(text, "| op |")
-    if not rows:
-        return out
-    h = rows[0]
-    for r in rows[1:]:
-        cell = dict(zip(h, r))
-        out.append(make_row(f"{cell['op']} (tuned on {cell['tuned on']}, run on {cell['run on']})", source,
-                            tuned_per_default=cell.get("tuned / default", "-"),
-                            vs_BLAS=cell.get("default vs OpenBLAS", "-")))
-    return out
+    return [make_row(f"{c['op']} (tuned on {c['tuned on']}, run on {c['run on']})", source, {
+        "tuned / default": c.get("tuned / default", "-"),
+        "vs BLAS": c.get("default vs OpenBLAS", "-"),
+    }) for c in table_dicts(text, "| op |")]
 
 
 def from_moe(text, source):
     out = []
-    rows = table_rows(text, "| case |")
-    for r in rows[1:]:
+    for r in table_rows(text, "| case |")[1:]:
         blas, default, recipe = number(r[1]), number(r[2]), number(r[4])
-        out.append(make_row(f"MoE grouped GEMM, {r[0]}", source, vs_hand=ratio(recipe, default),
-                            vs_BLAS=ratio(blas, default), hand_vs_BLAS=ratio(blas, recipe)))
+        out.append(make_row(f"MoE grouped GEMM, {r[0]}", source, {
+            "vs hand": ratio(recipe, default),
+            "vs BLAS": ratio(blas, default),
+            "hand vs BLAS": ratio(blas, recipe),
+        }))
     return out
 
 
 def from_block_sparse(text, source):
     out = []
-    rows = table_rows(text, "| shape |")
-    if not rows:
-        return out
-    h = rows[0]
-    if "cora default ms" not in h:
-        return out
-    for r in rows[1:]:
-        cell = dict(zip(h, r))
-        dense = [number(cell.get("sgemm ms", "")), number(cell.get("oneDNN ms", ""))]
-        dense = min([d for d in dense if d]) if any(dense) else None
+    for cell in table_dicts(text, "| shape |"):
+        if "cora default ms" not in cell:  # a results file from before the default's columns
+            return []
+        dense = [d for d in (number(cell.get("sgemm ms", "")), number(cell.get("oneDNN ms", ""))) if d]
+        dense = min(dense) if dense else None
         hand, default = number(cell["cora ms"]), number(cell["cora default ms"])
-        out.append(make_row(f"block-sparse linear {cell['shape']}, {cell['block']} blocks at {cell['density'].split()[0]}",
-                            source, vs_hand=ratio(hand, default), vs_BLAS=ratio(dense, default) + " (dense)",
-                            hand_vs_BLAS=ratio(dense, hand) + " (dense)"))
+        out.append(make_row(f"block-sparse linear {cell['shape']}, {cell['block']} blocks at "
+                            f"{cell['density'].split()[0]}", source, {
+                                "vs hand": ratio(hand, default),
+                                "vs BLAS": ratio(dense, default) + " (dense)",
+                                "hand vs BLAS": ratio(dense, hand) + " (dense)",
+                            }))
     return out
 
 
