@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds here the folder a bare GPU machine runs (Ubuntu 24.04, g++ 13, CUDA 13, no libz3, no
 # package registry): the GPU test binaries, their non-system shared libraries (libz3; RPATH
-# $ORIGIN), the apps with --device cuda (trmm, vgemm, ragged_attention) and scripts/gpu-check.sh.
+# $ORIGIN), the apps with --device cuda (trmm, vgemm, ragged_attention), scripts/gpu-check.sh and
+# scripts/sass-mix.py.
 # Then runs its CPU part here: the emulated, NVRTC and CPU-threads GPU tests, and the device tests,
 # which skip without a GPU.
 #   bash scripts/gpu-bundle.sh [OUT_DIR]     (default: gpu-bundle/; must fit in 64 MiB)
@@ -16,7 +17,7 @@ if [[ -d "$build/bench/gpu" ]]; then targets+=(cora_gpu_bench); fi # configured 
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 rm -rf "$out"
 mkdir -p "$out"
-cp "$build/tests/gpu_tests" "$build/tests/correctness_tests" scripts/gpu-check.sh "$out/"
+cp "$build/tests/gpu_tests" "$build/tests/correctness_tests" scripts/gpu-check.sh scripts/sass-mix.py "$out/"
 cp "$build/apps/trmm/trmm" "$build/apps/vgemm/vgemm" "$build/apps/attention/ragged_attention" "$out/"
 # The apps' data (copies in the bundle, a build artifact; the data stay in ../shared).
 for f in vbatch_gemm_data.txt mnli_train_lengths.txt; do

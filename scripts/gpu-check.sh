@@ -10,7 +10,8 @@
 #     (ragged against padded) on MNLI lengths;
 #   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS, vgemm and a square GEMM on
 #     tensor cores against cublasGemmEx), its schedules emulated
-#     first; its table is appended to the report.
+#     first; its table is appended to the report; then again with 64-bit indices everywhere
+#     (CORA_NARROW_GPU_INDICES=0), and the SASS instruction mix of both (sass-mix.py, cuobjdump).
 # Writes results/gpu-check.md with what ran and how it ended. Exit status: non-zero if a test failed.
 #   bash gpu-check.sh [--cpu-only | --gpu-only]
 # --gpu-only leaves out the CPU part (emulated schedules, CPU threads), which gpu-bundle.sh already
@@ -101,6 +102,17 @@ if [[ "$mode" != "--cpu-only" ]]; then
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
     run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
     [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
+    # The same kernels with 64-bit integers everywhere (CompileOptions::narrow_gpu_indices = 0): the
+    # baseline of the 32-bit indices, timed in the same lease.
+    CORA_NARROW_GPU_INDICES=0 run gpu_bench_64bit_indices ./cora_gpu_bench "${shapes[@]}" \
+      --out results/gpu-bench-64bit.md
+    [[ -f results/gpu-bench-64bit.md ]] && { echo; echo "With 64-bit indices everywhere:"; echo; \
+      sed 1,2d results/gpu-bench-64bit.md; } >>"$report"
+    # The instruction mix of the kernels just compiled (both widths), from their SASS.
+    if [[ -f sass-mix.py ]]; then
+      run sass_mix python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm
+      { echo; echo "SASS instruction mix (scripts/sass-mix.py):"; echo; grep '^|' results/sass_mix.log; } >>"$report"
+    fi
   fi
   run app_trmm_cuda ./trmm --m 4096 --runs 10 --device cuda
   gemm_data=large

@@ -38,6 +38,11 @@ struct CompileOptions {
     /** Build the aux arrays inside the kernel (as ahead-of-time libraries do) instead of taking
      * them from the RaggedShape. Results are identical; the shape's shared arrays go unused. */
     bool build_aux_in_kernel = false;
+    /** GPU kernels (backend "cuda", "cuda-cpu-threads"): integer arithmetic in 32 bits where every
+     * integer of the kernel provably fits, or in a 32-bit twin the host launches when the values
+     * of this launch fit (docs/gpu.md, "32-bit indices"): 1 yes, 0 no (64 bits everywhere; results
+     * are identical), negative: yes unless CORA_NARROW_GPU_INDICES=0. */
+    int narrow_gpu_indices = -1;
     /** The backend the kernel runs on, by name (cora/Backend.h): "cpu", "cuda" (a GPU),
      * "cuda-emulated" (a GPU schedule's device IR run on the CPU), "cuda-cpu-threads" (its CUDA
      * source run on the CPU), or one the caller added to `backends`. Empty: "cpu", or the backend

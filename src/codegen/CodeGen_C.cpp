@@ -68,7 +68,7 @@ void CodeGen_C::visit_node(const IntImm *op) {
     else if (op->value == INT64_MIN)
         os << "INT64_MIN";
     else
-        os << "int64_t(" << op->value << ")";
+        os << scalar_type(op->type) << "(" << op->value << ")";
 }
 
 void CodeGen_C::visit_node(const FloatImm *op) {
@@ -112,14 +112,14 @@ void CodeGen_C::visit_node(const Min *op) {
     if (op->type.is_float())
         os << "std::fmin(" << expr(op->a) << ", " << expr(op->b) << ")";
     else
-        os << "std::min<" << op->type.c_name() << ">(" << expr(op->a) << ", " << expr(op->b) << ")";
+        os << "std::min<" << scalar_type(op->type) << ">(" << expr(op->a) << ", " << expr(op->b) << ")";
 }
 
 void CodeGen_C::visit_node(const Max *op) {
     if (op->type.is_float())
         os << "std::fmax(" << expr(op->a) << ", " << expr(op->b) << ")";
     else
-        os << "std::max<" << op->type.c_name() << ">(" << expr(op->a) << ", " << expr(op->b) << ")";
+        os << "std::max<" << scalar_type(op->type) << ">(" << expr(op->a) << ", " << expr(op->b) << ")";
 }
 
 void CodeGen_C::visit_node(const EQ *op) { bin(op->a, "==", op->b); }
@@ -144,7 +144,7 @@ void CodeGen_C::visit_node(const Select *op) {
     os << "(" << expr(op->cond) << " ? " << expr(op->t) << " : " << expr(op->f) << ")";
 }
 
-void CodeGen_C::visit_node(const Cast *op) { os << op->type.c_name() << "(" << expr(op->value) << ")"; }
+void CodeGen_C::visit_node(const Cast *op) { os << scalar_type(op->type) << "(" << expr(op->value) << ")"; }
 
 void CodeGen_C::visit_node(const Call *op) {
     if ((op->name == "exp" || op->name == "erf") && op->type == Float32) { // inline: loops over it vectorize
@@ -200,7 +200,8 @@ void CodeGen_C::visit_node(const For *op) {
         bool exact = std::find(exact_bindings.begin(), exact_bindings.end(), op->for_kind) != exact_bindings.end();
         line("{");
         indent++;
-        line("const int64_t " + name_of(op->var.get()) + " = " + expr(op->min) + " + " + index + ";");
+        line("const " + scalar_type(op->var->type) + " " + name_of(op->var.get()) + " = " + expr(op->min) + " + " +
+             index + ";");
         // A body that does not read the index (a tile's zeroing, once sliced per thread; a
         // tensor-core tile, whose fragments read it elsewhere) would draw an unused warning.
         bool used = false;
@@ -243,14 +244,15 @@ void CodeGen_C::visit_node(const For *op) {
     }
     if (par || simd || (as_const_int(op->min) && as_const_int(op->extent))) {
         // OpenMP's canonical loop form (it evaluates the bound once itself), or constant bounds.
-        line("for (int64_t " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
+        line("for (" + scalar_type(op->var->type) + " " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext +
+             "; ++" + v + ") {");
     } else {
         // The bound evaluated once, as the IR means it: a bound that reads memory (a length, an
         // offset) is otherwise reloaded after every store the C compiler cannot separate from
         // it, and a loop without a known trip count is not vectorized (softmax's exp pass).
         const std::string end = "cora_end_" + v;
-        line("for (int64_t " + v + " = " + mn + ", " + end + " = " + mn + " + " + ext + "; " + v + " < " + end +
-             "; ++" + v + ") {");
+        line("for (" + scalar_type(op->var->type) + " " + v + " = " + mn + ", " + end + " = " + mn + " + " + ext +
+             "; " + v + " < " + end + "; ++" + v + ") {");
     }
     indent++;
     if (par) parallel_depth++;
@@ -307,12 +309,13 @@ void CodeGen_C::scoped(const std::string &declaration, const Stmt &body) {
 
 void CodeGen_C::visit_node(const LetStmt *op) {
     scope_depth_[op->var.get()] = loop_depth_; // invariant in the loops inside it
-    scoped("const " + op->var->type.c_name() + " " + name_of(op->var.get()) + " = " + expr(op->value) + ";", op->body);
+    scoped("const " + scalar_type(op->var->type) + " " + name_of(op->var.get()) + " = " + expr(op->value) + ";",
+           op->body);
 }
 
 void CodeGen_C::visit_node(const LocalVar *op) {
     scope_depth_[op->var.get()] = loop_depth_;
-    scoped(op->var->type.c_name() + " " + name_of(op->var.get()) + " = " + expr(op->init) + ";", op->body);
+    scoped(scalar_type(op->var->type) + " " + name_of(op->var.get()) + " = " + expr(op->init) + ";", op->body);
 }
 
 void CodeGen_C::visit_node(const Assign *op) { line(name_of(op->var.get()) + " = " + expr(op->value) + ";"); }

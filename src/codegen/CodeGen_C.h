@@ -105,6 +105,9 @@ protected:
      * is bound to (blockIdx.x in CUDA). A bound loop prints as its variable set from it, with the
      * body under `index < extent`. Printers of host code have none (InternalError). */
     virtual std::string gpu_index(ForKind kind);
+    /** The C type of a scalar value of type `t` (a let, a loop variable, a cast, an integer
+     * constant): t's own, except in a device kernel that computes in 32 bits (CodeGen_CUDA). */
+    virtual std::string scalar_type(Type t) { return t.c_name(); }
 
     /** A vectorized loop of constant extent W whose body is one Store (under lets) at
      * base + i, reading only base' + i (contiguous) or values that do not use i, through

@@ -31,6 +31,15 @@ __device__ inline int64_t cora_mod(int64_t a, int64_t b) {
     int64_t r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
+// The same in 32 bits, for kernels whose integers provably fit (lower/NarrowIndices.cpp).
+__device__ inline int32_t cora_div(int32_t a, int32_t b) {
+    int32_t q = a / b, r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ inline int32_t cora_mod(int32_t a, int32_t b) {
+    int32_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
 // float16 storage (uint16_t bits): widening is exact, narrowing rounds to nearest even, as the
 // CPU's cora_float_to_half does (which the kernels run on CPU threads use instead).
 #ifdef __CUDA_ARCH__
@@ -94,7 +103,20 @@ protected:
     using CodeGen_C::visit_node;
 
     std::string gpu_index(ForKind kind) override {
-        return std::string("(int64_t)") + (is_gpu_block(kind) ? "blockIdx." : "threadIdx.") + "xyz"[gpu_axis(kind)];
+        return "(" + index_type() + ")" + (is_gpu_block(kind) ? "blockIdx." : "threadIdx.") + "xyz"[gpu_axis(kind)];
+    }
+    /** A 32-bit kernel (LoweredFunc::index_bits) prints its Int64 values as int32_t: the pass
+     * that chose it proved that each of them fits. Buffers keep their element types. */
+    std::string scalar_type(Type t) override { return narrow_ && t == Int64 ? "int32_t" : t.c_name(); }
+    std::string index_type() { return scalar_type(Int64); }
+    void visit_node(const Load *op) override {
+        if (narrow_ && op->type == Int64) { // an offset of a prefix-sum array, narrowed once read
+            os << "int32_t(";
+            CodeGen_C::visit_node(op);
+            os << ")";
+            return;
+        }
+        CodeGen_C::visit_node(op);
     }
 
     /** `name` of CUDA's device library for a float operand: expf for float, exp for double. */
@@ -160,8 +182,8 @@ protected:
             // loops, where the whole block runs alike, so every thread reaches both barriers).
             std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
             line("__syncthreads();");
-            line("for (int64_t " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " + ext + "; " + v +
-                 " += cora_lanes) {");
+            line("for (" + index_type() + " " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " + ext +
+                 "; " + v + " += cora_lanes) {");
             indent++;
             visit(op->body);
             indent--;
@@ -172,7 +194,7 @@ protected:
         CORA_CHECK(op->for_kind != ForKind::Parallel, "codegen_cuda: a parallel loop in a kernel");
         std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
         if (op->for_kind != ForKind::Serial && as_const_int(op->extent)) line("#pragma unroll");
-        line("for (int64_t " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
+        line("for (" + index_type() + " " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
         indent++;
         visit(op->body);
         indent--;
@@ -227,22 +249,38 @@ private:
     }
     const For *thread_loops_[3] = {nullptr, nullptr, nullptr};
     std::map<const VarNode *, Expr> lets_;
+    bool narrow_ = false; ///< the kernel computes in 32 bits
 
 public:
     std::string kernel(const LoweredFunc &k) {
         exact_bindings = k.exact_bindings;
+        narrow_ = k.index_bits == 32;
         std::string params;
-        for (const std::string &p : kernel_parameters(*this, k))
+        std::vector<std::string> narrowed; // 64-bit scalars as the launch passes them, narrowed once
+        const std::vector<std::string> declared = kernel_parameters(*this, k);
+        for (size_t i = 0; i < declared.size(); i++) {
+            std::string p = declared[i];
+            if (narrow_ && k.params[i]->role != VarRole::Buffer && k.params[i]->type == Int64) {
+                const std::string n = name_of(k.params[i].get());
+                p += "wide";
+                // (void): the lets that read it may go unprinted (visit_node(LetStmt)).
+                narrowed.push_back("const int32_t " + n + " = int32_t(" + n + "wide);");
+                narrowed.push_back("(void)" + n + ";");
+            }
             params += (params.empty() ? "" : ", ") + p;
+        }
         os << "extern \"C\" __global__ void " << k.name << "(" << params << ") {\n";
+        for (const std::string &n : narrowed)
+            line(n);
         bool lanes = false;
         visit_stmts(k.body, [&](const Stmt &s) {
             if (const For *f = s.as<For>()) lanes = lanes || f->for_kind == ForKind::GpuLanes;
         });
         if (lanes) {
-            line("const int64_t cora_lane = threadIdx.x + (int64_t)blockDim.x * (threadIdx.y + (int64_t)blockDim.y * "
-                 "threadIdx.z);");
-            line("const int64_t cora_lanes = (int64_t)blockDim.x * blockDim.y * blockDim.z;");
+            const std::string t = index_type();
+            line("const " + t + " cora_lane = threadIdx.x + (" + t + ")blockDim.x * (threadIdx.y + (" + t +
+                 ")blockDim.y * threadIdx.z);");
+            line("const " + t + " cora_lanes = (" + t + ")blockDim.x * blockDim.y * blockDim.z;");
         }
         visit(k.body);
         os << "}\n";
@@ -300,7 +338,12 @@ protected:
             params += (params.empty() ? "" : ", ") + ("(void *)&" + p);
         }
         line("void *cora_params[] = {" + (params.empty() ? std::string("nullptr") : params) + "};");
-        line("if (cora_device->launch(cora_device->context, " + std::to_string(kernel_index_.at(op->kernel)) +
+        std::string kernel = std::to_string(kernel_index_.at(op->kernel));
+        if (!op->narrow.kernel32.empty()) {
+            choose_narrow_kernel(op->narrow, kernel);
+            kernel = "cora_kernel";
+        }
+        line("if (cora_device->launch(cora_device->context, " + kernel +
              ", cora_grid, cora_threads, cora_params, error, error_size) != 0) {" + release_live_allocations() +
              " return 3; }");
         indent--;
@@ -363,6 +406,35 @@ private:
         line("if (cora_device->stage_shape(cora_device->context, " + count +
              ", cora_shape_host, cora_shape_bytes, cora_shape_device, error, error_size) != 0) {" +
              release_live_allocations() + " return 3; }");
+    }
+    /** `cora_kernel`: the 32-bit twin when every bound of `n` evaluates (overflow-checked, after
+     * the arrays' magnitudes) to at most INT32_MAX, else the 64-bit kernel (lower/NarrowIndices.cpp). */
+    void choose_narrow_kernel(const NarrowLaunch &n, const std::string &kernel64) {
+        line("int32_t cora_kernel = " + kernel64 + ";");
+        line("{");
+        indent++;
+        line("bool cora_ov = false;");
+        for (const NarrowLaunch::ArrayMagnitude &a : n.arrays) {
+            const int s = shape_index(a.array.get());
+            CORA_CHECK(s >= 0, "codegen_cuda: the magnitude of ", a.array->name, ", which the host does not hold");
+            const std::string m = name_of(a.magnitude.get()), arr = name_of(a.array.get());
+            const std::string count = shape_arrays_[s].count ? name_of(shape_arrays_[s].count) : arr + "size";
+            line("int64_t " + m + " = 0;");
+            line("for (int64_t cora_i = 0; cora_i < " + count + "; ++cora_i) {");
+            line("    const int64_t cora_v = int64_t(" + arr + "[cora_i]);");
+            line("    " + m + " = std::max<int64_t>(" + m +
+                 ", cora_v < 0 ? (cora_v == INT64_MIN ? INT64_MAX : -cora_v) : cora_v);");
+            line("}");
+        }
+        std::string fits;
+        checked_++;
+        for (const Expr &b : n.bounds)
+            fits += " && " + expr(b) + " <= INT32_MAX";
+        checked_--;
+        line("const bool cora_fits = " + fits.substr(4) + ";");
+        line("if (cora_fits && !cora_ov) cora_kernel = " + std::to_string(kernel_index_.at(n.kernel32)) + ";");
+        indent--;
+        line("}");
     }
     std::map<std::string, int> kernel_index_;
     std::set<const VarNode *> device_buffers_, built_;

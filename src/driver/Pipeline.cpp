@@ -50,6 +50,12 @@ LowerOptions lower_options(const CompileOptions &o) {
         const char *env = std::getenv("CORA_REMOVE_GUARDS");
         l.remove_guards = !(env && std::string(env) == "0");
     }
+    if (o.narrow_gpu_indices >= 0) {
+        l.narrow_gpu_indices = o.narrow_gpu_indices != 0;
+    } else {
+        const char *env = std::getenv("CORA_NARROW_GPU_INDICES");
+        l.narrow_gpu_indices = !(env && std::string(env) == "0");
+    }
     l.build_aux_in_kernel = o.build_aux_in_kernel;
     l.vector_bits = o.vector_bits > 0 ? o.vector_bits : o.vector_bits == 0 ? host_vector_bits() : 0;
     l.contraction_tiles = o.contraction_tiles;

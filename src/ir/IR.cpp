@@ -159,11 +159,11 @@ Stmt Allocate::make(VarPtr b, Expr size, Stmt body, MemoryType memory) {
     CORA_CHECK(memory == MemoryType::Heap || as_const_int(size), "a stack allocation needs a constant size");
     return Stmt(std::make_shared<Allocate>(std::move(b), std::move(size), std::move(body), memory));
 }
-Stmt LaunchKernel::make(std::string kernel, std::vector<Expr> grid, std::vector<Expr> threads,
-                        std::vector<VarPtr> args) {
+Stmt LaunchKernel::make(std::string kernel, std::vector<Expr> grid, std::vector<Expr> threads, std::vector<VarPtr> args,
+                        NarrowLaunch narrow) {
     CORA_CHECK(grid.size() == 3 && threads.size() == 3, "LaunchKernel needs three grid and three thread extents");
-    return Stmt(
-        std::make_shared<LaunchKernel>(std::move(kernel), std::move(grid), std::move(threads), std::move(args)));
+    return Stmt(std::make_shared<LaunchKernel>(std::move(kernel), std::move(grid), std::move(threads), std::move(args),
+                                               std::move(narrow)));
 }
 
 const char *for_kind_name(ForKind k) {

@@ -31,8 +31,8 @@ namespace cora::ir {
     X(Mod)                                                                                                             \
     X(Min)                                                                                                             \
     X(Max)                                                                                                             \
-    X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load)      \
-        X(Reduce)
+    X(EQ)                                                                                                              \
+    X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For)                                                                                                             \
@@ -415,14 +415,35 @@ struct Assert : StmtNode {
  * grid[0] x grid[1] x grid[2] blocks of threads[0] x threads[1] x threads[2] threads, passing
  * `args` (host variables: buffers and scalars, in the kernel's parameter order). Made by
  * lower/SplitHostDevice.cpp from a nest of GPU-bound loops. */
+/** A launch that may take the 32-bit twin of its kernel (lower/NarrowIndices.cpp): the host
+ * evaluates `bounds` (expressions of host scalars and of `arrays`' magnitudes, overflow-checked)
+ * before the launch and runs `kernel32` when every bound is at most INT32_MAX, else `kernel`. */
+struct NarrowLaunch {
+    /** The magnitude of an integer array the host holds (a length or aux array): the largest |v|
+     * of its values, computed by the host before the launch into `magnitude` (an Int64 local). */
+    struct ArrayMagnitude {
+        VarPtr magnitude, array;
+    };
+    std::string kernel32; ///< empty: no choice, the launch runs `kernel`
+    std::vector<Expr> bounds;
+    std::vector<ArrayMagnitude> arrays;
+};
+
+/** A launch of the device kernel `kernel` (a function of the module) over a grid of
+ * grid[0] x grid[1] x grid[2] blocks of threads[0] x threads[1] x threads[2] threads, passing
+ * `args` (host variables: buffers and scalars, in the kernel's parameter order). Made by
+ * lower/SplitHostDevice.cpp from a nest of GPU-bound loops. */
 struct LaunchKernel : StmtNode {
     CORA_NODE_KIND(LaunchKernel)
     std::string kernel;
     std::vector<Expr> grid, threads; ///< three each (x, y, z)
     std::vector<VarPtr> args;
-    LaunchKernel(std::string k, std::vector<Expr> g, std::vector<Expr> t, std::vector<VarPtr> a)
-        : StmtNode(kKind), kernel(std::move(k)), grid(std::move(g)), threads(std::move(t)), args(std::move(a)) {}
-    static Stmt make(std::string kernel, std::vector<Expr> grid, std::vector<Expr> threads, std::vector<VarPtr> args);
+    NarrowLaunch narrow;
+    LaunchKernel(std::string k, std::vector<Expr> g, std::vector<Expr> t, std::vector<VarPtr> a, NarrowLaunch n)
+        : StmtNode(kKind), kernel(std::move(k)), grid(std::move(g)), threads(std::move(t)), args(std::move(a)),
+          narrow(std::move(n)) {}
+    static Stmt make(std::string kernel, std::vector<Expr> grid, std::vector<Expr> threads, std::vector<VarPtr> args,
+                     NarrowLaunch narrow = {});
 };
 
 #undef CORA_NODE_KIND

@@ -29,8 +29,9 @@ bool equal(const Expr &a, const Expr &b) {
         CORA_EQ_BIN(Div)
         CORA_EQ_BIN(Mod)
         CORA_EQ_BIN(Min)
-        CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE)
-            CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
+        CORA_EQ_BIN(Max)
+        CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And)
+            CORA_EQ_BIN(Or)
 #undef CORA_EQ_BIN
                 case NodeKind::Not : return equal(a.as<Not>()->a, b.as<Not>()->a);
     case NodeKind::Select: {
@@ -104,8 +105,16 @@ bool equal(const Stmt &a, const Stmt &b) {
     }
     case NodeKind::LaunchKernel: {
         auto x = a.as<LaunchKernel>(), y = b.as<LaunchKernel>();
+        auto same_arrays = [](const NarrowLaunch &p, const NarrowLaunch &q) {
+            if (p.arrays.size() != q.arrays.size()) return false;
+            for (size_t i = 0; i < p.arrays.size(); i++)
+                if (p.arrays[i].magnitude != q.arrays[i].magnitude || p.arrays[i].array != q.arrays[i].array)
+                    return false;
+            return true;
+        };
         return x->kernel == y->kernel && x->args == y->args && equal_all(x->grid, y->grid) &&
-               equal_all(x->threads, y->threads);
+               equal_all(x->threads, y->threads) && x->narrow.kernel32 == y->narrow.kernel32 &&
+               equal_all(x->narrow.bounds, y->narrow.bounds) && same_arrays(x->narrow, y->narrow);
     }
     default: return false;
     }

@@ -205,7 +205,16 @@ protected:
         os << ")>>>(";
         for (size_t i = 0; i < op->args.size(); i++)
             os << (i ? ", " : "") << op->args[i]->name;
-        os << ")\n";
+        os << ")";
+        if (!op->narrow.kernel32.empty()) {
+            os << " or " << op->narrow.kernel32 << " when ";
+            for (const auto &a : op->narrow.arrays)
+                os << a.magnitude->name << " = max |" << a.array->name << "|, ";
+            os << "max(";
+            list(op->narrow.bounds);
+            os << ") <= INT32_MAX";
+        }
+        os << "\n";
     }
 };
 

@@ -45,7 +45,8 @@ CORA_VISIT_BIN(Min)
 CORA_VISIT_BIN(Max)
 CORA_VISIT_BIN(EQ)
 CORA_VISIT_BIN(NE)
-CORA_VISIT_BIN(LT) CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
+CORA_VISIT_BIN(LT)
+CORA_VISIT_BIN(LE) CORA_VISIT_BIN(GT) CORA_VISIT_BIN(GE) CORA_VISIT_BIN(And) CORA_VISIT_BIN(Or)
 #undef CORA_VISIT_BIN
     void IRVisitor::visit_node(const Not *op) {
     visit(op->a);
@@ -119,6 +120,8 @@ void IRVisitor::visit_node(const LaunchKernel *op) {
         visit(e);
     for (const Expr &e : op->threads)
         visit(e);
+    for (const Expr &e : op->narrow.bounds)
+        visit(e);
 }
 
 // --- IRMutator ---------------------------------------------------------------------------------
@@ -172,7 +175,8 @@ CORA_MUTATE_BIN(Min)
 CORA_MUTATE_BIN(Max)
 CORA_MUTATE_BIN(EQ)
 CORA_MUTATE_BIN(NE)
-CORA_MUTATE_BIN(LT) CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
+CORA_MUTATE_BIN(LT)
+CORA_MUTATE_BIN(LE) CORA_MUTATE_BIN(GT) CORA_MUTATE_BIN(GE) CORA_MUTATE_BIN(And) CORA_MUTATE_BIN(Or)
 #undef CORA_MUTATE_BIN
     Expr IRMutator::mutate_node(const Not *op, const Expr &self) {
     Expr a = mutate(op->a);
@@ -281,7 +285,9 @@ Stmt IRMutator::mutate_node(const LaunchKernel *op, const Stmt &self) {
     bool changed = false;
     auto grid = mutate_all(op->grid, changed);
     auto threads = mutate_all(op->threads, changed);
-    return changed ? LaunchKernel::make(op->kernel, grid, threads, op->args) : self;
+    NarrowLaunch narrow = op->narrow;
+    narrow.bounds = mutate_all(op->narrow.bounds, changed);
+    return changed ? LaunchKernel::make(op->kernel, grid, threads, op->args, narrow) : self;
 }
 
 // --- helpers -----------------------------------------------------------------------------------

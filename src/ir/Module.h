@@ -57,6 +57,9 @@ struct LoweredFunc {
     std::vector<ForKind> exact_bindings;
     /** The constant arrays the body reads (host functions). */
     std::vector<ConstantArray> constants;
+    /** Device kernels: the width of their integer arithmetic, 64 or 32 (lower/NarrowIndices.cpp:
+     * 32 where every integer value the kernel computes provably fits). */
+    int index_bits = 64;
 };
 
 struct Module {

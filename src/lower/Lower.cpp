@@ -29,6 +29,8 @@
  *  12. split_host_device (GPU targets): each nest of block loops becomes a device kernel and a launch
  *  13. slice_thread_tiles (CUDA): block-level register tiles become per-thread slices
  *  14. warp_reductions (CUDA): a reduction over one warp combines with shuffles
+ *  15. narrow_kernel_indices (CUDA): 32-bit integers in kernels where they provably fit, or a
+ *      32-bit twin launched when the launch's values fit
  * The result is a Module (ir/Module.h): the entry, for AOT the size query, for GPU targets the
  * device kernels; each pass returns
  * what later ones need (arguments, permutations, guard counts), and the LoweringContext holds only
@@ -197,6 +199,9 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
         }
     for (const LoweredFunc &k : device_kernels)
         pass.run_step("check_mma_tiles", [&] { check_mma_tiles(k); });
+    if (ctx.target == Target::Cuda && opts.narrow_gpu_indices)
+        s = pass.run("narrow_kernel_indices", Stage::Materialized,
+                     [&] { return narrow_kernel_indices(s, device_kernels, args); });
 
     LoweredModule m;
     m.name = name;

@@ -26,6 +26,9 @@ struct LowerOptions {
     int vector_bits = 0;
     /** Register tiles chosen for contractions, by Func name (CompileOptions::contraction_tiles). */
     std::map<std::string, ContractionTile> contraction_tiles;
+    /** Target::Cuda: kernels do their integer arithmetic in 32 bits where it provably fits
+     * (lower/NarrowIndices.cpp); false: always 64 bits. */
+    bool narrow_gpu_indices = true;
 };
 
 /** A module with what the prover did for it. */

@@ -68,5 +68,8 @@ Stmt warp_reductions(const Stmt &kernel_body, const std::vector<ForKind> &exact_
 /** GPU targets: every gpu_mma loop of the kernel is a tensor-core tile every lane of its warp
  * reaches (TensorCoreTiles.cpp); CompileError otherwise. */
 void check_mma_tiles(const LoweredFunc &kernel);
+/** Target::Cuda: 32-bit integer arithmetic in the kernels where every integer provably fits, or a
+ * 32-bit twin the entry launches when the values at the launch fit (NarrowIndices.cpp). */
+Stmt narrow_kernel_indices(const Stmt &entry, std::vector<LoweredFunc> &kernels, const std::vector<ModuleArg> &args);
 
 } // namespace cora::ir

@@ -35,4 +35,13 @@ inline CudaProgram require_cuda_compiles(const Pipeline &p, const std::string &p
     return cp;
 }
 
+/** The program's kernels without the 32-bit twins that lower/NarrowIndices.cpp may add (named
+ * `<kernel>_i32`): one per launch. */
+inline std::vector<std::string> launched_kernels(const CudaProgram &cp) {
+    std::vector<std::string> k;
+    for (const std::string &name : cp.kernels)
+        if (name.size() < 4 || name.compare(name.size() - 4, 4, "_i32") != 0) k.push_back(name);
+    return k;
+}
+
 } // namespace cora::testing

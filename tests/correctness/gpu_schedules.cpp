@@ -9,6 +9,7 @@
 #include "common/nvrtc_checks.h"
 #include "common/ragged_testing.h"
 #include "common/random_gpu_schedule.h"
+#include "common/recording_device.h"
 #include "common/trial_count.h"
 #include "trmm/trmm_gpu_def.h"
 #include "vgemm/vgemm_gpu_def.h"
@@ -30,6 +31,7 @@ using Catch::Matchers::Contains;
 using testing::check_against_reference;
 using testing::count_occurrences;
 using testing::emulated;
+using testing::RecordingDevice;
 using testing::require_cuda_compiles;
 
 namespace {
@@ -89,14 +91,19 @@ TEST_CASE("a ragged elementwise op on GPU blocks and threads matches the referen
             REQUIRE_THAT(cp.source, Contains("expf("));
             if (variant == 0) {
                 // Blocks cover the batch exactly; threads past a sentence's end skip it.
-                REQUIRE(count_occurrences(cp.source, "if ((int64_t)blockIdx.x <") == 0);
-                REQUIRE(count_occurrences(cp.source, "if ((int64_t)threadIdx.x <") == 1);
+                const size_t kernels = cp.kernels.size(); // with a 32-bit twin, if any
+                REQUIRE(count_occurrences(cp.source, "int64_t)blockIdx.x <") == 0);
+                REQUIRE(count_occurrences(cp.source, "int32_t)blockIdx.x <") == 0);
+                REQUIRE(count_occurrences(cp.source, "if ((int64_t)threadIdx.x <") +
+                            count_occurrences(cp.source, "if ((int32_t)threadIdx.x <") ==
+                        kernels);
             }
             if (variant >= 1) {
                 // Each axis has one loop whose extent is the launch's: no bound checks (the
                 // guard of the padded iterations' reads of A, which is not padded, stays).
                 REQUIRE(count_occurrences(cp.source, "if ((int64_t)") == 0);
-                if (variant <= 2) REQUIRE(count_occurrences(cp.source, "if (") == 1);
+                REQUIRE(count_occurrences(cp.source, "if ((int32_t)") == 0);
+                if (variant <= 2) REQUIRE(count_occurrences(cp.source, "if (") == cp.kernels.size());
             }
         }
     }
@@ -151,7 +158,7 @@ TEST_CASE("vgemm with a block per matrix and ragged thread extents matches the r
     check_against_reference(p, k, {X, Y}, bind, 23, 8, 5);
     check_against_reference(p, testing::cuda_on_cpu(p), {X, Y}, bind, 23, 8, 5);
     CudaProgram cp = require_cuda_compiles(p);
-    REQUIRE(cp.kernel_ir.size() == 1);
+    REQUIRE(testing::launched_kernels(cp).size() == 1);
     REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_blocks.x for batch"));
     REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_threads.x for no"));
     REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_threads.y for mo"));
@@ -222,7 +229,7 @@ TEST_CASE("a ragged row softmax: a block per row, a thread per key, row reductio
         f->gpu_blocks(r.batch).gpu_threads(r.seq);
     Pipeline p({sm.P}, "gpu_softmax");
     CudaProgram cp = require_cuda_compiles(p);
-    REQUIRE(cp.kernels.size() == 4);
+    REQUIRE(testing::launched_kernels(cp).size() == 4);
     Kernel kern = p.compile(emulated());
     check_against_reference(p, kern, {S}, r.bind, 40, 8, 77);
     check_against_reference(p, testing::cuda_on_cpu(p), {S}, r.bind, 40, 8, 77);
@@ -782,7 +789,7 @@ TEST_CASE("float16 operands in shared memory, float32 accumulators, one rounding
             REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
             INFO(cp.source);
             REQUIRE(count_occurrences(cp.source, "__shared__ __attribute__((aligned(16))) uint16_t") == 2);
-            REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];"));
+            REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];") || Contains("float C_tile_[int32_t(16)];"));
             REQUIRE((out == Float16) == (cp.source.find("= cora_float_to_half(C_tile_[") != std::string::npos));
             // The panels' copies move the bits; only a float16 C is rounded.
             for (const CudaBinary &b : cp.binaries) {
@@ -814,7 +821,7 @@ TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced
     INFO(cp.kernel_ir[0]);
     REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate on stack C_tile[float32 * 16]"));
     REQUIRE_THAT(cp.kernel_ir[0], Contains("C_tile[((ir * 4) + jr)] = 0f"));
-    REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];"));
+    REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];") || Contains("float C_tile_[int32_t(16)];"));
     // Every thread loop runs to the launch size: no bound checks on the thread indices.
     REQUIRE(count_occurrences(cp.source, "threadIdx.x < ") == 0);
     const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},   {32, 32, 8},
@@ -883,56 +890,6 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
     }
 }
 
-namespace {
-
-/** A cora_device_t that records what the host entry asks of it (no GPU needed). */
-struct RecordingDevice {
-    struct Launch {
-        int32_t kernel;
-        std::array<int64_t, 3> grid, threads;
-    };
-    std::vector<Launch> launches;
-    std::map<const void *, int64_t> staged; ///< host array -> bytes
-    int stage_calls = 0, allocs = 0, releases = 0;
-    bool fail_launch = false, fail_stage = false;
-    cora_device_t device{this, &launch, &alloc, &release, &stage_shape};
-
-    static int32_t launch(void *c, int32_t kernel, const int64_t *grid, const int64_t *threads, void **, char *error,
-                          int32_t error_size) {
-        auto *r = static_cast<RecordingDevice *>(c);
-        if (r->fail_launch) {
-            std::snprintf(error, (size_t)error_size, "launch refused");
-            return 3;
-        }
-        r->launches.push_back({kernel, {grid[0], grid[1], grid[2]}, {threads[0], threads[1], threads[2]}});
-        return 0;
-    }
-    static void *alloc(void *c, int64_t bytes, char *, int32_t) {
-        static_cast<RecordingDevice *>(c)->allocs++;
-        return std::malloc((size_t)bytes);
-    }
-    static void release(void *c, void *p) {
-        static_cast<RecordingDevice *>(c)->releases++;
-        std::free(p);
-    }
-    static int32_t stage_shape(void *c, int32_t n, const void *const *host, const int64_t *bytes, const void **device,
-                               char *error, int32_t error_size) {
-        auto *r = static_cast<RecordingDevice *>(c);
-        if (r->fail_stage) {
-            std::snprintf(error, (size_t)error_size, "no room for the shape");
-            return 3;
-        }
-        r->stage_calls++;
-        for (int32_t i = 0; i < n; i++) {
-            r->staged[host[i]] = bytes[i];
-            device[i] = host[i];
-        }
-        return 0;
-    }
-};
-
-} // namespace
-
 TEST_CASE("the CUDA host entry checks its arguments, sizes its launches and calls the device runtime", "[gpu]") {
     // The host side of Target::Cuda, JIT-compiled and called with a recording device: the launch
     // sizes for a given shape, device memory for intermediates (released on every path), device
@@ -945,7 +902,9 @@ TEST_CASE("the CUDA host entry checks its arguments, sizes its launches and call
     P.gpu_blocks(r.batch).gpu_threads(r.seq);
     S.fuse(r.batch, r.seq, r.tok).split(r.tok, r.to, r.ti, 16).gpu_blocks(r.to).gpu_threads(r.ti);
     Pipeline p({S}, "gpu_host");
-    CudaProgram cp = compile_cuda(p, {});
+    CompileOptions wide; // one kernel per launch (tests/correctness/gpu_narrow_indices.cpp: the twins)
+    wide.narrow_gpu_indices = 0;
+    CudaProgram cp = compile_cuda(p, {}, wide);
     INFO(cp.host_source);
     REQUIRE_THAT(cp.host_source, Contains("cora_device->launch(cora_device->context, 0,"));
     REQUIRE_THAT(cp.host_source, Contains("cora_device->launch(cora_device->context, 1,"));

@@ -56,13 +56,14 @@ TEST_CASE("a tensor-core GEMM: the nest as loops, the warp instruction emulated 
             REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory A_cache[float16 * 512]"));
             INFO(cp.source);
             // Per thread: 4 tiles of 8 columns, 4 sums each; one instruction per tile and panel.
-            REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];"));
+            REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];") || Contains("float C_tile_[int32_t(16)];"));
             REQUIRE(count_occurrences(cp.source, "cora_mma_m16n8k16(C_tile_[") == 1);
             REQUIRE(count_occurrences(cp.source, "= cora_pack_half2(A_cache_[") == 4);
             REQUIRE(count_occurrences(cp.source, "= cora_pack_half2(B_cache_[") == 2);
             // Lane (t, g)'s B registers hold column g of the tile at k = 2t, 2t + 1 (+ 8).
             REQUIRE_THAT(cp.source,
-                         Contains("cora_pack_half2(B_cache_[(((t_ * int64_t(64)) + (nj_ * int64_t(8))) + g_)]"));
+                         Contains("cora_pack_half2(B_cache_[(((t_ * int64_t(64)) + (nj_ * int64_t(8))) + g_)]") ||
+                             Contains("cora_pack_half2(B_cache_[(((t_ * int32_t(64)) + (nj_ * int32_t(8))) + g_)]"));
             check_tiles(p, gemm);
         }
     }
@@ -89,7 +90,7 @@ TEST_CASE("tensor-core tiles under other schedules: nest order, unrolled registe
         s.C.gpu_threads(s.t, s.g, s.jw).cache_read(s.A, s.ko).cache_read(s.B, s.ko).cache_write(s.jo).gpu_mma(s.ki);
         Pipeline p({s.C}, "mma_warps_j");
         CudaProgram cp = require_mma_compiles(p);
-        REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(8)];"));
+        REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(8)];") || Contains("float C_tile_[int32_t(8)];"));
         check_tiles(p, s);
     }
     SECTION("operands read from global memory, a per-warp register tile") {

@@ -5,6 +5,7 @@
 // same runtime, embedded). Kernels do not run on the fake, so results are not checked here; the
 // CPU-threads backend and gpu_tests check those.
 #include "common/cuda_on_cpu.h"
+#include "common/nvrtc_checks.h"
 #include "common/ragged_testing.h"
 #include "common/two_gpu_ops.h"
 
@@ -245,7 +246,9 @@ TEST_CASE("a JIT Kernel on the fake GPU: launches, one transfer per shape, error
         REQUIRE(k.device() == 0);
         REQUIRE(k.program().binaries.size() == 1);
         REQUIRE(k.program().binaries[0].arch == 90); // the fake's compute capability
-        const int64_t kernels = (int64_t)k.program().kernels.size();
+        // One launch per kernel, each taking the 32-bit twin (lower/NarrowIndices.cpp) where one was
+        // made: this shape's offsets fit in int32.
+        const int64_t kernels = (int64_t)testing::launched_kernels(k.program()).size();
         REQUIRE(kernels >= 2);
         RaggedShape s = t.shape({3, 0, 17, 40});
         Buffer a = Buffer::alloc(t.A, s), out = Buffer::alloc(t.S, s);
@@ -253,6 +256,17 @@ TEST_CASE("a JIT Kernel on the fake GPU: launches, one transfer per shape, error
         k.run(s, {{t.A, a}, {t.S, out}});
         k.run(s, {{t.A, a}, {t.S, out}});
         REQUIRE(fake.launch_count() == before + 2 * kernels);
+        const std::vector<std::string> &all = k.program().kernels;
+        const bool twins = all.size() > (size_t)kernels;
+        for (int64_t i = before; i < before + 2 * kernels; i++) {
+            char name[128];
+            unsigned grid[3], block[3];
+            REQUIRE(fake.launch(i, name, sizeof name, grid, block) == 0);
+            const std::string launched = name;
+            REQUIRE(std::find(all.begin(), all.end(), launched) != all.end());
+            if (twins && std::find(all.begin(), all.end(), launched + "_i32") != all.end())
+                FAIL("launched " << launched << ", not its 32-bit twin");
+        }
         REQUIRE(k.shape_transfers() == 1);
         fake.fail_next("cuLaunchKernel", 719);
         REQUIRE_THROWS_AS(k.run(s, {{t.A, a}, {t.S, out}}), RuntimeError);
