@@ -10,8 +10,9 @@
 #     (ragged against padded) on MNLI lengths;
 #   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS, vgemm and a square GEMM on
 #     tensor cores against cublasGemmEx), its schedules emulated
-#     first; its table is appended to the report; then again with 64-bit indices everywhere
-#     (CORA_NARROW_GPU_INDICES=0), and the SASS instruction mix of both (sass-mix.py, cuobjdump).
+#     first; its table is appended to the report; then again with element-by-element copies into
+#     shared memory (CORA_VECTOR_GPU_COPIES=0) and also 64-bit indices (CORA_NARROW_GPU_INDICES=0),
+#     and the SASS instruction mix of all (sass-mix.py, cuobjdump).
 # Writes results/gpu-check.md with what ran and how it ended. Exit status: non-zero if a test failed.
 #   bash gpu-check.sh [--cpu-only | --gpu-only]
 # --gpu-only leaves out the CPU part (emulated schedules, CPU threads), which gpu-bundle.sh already
@@ -75,6 +76,17 @@ run() {
   echo "| $name | $result | $((SECONDS - t0)) |" >>"$report"
   echo "gpu-check: $name: $result"
 }
+# `run` with environment variables: run_env NAME VAR=VALUE... COMMAND...
+run_env() {
+  local name="$1"
+  shift
+  local vars=()
+  while [[ $# -gt 0 && "$1" == *=* ]]; do
+    vars+=("$1")
+    shift
+  done
+  run "$name" env "${vars[@]}" "$@"
+}
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64" # cuBLAS for the benchmark
 # A library the bundle lacks here shows up as one line, not as every step failing the same way.
 missing=$(for b in ./correctness_tests ./gpu_tests ./cora_gpu_bench ./trmm ./vgemm ./ragged_attention; do
@@ -102,12 +114,19 @@ if [[ "$mode" != "--cpu-only" ]]; then
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
     run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
     [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
-    # The same kernels with 64-bit integers everywhere (CompileOptions::narrow_gpu_indices = 0): the
-    # baseline of the 32-bit indices, timed in the same lease.
-    CORA_NARROW_GPU_INDICES=0 run gpu_bench_64bit_indices ./cora_gpu_bench "${shapes[@]}" \
-      --out results/gpu-bench-64bit.md
-    [[ -f results/gpu-bench-64bit.md ]] && { echo; echo "With 64-bit indices everywhere:"; echo; \
-      sed 1,2d results/gpu-bench-64bit.md; } >>"$report"
+    # The same kernels without this round's code generation, timed in the same lease: copies into
+    # shared memory one element at a time (CompileOptions::vector_gpu_copies = 0), then also with
+    # 64-bit integers everywhere (narrow_gpu_indices = 0: the kernels before both).
+    bench_variant() {
+      local name="$1" title="$2"
+      shift 2
+      run_env "$name" "$@" ./cora_gpu_bench "${shapes[@]}" --out "results/$name.md"
+      [[ -f "results/$name.md" ]] && { echo; echo "$title:"; echo; sed 1,2d "results/$name.md"; } >>"$report"
+    }
+    bench_variant gpu_bench_element_copies "Copies into shared memory one element at a time" \
+      CORA_VECTOR_GPU_COPIES=0
+    bench_variant gpu_bench_64bit_element_copies "And 64-bit indices everywhere (the kernels before both)" \
+      CORA_VECTOR_GPU_COPIES=0 CORA_NARROW_GPU_INDICES=0
     # The instruction mix of the kernels just compiled (both widths), from their SASS.
     if [[ -f sass-mix.py ]]; then
       run sass_mix python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm

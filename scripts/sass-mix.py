@@ -3,7 +3,8 @@
 
 Reads every NVRTC record in a cora kernel cache (CORA_CACHE_DIR: files k<key>.bin holding the tag
 line "cora-nvrtc-record 1", then the cubin, PTX and log, each as "<size>\\n<bytes>"), disassembles
-each cubin and prints one markdown row per kernel whose name contains FILTER: instructions, FFMA and
+each cubin and prints one markdown row per kernel (and record: the first 8 hex digits of its cache
+key) whose name contains FILTER: instructions, FFMA and
 HMMA (the arithmetic), shared and global loads (and how many are 128-bit), and the 64-bit integer
 work (IMAD.WIDE, the carry halves .X of 64-bit adds, 64-bit compares .EX). Used by gpu-check.sh on
 a GPU machine (cuobjdump comes with CUDA); a machine without cuobjdump gets one line and exit 77.
@@ -91,12 +92,14 @@ def main(argv):
             for name, c in mix(r.stdout).items():
                 if filters and not any(x in name for x in filters):
                     continue
-                rows[(name, arch.group(1) if arch else "?")] = c
+                # Two programs may hold kernels of one name (tile sizes, 64- and 32-bit builds):
+                # the record's key tells them apart.
+                rows[(name, arch.group(1) if arch else "?", f[1:9])] = c
     cols = ["instructions", "FFMA", "HMMA", "LDS", "LDS.128", "LDG", "LDG.128", "LDSM", "LDGSTS", "int64"]
-    print("| kernel | arch | " + " | ".join(cols) + " |")
-    print("|---|---|" + "---|" * len(cols))
-    for (name, arch), c in sorted(rows.items()):
-        print(f"| {name} | {arch} | " + " | ".join(str(c[k]) for k in cols) + " |")
+    print("| kernel | arch | record | " + " | ".join(cols) + " |")
+    print("|---|---|---|" + "---|" * len(cols))
+    for (name, arch, record), c in sorted(rows.items()):
+        print(f"| {name} | {arch} | {record} | " + " | ".join(str(c[k]) for k in cols) + " |")
     return 0
 
 

@@ -43,6 +43,11 @@ struct CompileOptions {
      * of this launch fit (docs/gpu.md, "32-bit indices"): 1 yes, 0 no (64 bits everywhere; results
      * are identical), negative: yes unless CORA_NARROW_GPU_INDICES=0. */
     int narrow_gpu_indices = -1;
+    /** GPU kernels (backend "cuda", "cuda-cpu-threads"): copies into shared memory move 16 bytes per
+     * thread at once where the elements are contiguous and aligned (docs/gpu.md, "Vector copies"):
+     * 1 yes, 0 no (one element at a time; results are identical), negative: yes unless
+     * CORA_VECTOR_GPU_COPIES=0. */
+    int vector_gpu_copies = -1;
     /** The backend the kernel runs on, by name (cora/Backend.h): "cpu", "cuda" (a GPU),
      * "cuda-emulated" (a GPU schedule's device IR run on the CPU), "cuda-cpu-threads" (its CUDA
      * source run on the CPU), or one the caller added to `backends`. Empty: "cpu", or the backend

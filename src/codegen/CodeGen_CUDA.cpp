@@ -5,8 +5,10 @@
 #include <set>
 
 #include "analysis/MmaTile.h"
+#include "analysis/Simplify.h"
 #include "codegen/CRuntime.h"
 #include "codegen/EntryFunction.h"
+#include "ir/IRVisitor.h"
 #include "util/Error.h"
 
 namespace cora::ir {
@@ -66,6 +68,11 @@ __device__ inline void cora_mma_m16n8k16(float &d0, float &d1, float &d2, float 
                  : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+#endif
+// 16 bytes from global to shared memory in one load and one store (LDG.E.128, STS.128): the
+// vector copies of shared tiles, where the addresses were checked to be 16-byte aligned.
+#ifdef __CUDA_ARCH__
+__device__ inline void cora_copy16(void *dst, const void *src) { *(float4 *)dst = *(const float4 *)src; }
 #endif
 template <class T> __device__ inline T cora_min(T a, T b) { return a < b ? a : b; }
 template <class T> __device__ inline T cora_max(T a, T b) { return a < b ? b : a; }
@@ -185,7 +192,7 @@ protected:
             line("for (" + index_type() + " " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " + ext +
                  "; " + v + " += cora_lanes) {");
             indent++;
-            visit(op->body);
+            if (!print_vector_copy(op->body)) visit(op->body);
             indent--;
             line("}");
             line("__syncthreads();");
@@ -202,6 +209,7 @@ protected:
     }
     void visit_node(const Allocate *op) override {
         CORA_CHECK(op->memory != MemoryType::Heap, "codegen_cuda: a heap allocation in a kernel");
+        local_.insert(op->buffer.get()); // not global memory (a vector copy's source must be)
         line("{");
         indent++;
         // Shared tiles 16-byte aligned: four neighbouring floats at an index the compiler sees
@@ -247,6 +255,52 @@ private:
         indent--;
         line("}");
     }
+    /** A lane's 4 elements of a copy into shared memory (a Vectorized loop of 4 that
+     * SplitHostDevice.cpp made inside a GpuLanes loop), `[if (cond)] shared[s] = global[g]` with s
+     * and g both stepping by 1: when all 4 conditions hold and both addresses are 16-byte aligned
+     * (checked at run time: a ragged row's start often is not), one 16-byte load and store;
+     * otherwise the 4 elements one by one, as written. False (nothing printed) for another body. */
+    bool print_vector_copy(const Stmt &body) {
+        const For *vec = body.as<For>();
+        if (!vec || vec->for_kind != ForKind::Vectorized || !is_const(vec->extent, 4) || !is_const(vec->min, 0))
+            return false;
+        Expr cond;
+        const Store *st = vec->body.as<Store>();
+        if (const IfThenElse *i = vec->body.as<IfThenElse>()) {
+            cond = i->cond;
+            st = i->then_case.as<Store>();
+        }
+        const Load *ld = st ? st->value.as<Load>() : nullptr;
+        if (!ld || !local_.count(st->buffer.get()) || local_.count(ld->buffer.get()) ||
+            st->buffer->type != ld->buffer->type || st->buffer->type.bytes() != 4 || st->buffer->type.is_storage_only())
+            return false;
+        const VarNode *e = vec->var.get();
+        auto at = [&](const Expr &x, int64_t k) { return simplify(substitute(x, e, IntImm::make(k))); };
+        auto steps_by_one = [&](const Expr &index) {
+            return equal(simplify(Sub::make(index, at(index, 0))), var_expr(vec->var));
+        };
+        if (!steps_by_one(st->index) || !steps_by_one(ld->index)) return false;
+        const std::string s = name_of(st->buffer.get()), g = name_of(ld->buffer.get()), t = index_type();
+        line("{");
+        indent++;
+        line("const " + t + " cora_s0 = " + expr(at(st->index, 0)) + ";");
+        line("const " + t + " cora_g0 = " + expr(at(ld->index, 0)) + ";");
+        std::string whole;
+        if (cond.defined())
+            for (int64_t k = 0; k < 4; k++)
+                whole += expr(at(cond, k)) + " && ";
+        line("if (" + whole + "(cora_s0 & 3) == 0 && ((unsigned long long)(" + g + " + cora_g0) & 15) == 0) {");
+        line("    cora_copy16(&" + s + "[cora_s0], &" + g + "[cora_g0]);");
+        line("} else {");
+        indent++;
+        visit(body);
+        indent--;
+        line("}");
+        indent--;
+        line("}");
+        return true;
+    }
+    std::set<const VarNode *> local_; ///< buffers allocated in the kernel (shared or per thread)
     const For *thread_loops_[3] = {nullptr, nullptr, nullptr};
     std::map<const VarNode *, Expr> lets_;
     bool narrow_ = false; ///< the kernel computes in 32 bits

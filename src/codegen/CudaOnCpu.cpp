@@ -240,6 +240,8 @@ inline void cora_mma_m16n8k16(float &d0, float &d1, float &d2, float &d3, unsign
     for (int r = 0; r < 4; r++)
         *d[r] = out[r];
 }
+/** 16 bytes at once, as the GPU's vector copies into shared memory (CodeGen_CUDA.cpp) do. */
+inline void cora_copy16(void *dst, const void *src) { std::memcpy(dst, src, 16); }
 inline float __int_as_float(int i) {
     float f;
     std::memcpy(&f, &i, sizeof f);

@@ -56,6 +56,12 @@ LowerOptions lower_options(const CompileOptions &o) {
         const char *env = std::getenv("CORA_NARROW_GPU_INDICES");
         l.narrow_gpu_indices = !(env && std::string(env) == "0");
     }
+    if (o.vector_gpu_copies >= 0) {
+        l.vector_gpu_copies = o.vector_gpu_copies != 0;
+    } else {
+        const char *env = std::getenv("CORA_VECTOR_GPU_COPIES");
+        l.vector_gpu_copies = !(env && std::string(env) == "0");
+    }
     l.build_aux_in_kernel = o.build_aux_in_kernel;
     l.vector_bits = o.vector_bits > 0 ? o.vector_bits : o.vector_bits == 0 ? host_vector_bits() : 0;
     l.contraction_tiles = o.contraction_tiles;

@@ -189,8 +189,10 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     s = pass.run("lower_thread_reductions", Stage::Materialized,
                  [&] { return lower_thread_reductions(s, ctx.target); });
     std::vector<LoweredFunc> device_kernels;
-    s = pass.run("split_host_device", Stage::Materialized,
-                 [&] { return split_host_device(s, kernel_prefix(name), ctx.target, ctx.gpu_limits, device_kernels); });
+    s = pass.run("split_host_device", Stage::Materialized, [&] {
+        return split_host_device(s, kernel_prefix(name), ctx.target, ctx.gpu_limits, opts.vector_gpu_copies,
+                                 device_kernels);
+    });
     if (ctx.target == Target::Cuda) // the emulation runs thread loops as loops: whole tiles, shared parts
         for (LoweredFunc &k : device_kernels) {
             k.body = pass.run("slice_thread_tiles", Stage::Materialized, [&] { return slice_thread_tiles(k.body); });

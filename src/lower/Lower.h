@@ -29,6 +29,9 @@ struct LowerOptions {
     /** Target::Cuda: kernels do their integer arithmetic in 32 bits where it provably fits
      * (lower/NarrowIndices.cpp); false: always 64 bits. */
     bool narrow_gpu_indices = true;
+    /** Target::Cuda: copies into shared memory take 4 consecutive 4-byte elements per thread, which
+     * the CUDA printer copies as 16 bytes where they are contiguous and aligned. */
+    bool vector_gpu_copies = true;
 };
 
 /** A module with what the prover did for it. */

@@ -56,9 +56,10 @@ Stmt decide_loop_execution(const Stmt &s);
 Stmt lower_thread_reductions(const Stmt &s, Target target);
 /** GPU targets: each nest of block-bound loops becomes a device kernel (appended to `kernels`,
  * named `<kernel_prefix>_k<n>`) and a LaunchKernel in its place, its sizes checked against
- * `limits` (the device's). (SplitHostDevice.cpp) */
+ * `limits` (the device's); with `vector_copies` (CUDA), copies into shared memory take 4
+ * consecutive elements per lane. (SplitHostDevice.cpp) */
 Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target, const GpuLimits &limits,
-                       std::vector<LoweredFunc> &kernels);
+                       bool vector_copies, std::vector<LoweredFunc> &kernels);
 /** Target::Cuda: a block-level register tile whose threads touch disjoint parts becomes one
  * slice per thread (SliceThreadTiles.cpp). */
 Stmt slice_thread_tiles(const Stmt &kernel_body);

@@ -19,13 +19,15 @@
  * Shared memory: in a kernel with thread loops, a tile written outside them (cache_read at a block
  * or serial loop around the thread loops) is the block's: it moves to shared memory (at most the
  * limit's static shared bytes, 48 KiB, in all, else a CompileError) and its copy becomes a GpuLanes loop, shared by the
- * block's threads between two barriers (PlaceSharedTiles). Checks (CompileError): in a kernel, a block loop inside a
- * thread or serial loop, two loops bound to the same axis one inside the other, and — in a kernel with thread loops — a
- * store to memory outside the kernel (a parameter) that is not inside a thread loop: every thread would run it. A
- * per-thread local (a cache_write tile, a cache_read copy, a scalar) may live outside them. Requires: the final loop
- * kinds (decide_loop_execution; no Parallel loop inside a GPU-bound one), per-op bindings checked (GpuBindings.cpp).
- * Ensures: no GPU-bound loop in the entry; heap allocations and argument checks stay on the host. On the host target it
- * changes nothing. Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/gpu_schedules.cpp. */
+ * block's threads between two barriers (PlaceSharedTiles; in CUDA, 4 consecutive elements of 4 bytes per lane where
+ * the copy's innermost extent allows, an inner vectorized loop the printer makes one 16-byte copy). Checks
+ * (CompileError): in a kernel, a block loop inside a thread or serial loop, two loops bound to the same axis one inside
+ * the other, and — in a kernel with thread loops — a store to memory outside the kernel (a parameter) that is not
+ * inside a thread loop: every thread would run it. A per-thread local (a cache_write tile, a cache_read copy, a scalar)
+ * may live outside them. Requires: the final loop kinds (decide_loop_execution; no Parallel loop inside a GPU-bound
+ * one), per-op bindings checked (GpuBindings.cpp). Ensures: no GPU-bound loop in the entry; heap allocations and
+ * argument checks stay on the host. On the host target it changes nothing. Tests: tests/pass/passes.cpp (the pass
+ * alone), tests/correctness/gpu_schedules.cpp. */
 #include <map>
 #include <set>
 
@@ -150,6 +152,9 @@ bool has_thread_loop(const Stmt &s) {
  * so that consecutive threads copy consecutive elements). The CUDA printer puts a barrier before
  * such a loop (nobody still reads the old contents) and after it (everybody sees the new ones). */
 class PlaceSharedTiles : public IRMutator {
+public:
+    explicit PlaceSharedTiles(bool vector_copies) : vector_copies_(vector_copies) {}
+
 protected:
     using IRMutator::mutate_node;
     Stmt mutate_node(const For *op, const Stmt &self) override {
@@ -171,6 +176,7 @@ protected:
     }
 
 private:
+    const bool vector_copies_;
     int threads_ = 0;
     std::set<const VarNode *> shared_;
 
@@ -181,7 +187,21 @@ private:
         });
         return w;
     }
-    static Stmt lanes(const Stmt &s) {
+    /** 16 bytes of a 4-byte element type per lane (CUDA): the innermost loop of the copy, when its
+     * extent is a multiple of 4 and every store of the body is of 4-byte elements, runs 4
+     * consecutive iterations per lane (an inner vectorized loop), which the CUDA printer turns into
+     * one 16-byte load and store where they are contiguous and aligned (CodeGen_CUDA.cpp). */
+    static constexpr int64_t kVector = 4;
+    bool vectorizable(const std::vector<const For *> &loops, const Stmt &body) const {
+        if (!vector_copies_ || loops.empty() || *as_const_int(loops.back()->extent) % kVector != 0) return false;
+        bool four_bytes = true;
+        visit_stmts(body, [&](const Stmt &x) {
+            if (const Store *st = x.as<Store>())
+                four_bytes = four_bytes && st->buffer->type.bytes() == 4 && !st->buffer->type.is_storage_only();
+        });
+        return four_bytes;
+    }
+    Stmt lanes(const Stmt &s) const {
         std::vector<const For *> loops;
         Stmt body = s;
         while (const For *f = body.as<For>()) {
@@ -191,17 +211,22 @@ private:
         }
         VarPtr lane = make_var("lane", VarRole::Index);
         if (loops.empty()) return For::make(lane, IntImm::make(0), IntImm::make(1), ForKind::GpuLanes, s);
+        const bool vector = vectorizable(loops, body);
+        VarPtr element = vector ? make_var("v", VarRole::Index) : nullptr;
         std::map<const VarNode *, Expr> at;
         int64_t stride = 1;
         for (size_t k = loops.size(); k-- > 0;) {
-            int64_t extent = *as_const_int(loops[k]->extent);
+            const bool innermost = k + 1 == loops.size();
+            int64_t extent = *as_const_int(loops[k]->extent) / (vector && innermost ? kVector : 1);
             Expr i = Div::make(var_expr(lane), IntImm::make(stride));
             if (k > 0) i = Mod::make(i, IntImm::make(extent));
+            if (vector && innermost) i = Add::make(Mul::make(i, IntImm::make(kVector)), var_expr(element));
             at[loops[k]->var.get()] = simplify(Add::make(loops[k]->min, i));
             stride *= extent;
         }
-        return For::make(lane, IntImm::make(0), IntImm::make(stride), ForKind::GpuLanes,
-                         simplify(substitute(body, at)));
+        Stmt copy = simplify(substitute(body, at));
+        if (vector) copy = For::make(element, IntImm::make(0), IntImm::make(kVector), ForKind::Vectorized, copy);
+        return For::make(lane, IntImm::make(0), IntImm::make(stride), ForKind::GpuLanes, copy);
     }
 };
 
@@ -334,8 +359,9 @@ private:
 
 class SplitHostDevice : public IRMutator {
 public:
-    SplitHostDevice(const std::string &prefix, const GpuLimits &limits, std::vector<LoweredFunc> &kernels)
-        : prefix_(prefix), limits_(limits), kernels_(kernels) {}
+    SplitHostDevice(const std::string &prefix, const GpuLimits &limits, std::vector<LoweredFunc> &kernels,
+                    bool vector_copies)
+        : prefix_(prefix), limits_(limits), kernels_(kernels), vector_copies_(vector_copies) {}
 
 protected:
     using IRMutator::mutate_node;
@@ -350,10 +376,11 @@ private:
     std::string prefix_;
     const GpuLimits &limits_;
     std::vector<LoweredFunc> &kernels_;
+    const bool vector_copies_;
 
     Stmt make_kernel(const Stmt &bound_nest) {
         const std::string name = prefix_ + "_k" + std::to_string(kernels_.size());
-        PlaceSharedTiles shared;
+        PlaceSharedTiles shared(vector_copies_);
         const Stmt nest = has_thread_loop(bound_nest) ? shared.mutate(bound_nest) : bound_nest;
         KernelScope scope;
         scope.visit(nest);
@@ -462,9 +489,9 @@ private:
 } // namespace
 
 Stmt split_host_device(const Stmt &s, const std::string &kernel_prefix, Target target, const GpuLimits &limits,
-                       std::vector<LoweredFunc> &kernels) {
+                       bool vector_copies, std::vector<LoweredFunc> &kernels) {
     if (!is_gpu(target)) return s;
-    return SplitHostDevice(kernel_prefix, limits, kernels).mutate(s);
+    return SplitHostDevice(kernel_prefix, limits, kernels, vector_copies && target == Target::Cuda).mutate(s);
 }
 
 } // namespace cora::ir

@@ -265,7 +265,7 @@ TEST_CASE("split_host_device: block loops become a kernel and a launch of its si
     RowSums r;
     Stmt in = lower_thread_reductions(r.stmt(32), Target::Cuda);
     std::vector<LoweredFunc> kernels;
-    Stmt host = split_host_device(in, "cora_t", Target::Cuda, GpuLimits{}, kernels);
+    Stmt host = split_host_device(in, "cora_t", Target::Cuda, GpuLimits{}, true, kernels);
     INFO(print(host));
     REQUIRE(kernels.size() == 1);
     const LoweredFunc &k = kernels[0];
@@ -283,34 +283,84 @@ TEST_CASE("split_host_device: block loops become a kernel and a launch of its si
     // On the host target nothing moves.
     std::vector<LoweredFunc> none;
     Stmt cpu = loop(r.bx, c(4), ForKind::Parallel, Store::make(r.X, var_expr(r.bx), FloatImm::make(1.0)));
-    REQUIRE(split_host_device(cpu, "cora_t", Target::Host, GpuLimits{}, none).same_as(cpu));
+    REQUIRE(split_host_device(cpu, "cora_t", Target::Host, GpuLimits{}, true, none).same_as(cpu));
     REQUIRE(none.empty());
     // More threads per block than CUDA allows, known when compiling: a CompileError.
     Stmt wide = loop(r.bx, c(4), ForKind::GpuBlockX,
                      loop(r.t, c(2048), ForKind::GpuThreadX, Store::make(r.X, var_expr(r.t), FloatImm::make(1.0))));
-    REQUIRE_THROWS_AS(split_host_device(wide, "cora_t", Target::Cuda, GpuLimits{}, none), CompileError);
+    REQUIRE_THROWS_AS(split_host_device(wide, "cora_t", Target::Cuda, GpuLimits{}, true, none), CompileError);
     // The limits are the device's (the backend reads them): a device allowing 16 threads per block,
     // or 2 in x, refuses the 32 of the row sums, naming the limit.
     GpuLimits small;
     small.max_threads_per_block = 16;
-    REQUIRE_THROWS_WITH(split_host_device(in, "cora_t", Target::Cuda, small, none),
+    REQUIRE_THROWS_WITH(split_host_device(in, "cora_t", Target::Cuda, small, true, none),
                         Catch::Matchers::Contains("32 threads per block, more than the 16 the device allows"));
     small = GpuLimits{};
     small.max_block[0] = 2;
-    REQUIRE_THROWS_WITH(split_host_device(in, "cora_t", Target::Cuda, small, none),
+    REQUIRE_THROWS_WITH(split_host_device(in, "cora_t", Target::Cuda, small, true, none),
                         Catch::Matchers::Contains("32 threads in x, more than the 2 the device allows"));
     // In a kernel with thread loops, a store outside them that every thread would run: refused.
     Stmt racy = loop(
         r.bx, c(4), ForKind::GpuBlockX,
         Block::make({Store::make(r.X, var_expr(r.bx), FloatImm::make(1.0)),
                      loop(r.t, c(32), ForKind::GpuThreadX, Store::make(r.A, var_expr(r.t), FloatImm::make(2.0)))}));
-    REQUIRE_THROWS_AS(split_host_device(racy, "cora_t", Target::Cuda, GpuLimits{}, none), CompileError);
+    REQUIRE_THROWS_AS(split_host_device(racy, "cora_t", Target::Cuda, GpuLimits{}, true, none), CompileError);
+}
+
+TEST_CASE("split_host_device: a copy into shared memory takes 4 consecutive elements per lane in CUDA", "[pass][gpu]") {
+    // tile[r * C + c] = A[b * 2C + r * C + c] for r < 2, c < C at the block, read by 16 threads.
+    auto kernel = [](int64_t columns, Type t) {
+        VarPtr b = index_var("b"), r = index_var("r"), col = index_var("col"), th = index_var("th");
+        VarPtr a = buffer("A", t), out = buffer("out", t), tile = buffer("tile", t);
+        Expr at = Add::make(Mul::make(var_expr(r), c(columns)), var_expr(col));
+        Stmt copy =
+            loop(r, c(2), ForKind::Serial,
+                 loop(col, c(columns), ForKind::Serial,
+                      Store::make(tile, at, Load::make(a, Add::make(Mul::make(var_expr(b), c(2 * columns)), at)))));
+        Stmt use = loop(
+            th, c(16), ForKind::GpuThreadX,
+            Store::make(out, Add::make(Mul::make(var_expr(b), c(16)), var_expr(th)), Load::make(tile, var_expr(th))));
+        return loop(b, c(4), ForKind::GpuBlockX,
+                    Allocate::make(tile, c(2 * columns), Block::make({copy, use}), MemoryType::Stack));
+    };
+    auto lanes = [](const Stmt &body) {
+        const For *found = nullptr;
+        visit_stmts(body, [&](const Stmt &x) {
+            if (const For *f = x.as<For>())
+                if (f->for_kind == ForKind::GpuLanes) found = f;
+        });
+        REQUIRE(found != nullptr);
+        return found;
+    };
+    std::vector<LoweredFunc> kernels;
+    (void)split_host_device(kernel(8, Float32), "cora_v", Target::Cuda, GpuLimits{}, true, kernels);
+    INFO(print(kernels.at(0).body));
+    const For *l = lanes(kernels.at(0).body);
+    REQUIRE(is_const(l->extent, 4)); // 16 elements, 4 per lane
+    const For *v = l->body.as<For>();
+    REQUIRE(v != nullptr);
+    REQUIRE(v->for_kind == ForKind::Vectorized);
+    REQUIRE(is_const(v->extent, 4));
+    // Not vectorized: switched off, an extent that is not a multiple of 4, 8-byte elements, the
+    // emulated target (its kernels run as host code).
+    for (auto [columns, type, on, target] :
+         std::vector<std::tuple<int64_t, Type, bool, Target>>{{8, Float32, false, Target::Cuda},
+                                                              {6, Float32, true, Target::Cuda},
+                                                              {8, Int64, true, Target::Cuda},
+                                                              {8, Float32, true, Target::CudaEmulated}}) {
+        std::vector<LoweredFunc> other;
+        (void)split_host_device(kernel(columns, type), "cora_s", target, GpuLimits{}, on, other);
+        INFO(print(other.at(0).body));
+        REQUIRE(is_const(lanes(other.at(0).body)->extent, 2 * columns));
+        REQUIRE(loops_of_kind(other.at(0).body, ForKind::Vectorized) == 0);
+    }
 }
 
 TEST_CASE("warp_reductions: a one-warp block combines its parts with shuffles, not shared memory", "[pass][gpu]") {
     RowSums r;
     std::vector<LoweredFunc> kernels;
-    split_host_device(lower_thread_reductions(r.stmt(32), Target::Cuda), "cora_t", Target::Cuda, GpuLimits{}, kernels);
+    split_host_device(lower_thread_reductions(r.stmt(32), Target::Cuda), "cora_t", Target::Cuda, GpuLimits{}, true,
+                      kernels);
     const LoweredFunc &k = kernels.at(0);
     Stmt out = warp_reductions(k.body, k.exact_bindings);
     INFO(print(out));
@@ -325,7 +375,8 @@ TEST_CASE("warp_reductions: a one-warp block combines its parts with shuffles, n
     REQUIRE(warp_reductions(k.body, {}).same_as(k.body));
     // A block of 64 threads: two levels, the warps' values through shared memory of 2 elements.
     std::vector<LoweredFunc> wide;
-    split_host_device(lower_thread_reductions(r.stmt(64), Target::Cuda), "cora_w", Target::Cuda, GpuLimits{}, wide);
+    split_host_device(lower_thread_reductions(r.stmt(64), Target::Cuda), "cora_w", Target::Cuda, GpuLimits{}, true,
+                      wide);
     Stmt two_level = warp_reductions(wide.at(0).body, wide.at(0).exact_bindings);
     INFO(print(two_level));
     REQUIRE(has_shared_memory(two_level));
