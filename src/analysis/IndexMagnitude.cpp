@@ -247,7 +247,20 @@ KernelMagnitude kernel_magnitude(const LoweredFunc &kernel, const LaunchKernel &
     w.visit(kernel.body);
     KernelMagnitude m = std::move(w.result);
     if (!m.bounded || m.constant == kSaturated) m.symbolic.clear();
-    // Launch sizes are host expressions: mentioned as they are (non-negative at a launch).
+    // A bound that another exceeds by a constant (x + 4224 and x + 4351) says nothing more: the
+    // host evaluates one per distinct term.
+    std::vector<Expr> kept;
+    for (size_t i = 0; i < m.symbolic.size(); i++) {
+        bool dominated = false;
+        for (size_t j = 0; j < m.symbolic.size() && !dominated; j++) {
+            if (i == j) continue;
+            const Expr gap = simplify(Sub::make(m.symbolic[j], m.symbolic[i]));
+            const int64_t *c = as_const_int(gap);
+            dominated = c && (*c > 0 || (*c == 0 && j < i)); // equal ones: keep the first
+        }
+        if (!dominated) kept.push_back(m.symbolic[i]);
+    }
+    m.symbolic = std::move(kept);
     return m;
 }
 
