@@ -25,21 +25,14 @@ typedef long long int64_t;
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
 #endif
-__device__ inline int64_t cora_div(int64_t a, int64_t b) {
-    int64_t q = a / b, r = a % b;
+// Floor division and modulo of int64_t, or of int32_t in kernels whose integers provably fit
+// (lower/NarrowIndices.cpp); both operands have one type, as in the IR.
+template <class T> __device__ inline T cora_div(T a, T b) {
+    T q = a / b, r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
 }
-__device__ inline int64_t cora_mod(int64_t a, int64_t b) {
-    int64_t r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-// The same in 32 bits, for kernels whose integers provably fit (lower/NarrowIndices.cpp).
-__device__ inline int32_t cora_div(int32_t a, int32_t b) {
-    int32_t q = a / b, r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
-}
-__device__ inline int32_t cora_mod(int32_t a, int32_t b) {
-    int32_t r = a % b;
+template <class T> __device__ inline T cora_mod(T a, T b) {
+    T r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 // float16 storage (uint16_t bits): widening is exact, narrowing rounds to nearest even, as the

@@ -34,34 +34,21 @@ int32_t driver::type_code_of(Type t) {
 
 namespace {
 
+/** A CompileOptions switch: 1 on, 0 off, negative: on unless the environment variable is "0". */
+bool switched_on(int value, const char *env_name) {
+    if (value >= 0) return value != 0;
+    const char *env = std::getenv(env_name);
+    return !(env && std::string(env) == "0");
+}
+
 LowerOptions lower_options(const CompileOptions &o) {
     LowerOptions l;
     l.debug = driver::debug_level(o);
     l.target = o.target;
-    if (o.use_z3 >= 0) {
-        l.use_z3 = o.use_z3 != 0;
-    } else {
-        const char *env = std::getenv("CORA_Z3");
-        l.use_z3 = !(env && std::string(env) == "0");
-    }
-    if (o.remove_guards >= 0) {
-        l.remove_guards = o.remove_guards != 0;
-    } else {
-        const char *env = std::getenv("CORA_REMOVE_GUARDS");
-        l.remove_guards = !(env && std::string(env) == "0");
-    }
-    if (o.narrow_gpu_indices >= 0) {
-        l.narrow_gpu_indices = o.narrow_gpu_indices != 0;
-    } else {
-        const char *env = std::getenv("CORA_NARROW_GPU_INDICES");
-        l.narrow_gpu_indices = !(env && std::string(env) == "0");
-    }
-    if (o.vector_gpu_copies >= 0) {
-        l.vector_gpu_copies = o.vector_gpu_copies != 0;
-    } else {
-        const char *env = std::getenv("CORA_VECTOR_GPU_COPIES");
-        l.vector_gpu_copies = !(env && std::string(env) == "0");
-    }
+    l.use_z3 = switched_on(o.use_z3, "CORA_Z3");
+    l.remove_guards = switched_on(o.remove_guards, "CORA_REMOVE_GUARDS");
+    l.narrow_gpu_indices = switched_on(o.narrow_gpu_indices, "CORA_NARROW_GPU_INDICES");
+    l.vector_gpu_copies = switched_on(o.vector_gpu_copies, "CORA_VECTOR_GPU_COPIES");
     l.build_aux_in_kernel = o.build_aux_in_kernel;
     l.vector_bits = o.vector_bits > 0 ? o.vector_bits : o.vector_bits == 0 ? host_vector_bits() : 0;
     l.contraction_tiles = o.contraction_tiles;

@@ -276,6 +276,12 @@ def test_cuda_source_on_cpu_threads_uses_the_arrays_as_device_memory(rng):
     with pytest.raises(cora.RuntimeError, match="'Out' .* is an output, but the array is read only"):
         k.run(shape, {A: a, Out: frozen})
     assert k.time_ms(shape, {A: a, Out: out}, 3) > 0
+    # The GPU code generation switched off (64-bit integers, element copies): the same results.
+    plain = cora.Pipeline([Out], "py_gpu_exp").compile(
+        "cuda-cpu-threads", narrow_gpu_indices=False, vector_gpu_copies=False)
+    wide_out = np.full(sum(lengths), np.nan, np.float32)
+    plain.run(shape, {A: a, Out: wide_out})
+    np.testing.assert_array_equal(wide_out, out)
 
 
 WORKSPACE_CHECK = '''
