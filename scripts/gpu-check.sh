@@ -114,6 +114,15 @@ if [[ "$mode" != "--cpu-only" ]]; then
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
     run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
     [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
+    # The default kernels' SASS (only they are in the cache so far): 16-byte copies (LDG.E.128) and
+    # little 64-bit integer work in the 32-bit GEMM kernels.
+    if [[ -f sass-mix.py ]]; then
+      run sass_mix_default python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm \
+        --require cora_vgemm_gpu_k0_i32:LDG.128\>0 --require cora_vgemm_gpu_k0_i32:int64\<100 \
+        --require cora_trmm_gpu_k0:LDG.128\>0 --require cora_trmm_gpu_k0:int64\<50
+      { echo; echo "SASS of the default kernels (scripts/sass-mix.py, with its --require checks):"; echo;
+        grep -E '^\||FAILED' results/sass_mix_default.log; } >>"$report"
+    fi
     # The same kernels without this round's code generation, timed in the same lease: copies into
     # shared memory one element at a time (CompileOptions::vector_gpu_copies = 0), then also with
     # 64-bit integers everywhere (narrow_gpu_indices = 0: the kernels before both).
@@ -127,10 +136,10 @@ if [[ "$mode" != "--cpu-only" ]]; then
       CORA_VECTOR_GPU_COPIES=0
     bench_variant gpu_bench_64bit_element_copies "And 64-bit indices everywhere (the kernels before both)" \
       CORA_VECTOR_GPU_COPIES=0 CORA_NARROW_GPU_INDICES=0
-    # The instruction mix of the kernels just compiled (both widths), from their SASS.
+    # The instruction mix of every variant's kernels, from their SASS.
     if [[ -f sass-mix.py ]]; then
       run sass_mix python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm
-      { echo; echo "SASS instruction mix (scripts/sass-mix.py):"; echo; grep '^|' results/sass_mix.log; } >>"$report"
+      { echo; echo "SASS instruction mix of all variants (scripts/sass-mix.py):"; echo; grep '^|' results/sass_mix.log; } >>"$report"
     fi
   fi
   run app_trmm_cuda ./trmm --m 4096 --runs 10 --device cuda

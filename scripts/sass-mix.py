@@ -8,7 +8,11 @@ key) whose name contains FILTER: instructions, FFMA and
 HMMA (the arithmetic), shared and global loads (and how many are 128-bit), and the 64-bit integer
 work (IMAD.WIDE, the carry halves .X of 64-bit adds, 64-bit compares .EX). Used by gpu-check.sh on
 a GPU machine (cuobjdump comes with CUDA); a machine without cuobjdump gets one line and exit 77.
-    python3 sass-mix.py CACHE_DIR [FILTER ...]
+    python3 sass-mix.py CACHE_DIR [FILTER ...] [--require KERNEL:COLUMN>N ...]
+--require (repeatable): every kernel whose name ends with KERNEL must have COLUMN > N (or < N, or
+= N) in every record that holds it, and at least one record must hold it; otherwise exit 1 with
+the rows that fail. gpu-check.sh asserts with it that the 32-bit vgemm kernel's copies are
+LDG.E.128 and that it has a fraction of the 64-bit kernel's 64-bit integer work.
 """
 import os
 import re
@@ -60,11 +64,51 @@ def mix(sass):
     return kernels
 
 
+def parse_requirement(text):
+    """KERNEL:COLUMN>N (or <, =) as (kernel, column, op, n); ValueError when malformed."""
+    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*):([A-Za-z0-9.]+)([<>=])(\d+)", text)
+    if not m:
+        raise ValueError(f"--require takes KERNEL:COLUMN>N, KERNEL:COLUMN<N or KERNEL:COLUMN=N, got '{text}'")
+    return m.group(1), m.group(2), m.group(3), int(m.group(4))
+
+
+def failures(rows, requirements):
+    """The requirements that the rows {(name, arch, record): Counter} do not meet, as lines."""
+    bad = []
+    for kernel, column, op, n in requirements:
+        held = [(key, c) for key, c in rows.items() if key[0].endswith(kernel)]
+        if not held:
+            bad.append(f"no kernel named ...{kernel} in the cache")
+        for (name, arch, record), c in held:
+            v = c[column]
+            ok = v > n if op == ">" else v < n if op == "<" else v == n
+            if not ok:
+                bad.append(f"{name} ({arch}, record {record}): {column} is {v}, expected {op} {n}")
+    return bad
+
+
 def main(argv):
-    if len(argv) < 2 or argv[1].startswith("-"):
-        print("usage: sass-mix.py CACHE_DIR [FILTER ...]", file=sys.stderr)
+    args, requirements = [], []
+    i = 1
+    while i < len(argv):
+        if argv[i] == "--require" and i + 1 < len(argv):
+            try:
+                requirements.append(parse_requirement(argv[i + 1]))
+            except ValueError as e:
+                print(f"sass-mix: {e}", file=sys.stderr)
+                return 2
+            i += 2
+        elif argv[i].startswith("-"):
+            print(f"sass-mix: unknown option '{argv[i]}' (usage: sass-mix.py CACHE_DIR [FILTER ...] "
+                  "[--require KERNEL:COLUMN>N ...])", file=sys.stderr)
+            return 2
+        else:
+            args.append(argv[i])
+            i += 1
+    if not args:
+        print("usage: sass-mix.py CACHE_DIR [FILTER ...] [--require KERNEL:COLUMN>N ...]", file=sys.stderr)
         return 2
-    cache, filters = argv[1], argv[2:]
+    cache, filters = args[0], args[1:]
     if not os.path.isdir(cache):
         print(f"sass-mix: no kernel cache at {cache}", file=sys.stderr)
         return 2
@@ -100,7 +144,10 @@ def main(argv):
     print("|---|---|---|" + "---|" * len(cols))
     for (name, arch, record), c in sorted(rows.items()):
         print(f"| {name} | {arch} | {record} | " + " | ".join(str(c[k]) for k in cols) + " |")
-    return 0
+    bad = failures(rows, requirements)
+    for line in bad:
+        print(f"sass-mix: FAILED: {line}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
