@@ -248,15 +248,16 @@ private:
         indent--;
         line("}");
     }
-    /** A lane's 4 elements of a copy into shared memory (a Vectorized loop of 4 that
-     * SplitHostDevice.cpp made inside a GpuLanes loop), `[if (cond)] shared[s] = global[g]` with s
-     * and g both stepping by 1: when all 4 conditions hold and both addresses are 16-byte aligned
-     * (checked at run time: a ragged row's start often is not), one 16-byte load and store;
-     * otherwise the 4 elements one by one, as written. False (nothing printed) for another body. */
+    /** A lane's 16 bytes of a copy into shared memory (a Vectorized loop of 4 floats or 8 halves
+     * that SplitHostDevice.cpp made inside a GpuLanes loop), `[if (cond)] shared[s] = global[g]`
+     * with s and g both stepping by 1: when every element's condition holds and both addresses are
+     * 16-byte aligned (checked at run time: a ragged row's start often is not), one 16-byte load
+     * and store; otherwise the elements one by one, as written. False (nothing printed) for
+     * another body. */
     bool print_vector_copy(const Stmt &body) {
         const For *vec = body.as<For>();
-        if (!vec || vec->for_kind != ForKind::Vectorized || !is_const(vec->extent, 4) || !is_const(vec->min, 0))
-            return false;
+        const int64_t *width = vec ? as_const_int(vec->extent) : nullptr;
+        if (!vec || vec->for_kind != ForKind::Vectorized || !width || !is_const(vec->min, 0)) return false;
         Expr cond;
         const Store *st = vec->body.as<Store>();
         if (const IfThenElse *i = vec->body.as<IfThenElse>()) {
@@ -264,8 +265,9 @@ private:
             st = i->then_case.as<Store>();
         }
         const Load *ld = st ? st->value.as<Load>() : nullptr;
+        // The same element type on both sides (float16 storage too: its bits are copied as they are).
         if (!ld || !local_.count(st->buffer.get()) || local_.count(ld->buffer.get()) ||
-            st->buffer->type != ld->buffer->type || st->buffer->type.bytes() != 4 || st->buffer->type.is_storage_only())
+            st->buffer->type != ld->buffer->type || st->buffer->type.bytes() * *width != 16)
             return false;
         const VarNode *e = vec->var.get();
         auto at = [&](const Expr &x, int64_t k) { return simplify(substitute(x, e, IntImm::make(k))); };
@@ -280,9 +282,10 @@ private:
         line("const " + t + " cora_g0 = " + expr(at(ld->index, 0)) + ";");
         std::string whole;
         if (cond.defined())
-            for (int64_t k = 0; k < 4; k++)
+            for (int64_t k = 0; k < *width; k++)
                 whole += expr(at(cond, k)) + " && ";
-        line("if (" + whole + "(cora_s0 & 3) == 0 && ((unsigned long long)(" + g + " + cora_g0) & 15) == 0) {");
+        line("if (" + whole + "(cora_s0 & " + std::to_string(*width - 1) + ") == 0 && ((unsigned long long)(" + g +
+             " + cora_g0) & 15) == 0) {");
         line("    cora_copy16(&" + s + "[cora_s0], &" + g + "[cora_g0]);");
         line("} else {");
         indent++;

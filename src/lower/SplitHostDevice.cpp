@@ -19,7 +19,7 @@
  * Shared memory: in a kernel with thread loops, a tile written outside them (cache_read at a block
  * or serial loop around the thread loops) is the block's: it moves to shared memory (at most the
  * limit's static shared bytes, 48 KiB, in all, else a CompileError) and its copy becomes a GpuLanes loop, shared by the
- * block's threads between two barriers (PlaceSharedTiles; in CUDA, 4 consecutive elements of 4 bytes per lane where
+ * block's threads between two barriers (PlaceSharedTiles; in CUDA, 16 bytes of consecutive elements per lane where
  * the copy's innermost extent allows, an inner vectorized loop the printer makes one 16-byte copy). Checks
  * (CompileError): in a kernel, a block loop inside a thread or serial loop, two loops bound to the same axis one inside
  * the other, and — in a kernel with thread loops — a store to memory outside the kernel (a parameter) that is not
@@ -187,19 +187,25 @@ private:
         });
         return w;
     }
-    /** 16 bytes of a 4-byte element type per lane (CUDA): the innermost loop of the copy, when its
-     * extent is a multiple of 4 and every store of the body is of 4-byte elements, runs 4
-     * consecutive iterations per lane (an inner vectorized loop), which the CUDA printer turns into
-     * one 16-byte load and store where they are contiguous and aligned (CodeGen_CUDA.cpp). */
-    static constexpr int64_t kVector = 4;
-    bool vectorizable(const std::vector<const For *> &loops, const Stmt &body) const {
-        if (!vector_copies_ || loops.empty() || *as_const_int(loops.back()->extent) % kVector != 0) return false;
-        bool four_bytes = true;
+    /** 16 bytes per lane (CUDA): when every store of the copy's body is of one element size, 4 bytes
+     * (float32, int32) or 2 (float16 storage), and the innermost loop's extent is a multiple of
+     * 16 / size, each lane runs that many consecutive iterations of it (an inner vectorized loop),
+     * which the CUDA printer turns into one 16-byte load and store where they are contiguous and
+     * aligned (CodeGen_CUDA.cpp). The elements per lane, or 0 for one at a time. */
+    int64_t vector_width(const std::vector<const For *> &loops, const Stmt &body) const {
+        if (!vector_copies_ || loops.empty()) return 0;
+        int bytes = 0;
+        bool uniform = true;
         visit_stmts(body, [&](const Stmt &x) {
-            if (const Store *st = x.as<Store>())
-                four_bytes = four_bytes && st->buffer->type.bytes() == 4 && !st->buffer->type.is_storage_only();
+            if (const Store *st = x.as<Store>()) {
+                const int b = st->buffer->type.bytes();
+                uniform = uniform && (bytes == 0 || b == bytes);
+                bytes = b;
+            }
         });
-        return four_bytes;
+        if (!uniform || (bytes != 2 && bytes != 4)) return 0;
+        const int64_t width = 16 / bytes;
+        return *as_const_int(loops.back()->extent) % width == 0 ? width : 0;
     }
     Stmt lanes(const Stmt &s) const {
         std::vector<const For *> loops;
@@ -211,21 +217,22 @@ private:
         }
         VarPtr lane = make_var("lane", VarRole::Index);
         if (loops.empty()) return For::make(lane, IntImm::make(0), IntImm::make(1), ForKind::GpuLanes, s);
-        const bool vector = vectorizable(loops, body);
+        const int64_t width = vector_width(loops, body);
+        const bool vector = width > 0;
         VarPtr element = vector ? make_var("v", VarRole::Index) : nullptr;
         std::map<const VarNode *, Expr> at;
         int64_t stride = 1;
         for (size_t k = loops.size(); k-- > 0;) {
             const bool innermost = k + 1 == loops.size();
-            int64_t extent = *as_const_int(loops[k]->extent) / (vector && innermost ? kVector : 1);
+            int64_t extent = *as_const_int(loops[k]->extent) / (vector && innermost ? width : 1);
             Expr i = Div::make(var_expr(lane), IntImm::make(stride));
             if (k > 0) i = Mod::make(i, IntImm::make(extent));
-            if (vector && innermost) i = Add::make(Mul::make(i, IntImm::make(kVector)), var_expr(element));
+            if (vector && innermost) i = Add::make(Mul::make(i, IntImm::make(width)), var_expr(element));
             at[loops[k]->var.get()] = simplify(Add::make(loops[k]->min, i));
             stride *= extent;
         }
         Stmt copy = simplify(substitute(body, at));
-        if (vector) copy = For::make(element, IntImm::make(0), IntImm::make(kVector), ForKind::Vectorized, copy);
+        if (vector) copy = For::make(element, IntImm::make(0), IntImm::make(width), ForKind::Vectorized, copy);
         return For::make(lane, IntImm::make(0), IntImm::make(stride), ForKind::GpuLanes, copy);
     }
 };

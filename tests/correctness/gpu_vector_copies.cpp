@@ -1,8 +1,8 @@
-// Vector copies into shared memory (lower/SplitHostDevice.cpp: 4 consecutive 4-byte elements per
-// lane; codegen/CodeGen_CUDA.cpp: one 16-byte load and store where all 4 are in bounds, contiguous
-// and aligned, else one by one). The GEMM schedules run as CUDA on CPU threads on shapes whose
-// rows are aligned (the 16-byte path) and not (the element path) against the reference and the
-// same kernels without vector copies; NVRTC's PTX shows the 128-bit loads and stores.
+// Vector copies into shared memory (lower/SplitHostDevice.cpp: 16 bytes of consecutive elements
+// per lane, 4 floats or 8 halves; codegen/CodeGen_CUDA.cpp: one 16-byte load and store where all
+// are in bounds, contiguous and aligned, else one by one). The GEMM schedules run as CUDA on CPU threads on shapes
+// whose rows are aligned (the 16-byte path) and not (the element path) against the reference and the same kernels
+// without vector copies; NVRTC's PTX shows the 128-bit loads and stores.
 #include "common/cuda_on_cpu.h"
 #include "common/gemm_schedules.h"
 #include "common/ragged_testing.h"
@@ -55,6 +55,13 @@ TEST_CASE("vector copies into shared memory: the kernels' source and PTX", "[gpu
     // 16-byte global loads (ld.global.nc.v4: the operands are const __restrict__) and shared stores.
     REQUIRE_THAT(compiled.binaries[0].ptx, Contains("ld.global.nc.v4.") || Contains("ld.global.v4."));
     REQUIRE_THAT(compiled.binaries[0].ptx, Contains("st.shared.v4."));
+    // float16 operands (the tensor-core vgemm): 8 halves per 16-byte copy.
+    apps::VgemmTensorCores tc;
+    CudaProgram halves = compile_cuda(tc.pipeline(), {90});
+    INFO(halves.source);
+    REQUIRE_THAT(halves.source, Contains("cora_copy16(&X_cache_[cora_s0], &X_[cora_g0]);"));
+    REQUIRE_THAT(halves.source, Contains("(cora_s0 & 7) == 0"));
+    REQUIRE_THAT(halves.binaries[0].ptx, Contains("ld.global.nc.v4.") || Contains("ld.global.v4."));
     CudaProgram scalar_ptx = compile_cuda(v.pipeline(), {90}, without_vector_copies());
     REQUIRE_THAT(scalar_ptx.binaries[0].ptx, !Contains("ld.global.nc.v4.") && !Contains("ld.global.v4."));
 }

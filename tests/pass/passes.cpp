@@ -341,11 +341,19 @@ TEST_CASE("split_host_device: a copy into shared memory takes 4 consecutive elem
     REQUIRE(v != nullptr);
     REQUIRE(v->for_kind == ForKind::Vectorized);
     REQUIRE(is_const(v->extent, 4));
-    // Not vectorized: switched off, an extent that is not a multiple of 4, 8-byte elements, the
-    // emulated target (its kernels run as host code).
+    // float16 storage: 8 halves (16 bytes) per lane.
+    std::vector<LoweredFunc> halves;
+    (void)split_host_device(kernel(8, Float16), "cora_h", Target::Cuda, GpuLimits{}, true, halves);
+    const For *h = lanes(halves.at(0).body);
+    REQUIRE(is_const(h->extent, 2));
+    REQUIRE(h->body.as<For>() != nullptr);
+    REQUIRE(is_const(h->body.as<For>()->extent, 8));
+    // Not vectorized: switched off, an extent that is not a multiple of 4 (of 8 for halves), 8-byte
+    // elements, the emulated target (its kernels run as host code).
     for (auto [columns, type, on, target] :
          std::vector<std::tuple<int64_t, Type, bool, Target>>{{8, Float32, false, Target::Cuda},
                                                               {6, Float32, true, Target::Cuda},
+                                                              {12, Float16, true, Target::Cuda},
                                                               {8, Int64, true, Target::Cuda},
                                                               {8, Float32, true, Target::CudaEmulated}}) {
         std::vector<LoweredFunc> other;
