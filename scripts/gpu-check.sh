@@ -120,7 +120,8 @@ if [[ "$mode" != "--cpu-only" ]]; then
       run sass_mix_default python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm \
         --require cora_vgemm_gpu_k0_i32:LDG.128\>0 --require cora_vgemm_gpu_k0_i32:int64\<100 \
         --require cora_trmm_gpu_k0:LDG.128\>0 --require cora_trmm_gpu_k0:int64\<50
-      { echo; echo "SASS of the default kernels (scripts/sass-mix.py, with its --require checks):"; echo;
+      [[ -f results/sass_mix_default.log ]] && {
+        echo; echo "SASS of the default kernels (scripts/sass-mix.py, with its --require checks):"; echo;
         grep -E '^\||FAILED' results/sass_mix_default.log; } >>"$report"
     fi
     # The same kernels without this round's code generation, timed in the same lease: copies into
@@ -139,7 +140,8 @@ if [[ "$mode" != "--cpu-only" ]]; then
     # The instruction mix of every variant's kernels, from their SASS.
     if [[ -f sass-mix.py ]]; then
       run sass_mix python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm
-      { echo; echo "SASS instruction mix of all variants (scripts/sass-mix.py):"; echo; grep '^|' results/sass_mix.log; } >>"$report"
+      [[ -f results/sass_mix.log ]] && { echo; echo "SASS instruction mix of all variants (scripts/sass-mix.py):"; echo;
+        grep '^|' results/sass_mix.log; } >>"$report"
     fi
   fi
   run app_trmm_cuda ./trmm --m 4096 --runs 10 --device cuda
