@@ -165,7 +165,7 @@ private:
         case NodeKind::Max: return m_max(magnitude(e.as<Max>()->a), magnitude(e.as<Max>()->b));
         case NodeKind::Select: {
             const Select *s = e.as<Select>();
-            visit_operands(s->cond.type().is_int() ? e : s->cond);
+            visit_operands(s->cond); // a boolean: its integer operands
             return m_max(magnitude(s->t), magnitude(s->f));
         }
         case NodeKind::Cast: {

@@ -2,17 +2,20 @@
  * kernel computes, as expressions the host can evaluate before the launch.
  *
  * Why: a kernel whose integers all fit in int32 can do its index arithmetic in 32 bits (one
- * instruction where 64-bit arithmetic on a GPU takes two to four), lower/NarrowIndices.cpp. The
- * bound is an interval-free magnitude M(e) >= |e| built bottom-up: M(a + b) = M(a) + M(b),
- * M(a * b) = M(a) M(b), M(a / c) = M(a) / |c| + 1, M(a % c) = |c| - 1, M(min/max/select) = the
- * larger of the two; a loop variable's is M(min) + M(extent) (the end value the loop compares
- * with), a GPU-bound one's M(min) plus the launch size of its axis (the printers set it before
- * they check it against the extent), a let's that of its value. Leaves: constants; the kernel's
- * integer scalars (a param's declared range, or |p| at the launch: ParamBounds); reads of length and aux arrays, the
- * declared value range when it is finite, else the array's magnitude, which the host computes from its values. Every
- * rule is sound for every input, so a bound that evaluates to at most INT32_MAX proves that no integer of the kernel
- * (intermediate ones included) leaves int32. An integer read from device memory (an intermediate, a shared array) or an
- * integer local that is reassigned has no bound. */
+ * instruction where 64-bit arithmetic on a GPU takes two to four), lower/NarrowIndices.cpp.
+ *
+ * The bound is an interval-free magnitude M(e) >= |e| built bottom-up:
+ *  - M(a + b) = M(a) + M(b), M(a * b) = M(a) M(b), M(a / c) = M(a) / |c| + 1, M(a % c) = |c| - 1,
+ *    M(min/max/select) = the larger of the two;
+ *  - a loop variable's is M(min) + M(extent) (the end value the loop compares with), a GPU-bound
+ *    one's adds the launch size of its axis (the printers set it before they check it against
+ *    the extent), a let's is that of its value;
+ *  - leaves: constants; the kernel's integer scalars (a param's declared range, or |p| at the
+ *    launch: ParamBounds); reads of length and aux arrays, by the declared value range when it is
+ *    finite, else by the array's magnitude, which the host computes from its values.
+ * Every rule is sound for every input, so a bound that evaluates to at most INT32_MAX proves that
+ * no integer of the kernel (intermediate ones included) leaves int32. An integer read from device
+ * memory (an intermediate, a shared array) or an integer local that is reassigned has no bound. */
 #pragma once
 
 #include <map>

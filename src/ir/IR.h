@@ -31,8 +31,8 @@ namespace cora::ir {
     X(Mod)                                                                                                             \
     X(Min)                                                                                                             \
     X(Max)                                                                                                             \
-    X(EQ)                                                                                                              \
-    X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load) X(Reduce)
+    X(EQ) X(NE) X(LT) X(LE) X(GT) X(GE) X(And) X(Or) X(Not) X(Select) X(Cast) X(Call) X(UFCall) X(Access) X(Load)      \
+        X(Reduce)
 
 #define CORA_STMT_NODES(X)                                                                                             \
     X(For)                                                                                                             \
@@ -411,10 +411,6 @@ struct Assert : StmtNode {
     static Stmt make(Expr c, std::vector<std::string> text, std::vector<Expr> values);
 };
 
-/** A launch of the device kernel `kernel` (a function of the module) over a grid of
- * grid[0] x grid[1] x grid[2] blocks of threads[0] x threads[1] x threads[2] threads, passing
- * `args` (host variables: buffers and scalars, in the kernel's parameter order). Made by
- * lower/SplitHostDevice.cpp from a nest of GPU-bound loops. */
 /** A launch that may take the 32-bit twin of its kernel (lower/NarrowIndices.cpp): the host
  * evaluates `bounds` (expressions of host scalars and of `arrays`' magnitudes, overflow-checked)
  * before the launch and runs `kernel32` when every bound is at most INT32_MAX, else `kernel`. */

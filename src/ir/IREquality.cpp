@@ -29,9 +29,8 @@ bool equal(const Expr &a, const Expr &b) {
         CORA_EQ_BIN(Div)
         CORA_EQ_BIN(Mod)
         CORA_EQ_BIN(Min)
-        CORA_EQ_BIN(Max)
-        CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE) CORA_EQ_BIN(And)
-            CORA_EQ_BIN(Or)
+        CORA_EQ_BIN(Max) CORA_EQ_BIN(EQ) CORA_EQ_BIN(NE) CORA_EQ_BIN(LT) CORA_EQ_BIN(LE) CORA_EQ_BIN(GT) CORA_EQ_BIN(GE)
+            CORA_EQ_BIN(And) CORA_EQ_BIN(Or)
 #undef CORA_EQ_BIN
                 case NodeKind::Not : return equal(a.as<Not>()->a, b.as<Not>()->a);
     case NodeKind::Select: {

@@ -11,8 +11,9 @@
  *    kernel's index_bits become 32;
  *  - else, bounded again with the params' values at the launch instead of their declared maxima:
  *    where that bound depends on values known only at the launch (a param's value, the largest
- *    offset in a prefix-sum array, a launch size): a twin of the kernel, `<name>_i32` with index_bits 32, is
- *    appended to `kernels`, and the launch records the choice (LaunchKernel::narrow): the host
+ *    offset in a prefix-sum array, a launch size): a twin of the kernel, `<name>_i32` with
+ *    index_bits 32, is appended to `kernels`, and the launch records the choice
+ *    (LaunchKernel::narrow): the host
  *    entry computes the arrays' magnitudes and the bounds, overflow-checked, and launches the
  *    twin when every bound is at most INT32_MAX, else the 64-bit kernel — an argument set that
  *    would overflow int32 takes the 64-bit kernel, never a wrong result;
