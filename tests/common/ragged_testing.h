@@ -100,6 +100,18 @@ inline void require_close(const Buffer &out, const std::vector<double> &ref, dou
     }
 }
 
+/** Two kernels' float32 outputs hold the same sums, element for element, up to how the host compiler
+ * contracted each kernel's multiply-adds (g++ contracts two kernel variants differently): within
+ * 1e-5 relative. Unlike require_close, a NaN on either side fails. */
+inline void require_same_sums(const Buffer &a, const Buffer &b) {
+    REQUIRE(a.size() == b.size());
+    for (int64_t i = 0; i < a.size(); i++) {
+        const double x = a.data<float>()[i], y = b.data<float>()[i];
+        INFO("element " << i << ": " << x << " and " << y);
+        REQUIRE(std::abs(x - y) <= 1e-5 * (1.0 + std::abs(y)));
+    }
+}
+
 /** The logical elements of a tensor's buffer in domain order (storage padding skipped). */
 inline std::vector<double> logical_values(const Buffer &b, const Tensor &t, const RaggedShape &shape) {
     std::vector<double> v;

@@ -24,18 +24,6 @@ CompileOptions without_vector_copies() {
     return o;
 }
 
-/** `a` and `b` hold the same sums, element for element: the copies move the same bits, but the
- * host compiler that runs the CUDA source on CPU threads may contract the two kernels' multiply-adds
- * differently (g++ does), so the last bits may differ. A NaN fails. */
-void require_same_sums(const Buffer &a, const Buffer &b) {
-    REQUIRE(a.size() == b.size());
-    for (int64_t i = 0; i < a.size(); i++) {
-        const double x = a.data<float>()[i], y = b.data<float>()[i];
-        INFO("element " << i << ": " << x << " and " << y);
-        REQUIRE(std::abs(x - y) <= 1e-5 * (1.0 + std::abs(y)));
-    }
-}
-
 } // namespace
 
 TEST_CASE("vector copies into shared memory: the kernels' source and PTX", "[gpu][vector]") {
@@ -92,7 +80,7 @@ TEST_CASE("vector copies match the element copies and the reference on aligned a
             Buffer c = Buffer::alloc(v.C, s), c_scalar = Buffer::alloc(v.C, s);
             vector.run(s, {{v.X, x}, {v.Y, y}, {v.C, c}});
             scalar.run(s, {{v.X, x}, {v.Y, y}, {v.C, c_scalar}});
-            require_same_sums(c, c_scalar);
+            testing::require_same_sums(c, c_scalar);
             testing::require_close(c, reference_evaluate(p, s, {{v.X, &x}, {v.Y, &y}})[0]);
         }
     }
@@ -111,7 +99,7 @@ TEST_CASE("vector copies match the element copies and the reference on aligned a
             Buffer c = Buffer::alloc(t.C, s), c_scalar = Buffer::alloc(t.C, s);
             vector.run(s, {{t.L, l}, {t.X, x}, {t.C, c}});
             scalar.run(s, {{t.L, l}, {t.X, x}, {t.C, c_scalar}});
-            require_same_sums(c, c_scalar);
+            testing::require_same_sums(c, c_scalar);
             testing::require_close(c, reference_evaluate(p, s, {{t.L, &l}, {t.X, &x}})[0]);
         }
     }
