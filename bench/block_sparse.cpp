@@ -9,7 +9,8 @@
 //   sgemm   cblas_sgemm (OpenBLAS, row-major X [T, K] times W^T)
 //   onednn  oneDNN's matmul primitive (when built with libdnnl-dev), weights in [K, N] "ba" layout
 // The "cora default" columns: the same product written with no schedule call, over X as declared
-// (packed, no pad rows): the default schedule's block-sparse tiles, against the faster dense baseline.
+// (packed, no pad rows): the default schedule's block-sparse tiles, against the faster dense baseline;
+// once with column-major blocks and once with row-major blocks (PyTorch's values() as they are).
 // Then sparsity propagation (SparsityGraph): a bias-free FF 768 -> 3072 -> 768 with ReLU, W1 at 50%
 // block density with 25% of its block rows empty, W2 with every block, run as one cora pipeline
 // with the weights as given and with the propagated (pruned) weights.
@@ -147,8 +148,9 @@ int run(int argc, char **argv) {
 
     std::printf("block_sparse: %d threads, OpenBLAS core %s\n", omp_get_max_threads(), openblas_get_corename());
     std::string table = "| shape | tokens | block | density | cora ms | sgemm ms | oneDNN ms | vs sgemm | vs oneDNN | "
-                        "target (vs dense) | GFLOP/s useful | cora default ms | default vs dense |\n"
-                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+                        "target (vs dense) | GFLOP/s useful | cora default ms | default vs dense | "
+                        "default, row-major blocks ms | row-major default vs dense |\n"
+                        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     bool all_ok = true;
     for (const Case &c : cases) {
         int64_t tokens = 0;
@@ -171,6 +173,13 @@ int run(int argc, char **argv) {
             Y_default.compute(
                 [&](Expr b, Expr s, Expr o) { return W.row_times(k, o, [&](Expr kk) { return X_packed(b, s, kk); }); });
             Kernel default_kernel = Pipeline({Y_default}, "bsr_bench_default").compile();
+            // The same with the blocks in PyTorch's order (row-major: values() passed as they are),
+            // which the default copies block by block into a transposed tile.
+            BsrMatrix W_rows("W_rows", c.out, c.in, bs, bs, BlockOrder::RowMajor);
+            Func Y_rows("Y_rows", {{D.b, D.B}, {D.s, D.len(D.b)}, {n, c.out}});
+            Y_rows.compute(
+                [&](Expr b, Expr s, Expr o) { return W_rows.row_times(k, o, [&](Expr kk) { return X_packed(b, s, kk); }); });
+            Kernel rows_kernel = Pipeline({Y_rows}, "bsr_bench_rows").compile();
             RaggedShape base;
             base.set(D.B, (int64_t)c.lengths.size()).set(D.len, c.lengths);
             Buffer x = Buffer::alloc(X, base);
@@ -193,8 +202,11 @@ int run(int argc, char **argv) {
                 RaggedShape shape;
                 shape.set(D.B, (int64_t)c.lengths.size()).set(D.len, c.lengths);
                 w.bind(shape, W);
-                Buffer y = Buffer::alloc(lin.Y, shape), y_default = Buffer::alloc(Y_default, shape);
+                w.bind(shape, W_rows);
+                Buffer y = Buffer::alloc(lin.Y, shape), y_default = Buffer::alloc(Y_default, shape),
+                       y_rows = Buffer::alloc(Y_rows, shape);
                 Buffer col = w.col_buffer(W, shape), values = w.values_buffer(W, shape);
+                Buffer col_rows = w.col_buffer(W_rows, shape), values_rows = w.values_buffer(W_rows, shape);
                 auto run_cora = [&] { kernel.run(shape, {{X, x}, {W.col, col}, {W.values, values}, {lin.Y, y}}); };
                 auto run_sgemm = [&] {
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tokens, (int)c.out, (int)c.in, 1.0f,
@@ -204,18 +216,25 @@ int run(int argc, char **argv) {
                     default_kernel.run(
                         shape, {{X_packed, x_packed}, {W.col, col}, {W.values, values}, {Y_default, y_default}});
                 };
-                // The two cora kernels first: OpenBLAS's threads keep spinning for a while after a
+                auto run_rows = [&] {
+                    rows_kernel.run(shape,
+                                    {{X_packed, x_packed}, {W_rows.col, col_rows}, {W_rows.values, values_rows}, {Y_rows, y_rows}});
+                };
+                // The cora kernels first: OpenBLAS's threads keep spinning for a while after a
                 // call, and a short kernel timed right after sgemm ran up to 2x slower (10% density).
                 double cora_s = cora::apps::best_seconds_warm(runs, run_cora),
                        default_s = cora::apps::best_seconds_warm(runs, run_default),
+                       rows_s = cora::apps::best_seconds_warm(runs, run_rows),
                        sgemm_s = cora::apps::best_seconds_warm(runs, run_sgemm);
-                apps::ErrorCheck check, default_check; // a NaN where the reference is finite fails
+                apps::ErrorCheck check, default_check, rows_check; // a NaN where the reference is finite fails
                 for (int64_t i = 0; i < tokens * c.out; i++) {
                     check.add(y.at(i), y_ref[(size_t)i]);
                     default_check.add(y_default.at(i), y_ref[(size_t)i]);
+                    rows_check.add(y_rows.at(i), y_ref[(size_t)i]);
                 }
                 bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0)) &&
-                          default_check.abs_within(1e-4 * std::max(default_check.scale(), 1.0));
+                          default_check.abs_within(1e-4 * std::max(default_check.scale(), 1.0)) &&
+                          rows_check.abs_within(1e-4 * std::max(rows_check.scale(), 1.0));
                 all_ok &= ok;
                 double dnnl_s = 0;
 #ifdef CORA_BENCH_ONEDNN
@@ -236,10 +255,10 @@ int run(int argc, char **argv) {
                 std::snprintf(
                     line, sizeof line,
                     "| %s | %lld | %lldx%lld | %.0f%% (%.1f%%) | %.2f | %.2f | %s | %.2fx | %s | %s | %.1f | %.2f | "
-                    "%.2fx |%s\n",
+                    "%.2fx | %.2f | %.2fx |%s\n",
                     c.what.c_str(), (long long)tokens, (long long)bs, (long long)bs, density * 100, w.density() * 100,
                     cora_s * 1e3, sgemm_s * 1e3, dnnl_ms, sgemm_s / cora_s, vs_dnnl, tgt, useful / cora_s * 1e-9,
-                    default_s * 1e3, best_dense / default_s, ok ? "" : " **FAIL**");
+                    default_s * 1e3, best_dense / default_s, rows_s * 1e3, best_dense / rows_s, ok ? "" : " **FAIL**");
                 std::fputs(line, stdout);
                 std::fflush(stdout);
                 table += line;

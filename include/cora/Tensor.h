@@ -226,6 +226,12 @@ public:
      * constant extents); elements outside `t`'s shape are filled with zeros and never used.
      * CompileError otherwise. */
     Func &cache_read(const Tensor &t, const Dim &at);
+    /** cache_read with the tile's dims in another order: `tile_order` lists every dim of `t`'s
+     * domain once, outermost first (e.g. a block of a row-major weight stored column by column,
+     * so that a vector of its rows is one contiguous load). The copy writes the tile in that
+     * order; the reads and the zeros outside `t`'s shape are as for cache_read. CompileError when
+     * `tile_order` is not a permutation of `t`'s dims. */
+    Func &cache_read(const Tensor &t, const Dim &at, const std::vector<Dim> &tile_order);
     Func &pad_storage(const Dim &d, int64_t multiple);
     Func &fuse_storage(const Dim &outer, const Dim &inner, const Dim &fused, int64_t bulk_pad = 1);
     Func &split_storage(const Dim &d, const Dim &outer, const Dim &inner, int64_t factor);

@@ -151,7 +151,12 @@ void bind_tensors(py::module_ &m) {
         .def("compute_root", &Func::compute_root, self)
         .def("compute_at", &Func::compute_at, py::arg("consumer"), py::arg("dim"), self)
         .def("cache_write", &Func::cache_write, py::arg("at"), self)
-        .def("cache_read", &Func::cache_read, py::arg("tensor"), py::arg("at"), self)
+        .def(
+            "cache_read",
+            [](Func &f, const Tensor &t, const Dim &at, const std::vector<Dim> &tile_order) -> Func & {
+                return f.cache_read(t, at, tile_order);
+            },
+            py::arg("tensor"), py::arg("at"), py::arg("tile_order") = std::vector<Dim>{}, self)
         .def("pad_storage", &Func::pad_storage, py::arg("dim"), py::arg("multiple"), self)
         .def("fuse_storage", &Func::fuse_storage, py::arg("outer"), py::arg("inner"), py::arg("fused"),
              py::arg("bulk_pad") = 1, self)

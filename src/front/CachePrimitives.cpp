@@ -1,5 +1,7 @@
 /** \file cache_write (a per-tile accumulator) and cache_read (a per-tile copy of an input's
  * region) of a Func. */
+#include <algorithm>
+
 #include "cora/Tensor.h"
 
 #include "front/Primitives.h"
@@ -23,7 +25,9 @@ Func &Func::cache_write(const Dim &at) {
     return *this;
 }
 
-Func &Func::cache_read(const Tensor &t, const Dim &at) {
+Func &Func::cache_read(const Tensor &t, const Dim &at) { return cache_read(t, at, {}); }
+
+Func &Func::cache_read(const Tensor &t, const Dim &at, const std::vector<Dim> &tile_order) {
     auto fail = [&](auto &&...msg) {
         throw_compile_error("cache_read of '", t.name(), "' at '", at.name(), "' in Func '", name(), "': ", msg...);
     };
@@ -37,7 +41,25 @@ Func &Func::cache_read(const Tensor &t, const Dim &at) {
     if (!read) fail("the definition does not read '", t.name(), "'");
     for (auto &c : mutable_schedule(*node_).cache_reads)
         if (c.tensor == t.node()) fail("'", t.name(), "' is already cached");
-    mutable_schedule(*node_).cache_reads.push_back({t.node(), at.node()});
+    std::vector<size_t> order;
+    if (!tile_order.empty()) {
+        const std::vector<ir::LayoutDim> &domain = t.node()->domain;
+        std::string dims;
+        for (const ir::LayoutDim &d : domain)
+            dims += (dims.empty() ? "'" : ", '") + d.dim->name + "'";
+        for (const Dim &d : tile_order) {
+            auto it = std::find_if(domain.begin(), domain.end(), [&](const ir::LayoutDim &l) { return l.dim == d.node(); });
+            if (it == domain.end()) fail("the tile order names '", d.name(), "', which is not a dim of '", t.name(), "' (", dims, ")");
+            const size_t pos = (size_t)(it - domain.begin());
+            if (std::find(order.begin(), order.end(), pos) != order.end())
+                fail("the tile order names '", d.name(), "' twice");
+            order.push_back(pos);
+        }
+        if (order.size() != domain.size())
+            fail("the tile order names ", order.size(), " of the ", domain.size(), " dims of '", t.name(), "' (", dims,
+                 "); name each once");
+    }
+    mutable_schedule(*node_).cache_reads.push_back({t.node(), at.node(), order});
     return *this;
 }
 

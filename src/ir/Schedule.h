@@ -106,10 +106,13 @@ struct Schedule {
      * (initialised, updated, then written to storage once). */
     DimPtr cache_write_at;
     /** cache_read: the region of `tensor` read inside loop `at` is copied into a dense tile at
-     * the start of each iteration of `at`, and read from there. */
+     * the start of each iteration of `at`, and read from there. `order`: the positions of
+     * `tensor`'s domain dims in the tile, outermost first (a transposed tile), or empty for the
+     * domain's own order. */
     struct CacheRead {
         TensorPtr tensor;
         DimPtr at;
+        std::vector<size_t> order;
     };
     std::vector<CacheRead> cache_reads;
     /** specialize_interior: this loop's body also runs as a copy without the border checks

@@ -3,7 +3,9 @@
  * cache_read(t, at): the box of t read inside `at` (symbolic bounds of the read's indices over
  * the loops inside `at` and the element's reductions; its start may use only the loops outside,
  * its size must be a constant of at most kMaxTileElements) is copied into a stack tile as `at`'s
- * body starts, zeros outside t's shape, and the element reads the tile. A producer computed
+ * body starts, zeros outside t's shape, and the element reads the tile. The tile holds t's dims
+ * in the schedule's tile order (t's domain order unless cache_read named another: a transposed
+ * tile); the copy's loops run in that order, so that its innermost loop writes contiguously. A producer computed
  * inside this Func's loop `d` (compute_at) is complete only once `d`'s body starts: the copy
  * must be inside `d`.
  * Domain dims (and the reduction dim) get their values: those given by fusion maps are
@@ -50,12 +52,20 @@ bool uses_fusion_map(const Expr &e) {
  * tile. The box comes from symbolic bounds of the read's indices over those loops; its start
  * may use only the loops outside, its size must be a constant. */
 std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorPtr &t, const std::string &at_name,
-                                             const Expr &element, size_t pos, const LoweringContext &ctx) {
+                                             const std::vector<size_t> &tile_order, const Expr &element, size_t pos,
+                                             const LoweringContext &ctx) {
     const TensorNode &f = *plan.op;
     const std::vector<DimPtr> &loops = plan.loops;
     const std::vector<Expr> &extents = plan.extents;
     auto fail = [&](auto &&...msg) {
         throw_compile_error("cache_read of '", t->name, "' at '", at_name, "' in Func '", f.name, "': ", msg...);
+    };
+    // Division and modulo by a constant folded over the loops' ranges, twice ((o * 32 + i) / 32
+    // leaves o + i / 32 once simplified): a block index n / 32 of a tile of 16 of n's values
+    // inside a block is then the block loop, and its region one block.
+    auto fold = [&](const Expr &e) {
+        Expr once = fold_small_div_mod(e, plan.constant_loops, *ctx.prover);
+        return fold_small_div_mod(once, plan.constant_loops, *ctx.prover);
     };
     const Access *read = nullptr;
     Scope inner;
@@ -77,7 +87,7 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
     int64_t total = 1;
     for (size_t j = 0; j < read->indices.size(); j++) {
         const std::string &dim = t->domain[j].dim->name;
-        Expr e = plan.now(read->indices[j]);
+        Expr e = fold(plan.now(read->indices[j]));
         Expr l = symbolic_bound(e, inner, false), h = symbolic_bound(e, inner, true);
         if (!l.defined() || !h.defined()) fail("the index ", print(e), " in dim '", dim, "' has no bound");
         l = simplify(l);
@@ -102,6 +112,15 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
     Scope copy_scope;
     for (size_t k = 0; k <= pos; k++)
         copy_scope.push_back(ScopeEntry{loops[k]->var.get(), IntImm::make(0), extents[k]});
+    // The tile's dims, outermost first (t's domain order unless transposed), and their strides.
+    std::vector<size_t> order = tile_order;
+    if (order.empty())
+        for (size_t j = 0; j < lo.size(); j++)
+            order.push_back(j);
+    CORA_CHECK(order.size() == lo.size(), "cache_read: a tile order of ", order.size(), " dims for ", lo.size());
+    std::vector<int64_t> stride(lo.size(), 1);
+    for (size_t k = order.size() - 1; k-- > 0;)
+        stride[order[k]] = stride[order[k + 1]] * size[order[k + 1]];
     std::vector<VarPtr> copy_vars; // null for a dim of size 1
     std::vector<Expr> idx;
     std::map<const VarNode *, Expr> shape_at;
@@ -115,7 +134,7 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
             c = var_expr(copy_vars[j]);
         }
         idx.push_back(simplify(Add::make(lo[j], c)));
-        flat = simplify(Add::make(Mul::make(flat, IntImm::make(size[j])), c));
+        flat = simplify(Add::make(flat, Mul::make(c, IntImm::make(stride[j]))));
         Expr extent = simplify(substitute(t->domain[j].extent, shape_at));
         shape_at[t->domain[j].dim->var.get()] = idx[j];
         // Keep only the bound conditions the prover cannot show.
@@ -128,14 +147,16 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
     Stmt leaf = Store::make(tile.buffer, flat, Access::make(t, idx));
     if (cond.defined())
         leaf = IfThenElse::make(cond, leaf, Store::make(tile.buffer, flat, make_zero(t->type.value_type())));
-    for (size_t j = lo.size(); j-- > 0;)
-        if (copy_vars[j]) leaf = For::make(copy_vars[j], IntImm::make(0), IntImm::make(size[j]), ForKind::Serial, leaf);
+    // The copy's loops in the tile's order: its innermost loop writes the tile contiguously.
+    for (size_t k = order.size(); k-- > 0;)
+        if (copy_vars[order[k]])
+            leaf = For::make(copy_vars[order[k]], IntImm::make(0), IntImm::make(size[order[k]]), ForKind::Serial, leaf);
     tile.copy = leaf;
     // The reads: the tile at the index's offset from the box's start.
     Expr offset = IntImm::make(0);
     for (size_t j = 0; j < lo.size(); j++) // in loop variables, so that the tile's base cancels
-        offset = Add::make(Mul::make(offset, IntImm::make(size[j])),
-                           Sub::make(substitute(read->indices[j], plan.transformed.value), lo[j]));
+        offset = Add::make(offset, Mul::make(Sub::make(substitute(read->indices[j], plan.transformed.value), lo[j]),
+                                             IntImm::make(stride[j])));
     struct UseTile : IRMutator {
         const TensorNode *t;
         Expr load;
@@ -145,7 +166,7 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
         using IRMutator::mutate_node;
     } use;
     use.t = t.get();
-    use.load = Load::make(tile.buffer, simplify(offset));
+    use.load = Load::make(tile.buffer, fold(simplify(offset)));
     return {tile, use.mutate(element)};
 }
 
@@ -192,7 +213,7 @@ CacheReads apply_cache_reads(const LoopPlan &plan, const LoweringContext &ctx) {
                 break;
             }
         }
-        auto [tile, cached] = cache_read_region(plan, c.tensor, c.at->name, element, pos, ctx);
+        auto [tile, cached] = cache_read_region(plan, c.tensor, c.at->name, c.order, element, pos, ctx);
         out.prologue[pos].push_back(tile);
         element = cached;
     }

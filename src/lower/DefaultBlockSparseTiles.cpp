@@ -43,6 +43,10 @@ namespace cora::ir {
 
 namespace {
 
+/** Tokens per chunk for row-major blocks: each chunk copies (transposes) every present block
+ * once, so the copy is amortised over chunk / 6 token tiles. */
+constexpr int64_t kRowMajorChunk = 192;
+
 /** `e` is v / c (Div) or v % c (Mod) with v the variable `v` and c the constant `c`. */
 template <typename Op> bool is_var_op_const(const Expr &e, const VarNode *v, int64_t *c) {
     const Op *o = e.as<Op>();
@@ -103,11 +107,16 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
             other_reads = true;
         }
     });
-    if (!values || !dense || other_reads || innermost_storage_dim(*values->tensor) != 2) return std::nullopt;
+    if (!values || !dense || other_reads) return std::nullopt;
+    // Row-major blocks (a block's columns contiguous: PyTorch's order) get a transposed copy of
+    // each block's vector rows (see the file comment).
+    const int innermost = innermost_storage_dim(*values->tensor);
+    if (innermost != 2 && innermost != 3) return std::nullopt;
+    const bool row_major = innermost == 3;
     const int64_t vector_rows = std::min<int64_t>(br, target.vector_bits >= 256 ? 16 : 8);
     if (br < 4 || br % vector_rows != 0 || *rows % br != 0) return std::nullopt;
     const int64_t tile_tokens = 6;
-    int64_t chunk = 24;
+    int64_t chunk = row_major ? kRowMajorChunk : 24;
     if (const int64_t *cols = as_const_int(simplify(dense->tensor->domain.back().extent)))
         if (*rows * *cols * 4 > (int64_t{16} << 20)) chunk = 192;
 
@@ -128,7 +137,12 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
     auto [blocks, block_cols] = split(kd, bc, "_o", "_i");
     s.order = {chunks, block_rows};
     if (vector_blocks) s.order.push_back(vector_blocks);
-    s.order.insert(s.order.end(), {tiles, blocks, block_cols, tile_rows, vector});
+    if (row_major) {
+        s.order.insert(s.order.end(), {blocks, tiles, block_cols, tile_rows, vector});
+        s.cache_reads.push_back(front::Schedule::CacheRead{values->tensor, blocks, {0, 1, 3, 2}});
+    } else {
+        s.order.insert(s.order.end(), {tiles, blocks, block_cols, tile_rows, vector});
+    }
     s.annotations = {{chunks, ForKind::Parallel}, {tile_rows, ForKind::Unrolled}, {vector, ForKind::Vectorized}};
     if (bc <= 8) s.annotations.emplace_back(block_cols, ForKind::Unrolled);
     s.cache_write_at = tiles;

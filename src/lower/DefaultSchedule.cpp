@@ -226,7 +226,7 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     s.annotations = {{parallel, ForKind::Parallel}, {row_i, ForKind::Unrolled}, {col_i, ForKind::Vectorized}};
     s.cache_write_at = row_o;
     s.interior_at = row_o;
-    if (panel_at) s.cache_reads.push_back(front::Schedule::CacheRead{panel_of, panel_at});
+    if (panel_at) s.cache_reads.push_back(front::Schedule::CacheRead{panel_of, panel_at, {}});
     return s;
 }
 

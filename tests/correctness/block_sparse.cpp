@@ -481,9 +481,11 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
     // Y = relu(X W^T + bias) written with row_times and no schedule call (the new user's program):
     // column-major blocks get chunks x 6-token tiles x a vector of a block's rows (16, or 8 for
     // 8-row blocks and 128-bit vectors), the token tiles specialised (a copy without the tail's
-    // guard); row-major blocks (a block's rows strided) and blocks of fewer than 4 rows keep the
-    // plain nest. The buffers keep their packed size (no pad rows), and every case matches the
-    // reference on the edge-case batches and block patterns.
+    // guard); row-major blocks (PyTorch's order: a block's rows strided) the same tiles with the
+    // block loop outside them and each block's vector rows copied into a transposed tile once per
+    // 192-token chunk; blocks of fewer than 4 rows keep the plain nest. The buffers keep their
+    // packed size (no pad rows), and every case matches the reference on the edge-case batches
+    // and block patterns.
     struct Case {
         int64_t rows, cols, br, bc;
         BlockOrder order;
@@ -493,12 +495,15 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
     const BlockOrder CM = BlockOrder::ColumnMajor, RM = BlockOrder::RowMajor;
     const std::vector<Case> cases = {
         {64, 96, 32, 32, CM, 512, "vectorized for n_r_i in [0, 0 + 16)"},
+        {64, 96, 32, 32, RM, 512, "vectorized for n_r_i in [0, 0 + 16)"},
         {64, 96, 32, 32, CM, 128, "vectorized for n_r_i in [0, 0 + 8)"},
         {48, 64, 16, 16, CM, 256, "vectorized for n_r in [0, 0 + 16)"},
         {32, 40, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)"},
+        {32, 40, 8, 8, RM, 512, "vectorized for n_r in [0, 0 + 8)"},
         {24, 16, 4, 8, CM, 512, "vectorized for n_r in [0, 0 + 4)"},
-        {64, 96, 32, 32, RM, 512, ""},
+        {48, 64, 16, 16, RM, 256, "vectorized for n_r in [0, 0 + 16)"},
         {24, 24, 2, 2, CM, 512, ""},
+        {24, 24, 2, 2, RM, 512, ""},
     };
     std::mt19937 rng(41);
     // Each case is a kernel compiled: the stages that re-run the suite at a share of the cost
@@ -528,8 +533,19 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
             if (tiled) {
                 REQUIRE_THAT(ir, Catch::Contains(c.vector_loop));
                 // The tile's three nests (initialise, accumulate, write back), each twice: in the
-                // copy for whole tiles and in the guarded one.
-                REQUIRE(testing::count_occurrences(ir, "unrolled for b_s_t_i in") == 6);
+                // copy for whole tiles and in the guarded one. Row-major blocks: the block loop
+                // runs outside the token tiles, so the tile loads its partial sums (three nests),
+                // Y is zeroed before the blocks and the epilogue runs after them (two more, twice),
+                // and each block's vector rows are copied once per chunk, transposed: the copy's
+                // column loop outside its row loop.
+                REQUIRE(testing::count_occurrences(ir, "unrolled for b_s_t_i in") == (c.order == CM ? 6 : 10));
+                const size_t copy_cols = ir.find("for W_values_W_c_c in"), copy_rows = ir.find("for W_values_W_r_c in");
+                REQUIRE((copy_rows != std::string::npos) == (c.order == RM));
+                if (c.order == RM) {
+                    REQUIRE(copy_cols < copy_rows);
+                    REQUIRE(ir.find("for k_o in") < copy_cols);
+                    REQUIRE(copy_rows < ir.find("for b_s_t_o in", copy_rows));
+                }
                 REQUIRE((ir.find("unrolled for k_i in") != std::string::npos) == (c.bc <= 8));
             }
             for (Pattern pattern : {Pattern::None, Pattern::All, Pattern::EmptyRows, Pattern::Random}) {

@@ -68,6 +68,49 @@ TEST_CASE("vgemm with the reduction loop scheduled, register tiles and packed pa
     }
 }
 
+TEST_CASE("cache_read with a transposed tile: vgemm panels stored in another dim order", "[cache]") {
+    // The tiles of X (rows x panel) and Y (panel x columns) stored with their dims swapped, the
+    // copy writing them in that order: the element reads the transposed tile; every result equals
+    // the reference, with the prover on (copies unguarded where proved) and off (every copy
+    // guarded, zeros outside the ragged shape).
+    Dim batch("batch"), m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni"), ro("ro"), ri("ri");
+    Param B("B", 1, 16);
+    LengthArray Ms("Ms", B, 0, 23), Ns("Ns", B, 0, 23), Ks("Ks", B, 0, 23);
+    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}), Y("Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); };
+    for (bool prove : {true, false}) {
+        DYNAMIC_SECTION((prove ? "prover on" : "prover off")) {
+            Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+            C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), X(b, i, r) * Y(b, r, j)); });
+            C.split(m, mo, mi, 4).split(n, no, ni, 8).split(r, ro, ri, 8).reorder({batch, mo, no, ro, ri, mi, ni});
+            C.cache_read(X, ro, {batch, r, m}).cache_read(Y, ro, {n, batch, r});
+            C.unroll(mi).vectorize(ni).cache_write(no);
+            CompileOptions opts;
+            opts.remove_guards = prove;
+            Pipeline p({C}, std::string("vgemm_transposed_") + (prove ? "proved" : "guarded"));
+            Kernel k = p.compile(opts);
+            const std::string ir = k.lowered();
+            INFO(ir);
+            REQUIRE_THAT(ir, Contains("allocate on stack X_cache[float32 * 32]"));
+            REQUIRE_THAT(ir, Contains("allocate on stack Y_cache[float32 * 64]"));
+            // The copies' loops run in the tiles' order: X's r outside its m, Y's n outside its r;
+            // the element reads X's tile at mi + ri * 4 and Y's at ri + ni * 8.
+            const size_t x_r = ir.find("for X_r_c in"), x_m = ir.find("for X_m_c in");
+            const size_t y_n = ir.find("for Y_n_c in"), y_r = ir.find("for Y_r_c in");
+            REQUIRE(x_r != std::string::npos);
+            REQUIRE(x_r < x_m);
+            REQUIRE(x_m != std::string::npos);
+            REQUIRE(y_n != std::string::npos);
+            REQUIRE(y_n < y_r);
+            REQUIRE(y_r != std::string::npos);
+            REQUIRE_THAT(ir, Contains("X_cache[(X_m_c + (X_r_c * 4))] = X["));
+            REQUIRE_THAT(ir, Contains("X_cache[(mi + (ri * 4))]"));
+            REQUIRE_THAT(ir, Contains("Y_cache[(ri + (ni * 8))]"));
+            check_against_reference(p, k, {X, Y}, bind, 23, 8, 71 + (uint32_t)prove);
+        }
+    }
+}
+
 TEST_CASE("trmm: a reduction whose extent depends on the row, cached per tile", "[cache]") {
     Dim m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
     Param M("M", 1, 64);

@@ -531,6 +531,18 @@ TEST_CASE("illegal reduction loops and caches are rejected with clear messages",
                                                               "dim 'seq' has size") &&
                                                          Contains("not a constant"));
         REQUIRE_THROWS_WITH(F.cache_read(A, seq), Contains("'A' is already cached"));
+        // A transposed tile names each of the tensor's dims once; a refused order records nothing.
+        Func H("H", {{batch, B}, {seq, len(batch)}, {k, 16}});
+        H.compute([&](Expr b, Expr s, Expr kk) { return W(b, s, kk) * 2.0f; });
+        H.split(seq, so, si, 4);
+        REQUIRE_THROWS_WITH(H.cache_read(W, so, {batch, k, other}),
+                            Contains("cache_read of 'W' at 'so' in Func 'H': the tile order names 'other', which is "
+                                     "not a dim of 'W' ('batch', 'seq', 'k')"));
+        REQUIRE_THROWS_WITH(H.cache_read(W, so, {k, k, seq}), Contains("the tile order names 'k' twice"));
+        REQUIRE_THROWS_WITH(H.cache_read(W, so, {k, seq}),
+                            Contains("the tile order names 2 of the 3 dims of 'W' ('batch', 'seq', 'k'); name each once"));
+        H.cache_read(W, so, {batch, k, seq}); // not "already cached": the refused orders left no cache
+        REQUIRE_THROWS_WITH(H.cache_read(W, so, {batch, k, seq}), Contains("'W' is already cached"));
         Func G("G", {{batch, B}, {seq, len(batch)}});
         G.compute([&](Expr b, Expr s) { return A(b, s) + A(b, 0); });
         G.split(seq, so, si, 4).cache_read(A, so);
