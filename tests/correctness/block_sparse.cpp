@@ -482,8 +482,9 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
     // column-major blocks get chunks x 6-token tiles x a vector of a block's rows (16, or 8 for
     // 8-row blocks and 128-bit vectors), the token tiles specialised (a copy without the tail's
     // guard); row-major blocks (PyTorch's order: a block's rows strided) the same tiles with the
-    // block loop outside them and each block's vector rows copied into a transposed tile once per
-    // 192-token chunk; blocks of fewer than 4 rows keep the plain nest. The buffers keep their
+    // block loop outside them and each block's rows read by the tile (all 32 with 512-bit vectors)
+    // copied into a transposed tile once per 192-token chunk; blocks of fewer than 4 rows keep the
+    // plain nest. The buffers keep their
     // packed size (no pad rows), and every case matches the reference on the edge-case batches
     // and block patterns.
     struct Case {
@@ -502,6 +503,7 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
         {32, 40, 8, 8, RM, 512, "vectorized for n_r in [0, 0 + 8)"},
         {24, 16, 4, 8, CM, 512, "vectorized for n_r in [0, 0 + 4)"},
         {48, 64, 16, 16, RM, 256, "vectorized for n_r in [0, 0 + 16)"},
+        {64, 96, 32, 32, RM, 256, "vectorized for n_r_i in [0, 0 + 16)"},
         {24, 24, 2, 2, CM, 512, ""},
         {24, 24, 2, 2, RM, 512, ""},
     };
@@ -541,6 +543,9 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
                 REQUIRE(testing::count_occurrences(ir, "unrolled for b_s_t_i in") == (c.order == CM ? 6 : 10));
                 const size_t copy_cols = ir.find("for W_values_W_c_c in"), copy_rows = ir.find("for W_values_W_r_c in");
                 REQUIRE((copy_rows != std::string::npos) == (c.order == RM));
+                // With 512-bit vectors a 32-row block's two vectors are both in the tile (unrolled).
+                REQUIRE((ir.find("unrolled for n_r_o in") != std::string::npos) ==
+                        (c.order == RM && c.br == 32 && c.bits == 512));
                 if (c.order == RM) {
                     REQUIRE(copy_cols < copy_rows);
                     REQUIRE(ir.find("for k_o in") < copy_cols);

@@ -38,14 +38,18 @@ def test_torch_bsr_arrays_bind_without_copies(density, rng):
     close(y.numpy(), (x.double() @ dense.double().T).numpy(), 1e-5)
 
 
-@pytest.mark.parametrize("lengths", [[0], [1], [24, 25, 0, 7], [64] * 3])
-def test_column_major_blocks_take_the_default_tiles(lengths, rng):
-    """With each block stored transposed (values().transpose(1, 2).contiguous(), one copy per
-    weight), the product with no schedule gets the default's block-sparse register tiles; X and Y
-    stay the caller's packed tensors."""
+@pytest.mark.parametrize("order", [cora.BlockOrder.RowMajor, cora.BlockOrder.ColumnMajor])
+@pytest.mark.parametrize("lengths", [[0], [1], [24, 25, 0, 7], [64] * 3, [64] * 3 + [1]])
+def test_blocks_take_the_default_tiles(lengths, order, rng):
+    """PyTorch's values() as they are (row-major blocks: the default copies each block's rows,
+    transposed, into a stack tile once per 192-token chunk; 192 and 193 tokens are one chunk and
+    one past), or each block stored transposed (values().transpose(1, 2).contiguous(), one copy
+    per weight): the product with no schedule gets the default's block-sparse register tiles; X,
+    Y and the weight stay the caller's tensors."""
     rows, cols, block = 96, 64, 32
-    kernel, W, X, Y, B, length = bsr_linear(rows, cols, block, cora.int64, cora.BlockOrder.ColumnMajor)
+    kernel, W, X, Y, B, length = bsr_linear(rows, cols, block, cora.int64, order)
     assert "Y_tile" in kernel.source
+    assert ("W_values_cache" in kernel.source) == (order == cora.BlockOrder.RowMajor)
     gen = torch.Generator().manual_seed(len(lengths))
     dense = torch.randn(rows, cols, generator=gen)
     keep = torch.rand(rows // block, cols // block, generator=gen) < 0.5
@@ -56,7 +60,9 @@ def test_column_major_blocks_take_the_default_tiles(lengths, rng):
              .set_offsets(W.blocks_per_row, bsr.crow_indices()))
     x = torch.randn(sum(lengths), cols, generator=gen)
     y = torch.full((sum(lengths), rows), float("nan"))
-    values = bsr.values().transpose(1, 2).contiguous()
+    values = bsr.values()
+    if order == cora.BlockOrder.ColumnMajor:
+        values = values.transpose(1, 2).contiguous()
     kernel.run(shape, {X: x, W.col: bsr.col_indices(), W.values: values, Y: y})
     close(y.numpy(), (x.double() @ dense.double().T).numpy(), 1e-5)
 
