@@ -22,6 +22,7 @@
 //   qkt         32 sentences, 2 heads of 64: S[b, h, i, j] = Q[b, i, h, :] . K[b, j, h, :] / 8
 //   attnv       32 sentences, 2 heads of 64: A[b, i, h, :] = sum_j P[b, h, i, j] V[b, j, h, :]
 //   gemm        8 sentences (the first 8 lengths, 1352 tokens) x 512 -> 512: Y = X W (a Linear layer)
+//   linear      the same with W [out, in] as nn.Linear stores it: Y = X W^T
 //   vgemm       32 GEMMs, M, N, K each in [16, 256]: C[b] = A[b] W[b]
 //
 // Flags (besides Google Benchmark's): --markdown=FILE appends one table per op (median time,
@@ -759,6 +760,72 @@ std::unique_ptr<Op> gemm_op() {
     return op;
 }
 
+// --- linear: the same token GEMM with nn.Linear's weight layout, W[o, r] (PyTorch's weight as it is)
+
+struct LinearDefs {
+    Names &N = names();
+    Tensor X{"X", {{N.b, N.B}, {N.s, N.len(N.b)}, {N.r, kFeatures}}};
+    Tensor W{"W", {{N.o, kFeatures}, {N.r, kFeatures}}};
+    Func out{"Y", {{N.b, N.B}, {N.s, N.len(N.b)}, {N.o, kFeatures}}};
+    LinearDefs() {
+        out.compute([&](Expr b, Expr s, Expr o) { return sum(N.r, kFeatures, X(b, s, N.r) * W(o, N.r)); });
+    }
+    std::vector<Tensor> inputs() const { return {X, W}; }
+};
+
+std::unique_ptr<Op> linear_op() {
+    Names &N = names();
+    std::vector<int32_t> len = draw_lengths(kBatch, 2026);
+    len.resize(kGemmBatch);
+    auto op = ragged_op("linear", len);
+    const int32_t L = longest(len);
+    const int64_t T = tokens(len);
+    const int64_t F = kFeatures;
+    op->description = std::to_string(kGemmBatch) + " sentences, " + std::to_string(T) + " tokens x " +
+                      std::to_string(F) + " -> " + std::to_string(F) + ", W [out, in] as nn.Linear stores it";
+    LinearDefs plain;
+    op->add_input(plain.X, {kGemmBatch, L, F}, 61, -1, 1);
+    op->add_input(plain.W, {F, F}, 62, -1, 1);
+    op->out_plain = plain.out;
+    op->out_dims = {kGemmBatch, L, F};
+    const float *x = op->in(0), *w = op->in(1);
+    // The loop a user writes for this layout: one dot product per output (contiguous along r in
+    // both operands; vectorized by the compiler).
+    op->add_naive("naive", [=](float *y) {
+#pragma omp parallel for
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t o = 0; o < F; o++) {
+                float acc = 0;
+                for (int64_t r = 0; r < F; r++)
+                    acc += x[t * F + r] * w[o * F + r];
+                y[t * F + o] = acc;
+            }
+    });
+    op->add_cora<LinearDefs>("old_nest", [&](LinearDefs &d) { d.out.parallel(N.b); });
+    op->add_cora<LinearDefs>("default", [](LinearDefs &) {});
+    CompileOptions untiled;
+    untiled.vector_bits = -1;
+    op->add_cora<LinearDefs>(
+        "default_untiled", [](LinearDefs &) {}, untiled);
+    const int64_t cols = tile_cols();
+    // gemm's step 3 with W's 256-deep panels copied transposed (cache_read's tile order {r, o}).
+    op->add_cora<LinearDefs>("r3_blocks_packed_wt", [&, cols](LinearDefs &d) {
+        d.X.fuse_storage(N.b, N.s, N.tok, 16);
+        d.out.fuse(N.b, N.s, N.tok).pad_loop(N.tok, 16).fuse_storage(N.b, N.s, N.tok, 16);
+        d.out.split(N.tok, N.tb, N.tt, 64)
+            .split(N.tt, N.to, N.ti, 4)
+            .split(N.o, N.oo, N.oi, cols)
+            .split(N.r, N.ko, N.ki, 256)
+            .reorder({N.tb, N.oo, N.ko, N.to, N.ki, N.ti, N.oi})
+            .parallel(N.tb)
+            .unroll(N.ti)
+            .vectorize(N.oi)
+            .cache_read(d.W, N.ko, {N.r, N.o})
+            .cache_write(N.to);
+    });
+    return op;
+}
+
 // --- vgemm: C[b] = A[b] W[b], M, N, K per item (apps/vgemm)
 
 struct VgemmDefs {
@@ -974,6 +1041,7 @@ int main(int argc, char **argv) {
             {"qkt", qkt_op},
             {"attnv", attnv_op},
             {"gemm", gemm_op},
+            {"linear", linear_op},
             {"vgemm", vgemm_op}};
         for (auto &[op_name, make] : all)
             if (only.empty() || only.find(std::string(",") + op_name + ",") != std::string::npos)

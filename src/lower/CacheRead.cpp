@@ -26,6 +26,9 @@ namespace cora::ir {
 
 namespace {
 
+/** The side of the square blocks a transposed tile is copied in (see cache_read_region). */
+constexpr int64_t kTransposeBlock = 16;
+
 std::string print_list(const std::vector<Expr> &v) {
     std::string out;
     for (size_t i = 0; i < v.size(); i++)
@@ -121,18 +124,36 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
     std::vector<int64_t> stride(lo.size(), 1);
     for (size_t k = order.size() - 1; k-- > 0;)
         stride[order[k]] = stride[order[k + 1]] * size[order[k + 1]];
-    std::vector<VarPtr> copy_vars; // null for a dim of size 1
+    // A transposed tile is copied in blocks of kTransposeBlock x kTransposeBlock when both its
+    // innermost dim and t's innermost dim are multiples of that: the loads of one block's column
+    // touch kTransposeBlock lines, reused by the next columns, where a whole column of a panel
+    // whose rows are 2 KB apart maps its lines onto two L1 sets and misses on every load (a
+    // 64 x 256 panel of nn.Linear's weight: the copy cost more than the GEMM's multiply-adds).
+    const size_t tile_inner = order.back(), source_inner = lo.size() - 1;
+    const bool blocked = tile_inner != source_inner && size[tile_inner] % kTransposeBlock == 0 &&
+                         size[source_inner] % kTransposeBlock == 0;
+    struct CopyLoop {
+        VarPtr var;
+        int64_t extent;
+    };
+    std::vector<std::vector<CopyLoop>> loops_of(lo.size()); // per dim: [outer, inner] when blocked
     std::vector<Expr> idx;
     std::map<const VarNode *, Expr> shape_at;
     Expr flat = IntImm::make(0), cond;
     for (size_t j = 0; j < lo.size(); j++) {
         Expr c = IntImm::make(0);
-        copy_vars.push_back(nullptr);
-        if (size[j] > 1) {
-            copy_vars[j] = make_var(t->name + "_" + t->domain[j].dim->name + "_c", VarRole::Index);
-            copy_scope.push_back(ScopeEntry{copy_vars[j].get(), IntImm::make(0), IntImm::make(size[j])});
-            c = var_expr(copy_vars[j]);
+        const std::string name = t->name + "_" + t->domain[j].dim->name + "_c";
+        if (blocked && (j == tile_inner || j == source_inner)) {
+            VarPtr outer = make_var(name + "o", VarRole::Index), inner = make_var(name + "i", VarRole::Index);
+            loops_of[j] = {{outer, size[j] / kTransposeBlock}, {inner, kTransposeBlock}};
+            c = Add::make(Mul::make(var_expr(outer), IntImm::make(kTransposeBlock)), var_expr(inner));
+        } else if (size[j] > 1) {
+            VarPtr v = make_var(name, VarRole::Index);
+            loops_of[j] = {{v, size[j]}};
+            c = var_expr(v);
         }
+        for (const CopyLoop &l : loops_of[j])
+            copy_scope.push_back(ScopeEntry{l.var.get(), IntImm::make(0), IntImm::make(l.extent)});
         idx.push_back(simplify(Add::make(lo[j], c)));
         flat = simplify(Add::make(flat, Mul::make(c, IntImm::make(stride[j]))));
         Expr extent = simplify(substitute(t->domain[j].extent, shape_at));
@@ -147,10 +168,19 @@ std::pair<CacheTile, Expr> cache_read_region(const LoopPlan &plan, const TensorP
     Stmt leaf = Store::make(tile.buffer, flat, Access::make(t, idx));
     if (cond.defined())
         leaf = IfThenElse::make(cond, leaf, Store::make(tile.buffer, flat, make_zero(t->type.value_type())));
-    // The copy's loops in the tile's order: its innermost loop writes the tile contiguously.
-    for (size_t k = order.size(); k-- > 0;)
-        if (copy_vars[order[k]])
-            leaf = For::make(copy_vars[order[k]], IntImm::make(0), IntImm::make(size[order[k]]), ForKind::Serial, leaf);
+    // The copy's loops, outermost first: in the tile's order, so that its innermost loop writes the
+    // tile contiguously; blocked: the other dims, then the blocks, then one block's t-innermost
+    // loop outside its tile-innermost loop.
+    std::vector<CopyLoop> nest;
+    for (size_t j : order)
+        if (!blocked || (j != tile_inner && j != source_inner))
+            for (const CopyLoop &l : loops_of[j])
+                nest.push_back(l);
+    if (blocked)
+        nest.insert(nest.end(), {loops_of[tile_inner][0], loops_of[source_inner][0], loops_of[source_inner][1],
+                                 loops_of[tile_inner][1]});
+    for (size_t k = nest.size(); k-- > 0;)
+        leaf = For::make(nest[k].var, IntImm::make(0), IntImm::make(nest[k].extent), ForKind::Serial, leaf);
     tile.copy = leaf;
     // The reads: the tile at the index's offset from the box's start.
     Expr offset = IntImm::make(0);

@@ -43,6 +43,13 @@
  *     per-expert OpenBLAS loop, from 0.29-0.60x). The ragged row leaves a guard per tile row, so
  *     the tile loop t_o is specialised (specialize_interior): whole tiles run a copy without it
  *     (MoE: 0.84-0.91x -> 1.08-1.36x the per-expert loop in two runs of bench/moe.sh).
+ *     The column operand may also be read with n at another index than its innermost (nn.Linear's
+ *     weight W[n, k]: Y = X W^T), the other reads contiguous along n, at a constant depth: its
+ *     panel is then copied transposed (cache_read's tile order with n's dim innermost) and the
+ *     tiles are the same. Why: that row is a strided read, which step 3 leaves as one dot
+ *     product per element (27.5 ms); tiled over the transposed panel, 8.2 ms, 0.87x the same
+ *     GEMM with W[k, n] (512 -> 512 over 1,352 tokens, 2 threads, AVX-512;
+ *     bench/default_schedules.sh --ops=gemm,linear).
  *  5. A block-sparse product (a BsrMatrix's row_times over one token loop left by step 1): the
  *     block-sparse recipe's register tiles (DefaultBlockSparseTiles.cpp), before steps 2-4.
  * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a
@@ -100,7 +107,8 @@ bool indices_use(const Access &a, const VarNode *v) {
 struct ContractionShape {
     TensorPtr column_operand;
     DimPtr rows;
-    std::vector<DimPtr> outer; ///< the other dims but col, in domain order
+    std::vector<DimPtr> outer;        ///< the other dims but col, in domain order
+    const Access *column_read = nullptr; ///< the column operand's read (in the definition)
 };
 std::optional<ContractionShape> contraction_shape(const Layout &dom, const Reduce &red) {
     const VarNode *k = red.var.get(), *col = dom.back().dim->var.get();
@@ -116,7 +124,7 @@ std::optional<ContractionShape> contraction_shape(const Layout &dom, const Reduc
     for (size_t i = dom.size() - 1; i-- > 0;) {
         const VarNode *v = dom[i].dim->var.get();
         if (!indices_use(*row, v) || indices_use(*column, v) || uses_var(red.extent, v)) continue;
-        ContractionShape shape{column->tensor, dom[i].dim, {}};
+        ContractionShape shape{column->tensor, dom[i].dim, {}, column};
         for (size_t j = 0; j + 1 < dom.size(); j++) {
             if (j == i) continue;
             if (uses_var(dom[j].extent, v)) return std::nullopt;
@@ -159,10 +167,49 @@ int default_tile_vectors(int64_t width, int vector_bits) {
 
 namespace {
 
+/** How `index` changes when `v` steps by one, if by a constant. */
+std::optional<int64_t> step_in(const Expr &index, const VarPtr &v) {
+    Expr step = simplify(Sub::make(substitute(index, v.get(), Add::make(var_expr(v), IntImm::make(1))), index));
+    if (const int64_t *c = as_const_int(step)) return *c;
+    return std::nullopt;
+}
+
+/** The tile order that makes the column operand's panel contiguous along the row n, for a
+ * contraction whose other reads are contiguous along n but whose column operand is read with n
+ * at another position than the innermost (nn.Linear's weight W[n, k]: Y = X W^T): the operand's
+ * dims with that position moved innermost. Empty when the reads do not have that shape. */
+std::vector<size_t> transposed_panel_order(const Reduce &red, const ContractionShape &shape, const VarPtr &n) {
+    const Access *column = shape.column_read;
+    bool others_contiguous = true;
+    visit_exprs(red.body, [&](const Expr &x) {
+        const Access *a = x.as<Access>();
+        if (a && a != column && a->tensor != column->tensor) others_contiguous = others_contiguous && reads_contiguously(x, n);
+    });
+    if (!others_contiguous) return {};
+    std::optional<size_t> at;
+    for (size_t i = 0; i < column->indices.size(); i++) {
+        std::optional<int64_t> step = step_in(column->indices[i], n);
+        if (!step || (*step != 0 && *step != 1)) return {};
+        if (*step == 1) {
+            if (at) return {};
+            at = i;
+        }
+    }
+    if (!at || *at + 1 == column->indices.size()) return {};
+    std::vector<size_t> order;
+    for (size_t i = 0; i < column->indices.size(); i++)
+        if (i != *at) order.push_back(i);
+    order.push_back(*at);
+    return order;
+}
+
 /** Step 4: the register-tiled schedule of a contraction Y(..., t, ..., n) = sum_k A(..., t, k) B(..., k, n)
- * whose row n has a constant width (see the contract). Null when the shape does not fit it. */
+ * whose row n has a constant width (see the contract). Null when the shape does not fit it.
+ * `contiguous`: every read is contiguous along n; else the column operand must be read with n
+ * at another position (B(..., n, k)), and its panel is copied transposed. */
 std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layout &dom, const Reduce &red,
-                                                 int64_t width, const DefaultScheduleTarget &target) {
+                                                 int64_t width, const DefaultScheduleTarget &target,
+                                                 bool contiguous) {
     using front::LoopTransform;
     if (target.target != Target::Host || red.op != ReduceOp::Sum || dom.size() < 2 || target.vector_bits < 128)
         return std::nullopt;
@@ -171,6 +218,12 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     if (width % lanes != 0 || !f.type.is_float() || f.type.bits != 32) return std::nullopt;
     std::optional<ContractionShape> shape = contraction_shape(dom, red);
     if (!shape) return std::nullopt;
+    std::vector<size_t> panel_order;
+    if (!contiguous) {
+        // The transposed panel needs a constant depth (a constant box to copy).
+        panel_order = transposed_panel_order(red, *shape, col.dim->var);
+        if (panel_order.empty() || !as_const_int(simplify(red.extent))) return std::nullopt;
+    }
     ContractionTile choice;
     if (target.tiles)
         if (auto chosen = target.tiles->find(f.name); chosen != target.tiles->end()) choice = chosen->second;
@@ -226,7 +279,7 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     s.annotations = {{parallel, ForKind::Parallel}, {row_i, ForKind::Unrolled}, {col_i, ForKind::Vectorized}};
     s.cache_write_at = row_o;
     s.interior_at = row_o;
-    if (panel_at) s.cache_reads.push_back(front::Schedule::CacheRead{panel_of, panel_at, {}});
+    if (panel_at) s.cache_reads.push_back(front::Schedule::CacheRead{panel_of, panel_at, panel_order});
     return s;
 }
 
@@ -294,12 +347,13 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
     // does not vectorize around the reduction's loop. Not for float16 storage, which must not
     // hold partial sums (each store rounds).
     const Reduce *red = scheduled_reduce(f.value);
-    if (red && !f.type.is_storage_only() && red->var->dim && !uses_var(red->extent, inner.dim->var.get()) &&
-        reads_contiguously(red->body, inner.dim->var)) {
-        if (std::optional<front::Schedule> tiled = tiled_contraction(f, dom, *red, *e, target)) {
+    if (red && !f.type.is_storage_only() && red->var->dim && !uses_var(red->extent, inner.dim->var.get())) {
+        const bool contiguous = reads_contiguously(red->body, inner.dim->var);
+        if (std::optional<front::Schedule> tiled = tiled_contraction(f, dom, *red, *e, target, contiguous)) {
             if (rule) *rule = DefaultRule::TiledContraction;
             return *tiled;
         }
+        if (!contiguous) return s;
         DimPtr k = default_reduction_loop(*red);
         s.reduction_loop = k;
         s.order = {k, inner.dim};

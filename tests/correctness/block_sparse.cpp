@@ -538,18 +538,24 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
                 // copy for whole tiles and in the guarded one. Row-major blocks: the block loop
                 // runs outside the token tiles, so the tile loads its partial sums (three nests),
                 // Y is zeroed before the blocks and the epilogue runs after them (two more, twice),
-                // and each block's vector rows are copied once per chunk, transposed: the copy's
-                // column loop outside its row loop.
+                // and each block's rows read by the tile are copied once per chunk, transposed.
                 REQUIRE(testing::count_occurrences(ir, "unrolled for b_s_t_i in") == (c.order == CM ? 6 : 10));
-                const size_t copy_cols = ir.find("for W_values_W_c_c in"), copy_rows = ir.find("for W_values_W_r_c in");
-                REQUIRE((copy_rows != std::string::npos) == (c.order == RM));
+                const size_t copy = ir.find("allocate on stack W_values_cache[");
+                REQUIRE((copy != std::string::npos) == (c.order == RM));
                 // With 512-bit vectors a 32-row block's two vectors are both in the tile (unrolled).
                 REQUIRE((ir.find("unrolled for n_r_o in") != std::string::npos) ==
                         (c.order == RM && c.br == 32 && c.bits == 512));
                 if (c.order == RM) {
-                    REQUIRE(copy_cols < copy_rows);
-                    REQUIRE(ir.find("for k_o in") < copy_cols);
-                    REQUIRE(copy_rows < ir.find("for b_s_t_o in", copy_rows));
+                    // The copy's innermost loop runs over the block's rows (the tile's unit stride),
+                    // in 16 x 16 blocks where the tile has 16 or 32 rows and the block 16 or 32
+                    // columns.
+                    const size_t store = ir.find("W_values_cache[", copy + 20);
+                    const size_t innermost = ir.rfind("for W_values_W_", store);
+                    REQUIRE(copy < innermost);
+                    REQUIRE(ir.compare(innermost, 18, "for W_values_W_r_c") == 0);
+                    REQUIRE((ir.find("for W_values_W_r_ci in") != std::string::npos) == (c.br >= 16));
+                    REQUIRE(ir.find("for k_o in") < innermost);
+                    REQUIRE(copy < ir.find("for b_s_t_o in", copy));
                 }
                 REQUIRE((ir.find("unrolled for k_i in") != std::string::npos) == (c.bc <= 8));
             }

@@ -111,6 +111,42 @@ TEST_CASE("cache_read with a transposed tile: vgemm panels stored in another dim
     }
 }
 
+TEST_CASE("cache_read with a transposed tile of 16-multiples is copied in 16 x 16 blocks", "[cache]") {
+    // X's tile of 16 rows x a 32-deep panel, stored panel-major: both its innermost dim (m) and
+    // X's (r) are multiples of 16, so the copy runs block by block (the loads of one block's
+    // column reuse 16 lines); the tiles of ragged sizes up to 40 are partly outside X (zeros),
+    // and every result equals the reference with the prover on and off.
+    Dim batch("batch"), m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni"), ro("ro"), ri("ri");
+    Param B("B", 1, 16);
+    LengthArray Ms("Ms", B, 0, 40), Ns("Ns", B, 0, 40), Ks("Ks", B, 0, 40);
+    Tensor X("X", {{batch, B}, {m, Ms(batch)}, {r, Ks(batch)}}), Y("Y", {{batch, B}, {r, Ks(batch)}, {n, Ns(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { testing::bind_vgemm_shape(s, B, Ms, Ns, Ks, l); };
+    for (bool prove : {true, false}) {
+        DYNAMIC_SECTION((prove ? "prover on" : "prover off")) {
+            Func C("C", {{batch, B}, {m, Ms(batch)}, {n, Ns(batch)}});
+            C.compute([&](Expr b, Expr i, Expr j) { return sum(r, Ks(b), X(b, i, r) * Y(b, r, j)); });
+            C.split(m, mo, mi, 16).split(n, no, ni, 8).split(r, ro, ri, 32).reorder({batch, mo, no, ro, ri, mi, ni});
+            C.cache_read(X, ro, {batch, r, m});
+            C.vectorize(ni);
+            CompileOptions opts;
+            opts.remove_guards = prove;
+            Pipeline p({C}, std::string("vgemm_transposed_blocks_") + (prove ? "proved" : "guarded"));
+            Kernel k = p.compile(opts);
+            const std::string ir = k.lowered();
+            INFO(ir);
+            REQUIRE_THAT(ir, Contains("allocate on stack X_cache[float32 * 512]"));
+            const size_t m_blocks = ir.find("for X_m_co in [0, 0 + 1)"), r_blocks = ir.find("for X_r_co in [0, 0 + 2)");
+            const size_t r_in = ir.find("for X_r_ci in [0, 0 + 16)"), m_in = ir.find("for X_m_ci in [0, 0 + 16)");
+            REQUIRE(m_blocks < r_blocks);
+            REQUIRE(r_blocks < r_in);
+            REQUIRE(r_in < m_in);
+            REQUIRE(m_in != std::string::npos);
+            REQUIRE_THAT(ir, Contains("X_cache[(mi + (ri * 16))]"));
+            check_against_reference(p, k, {X, Y}, bind, 40, 8, 81 + (uint32_t)prove);
+        }
+    }
+}
+
 TEST_CASE("trmm: a reduction whose extent depends on the row, cached per tile", "[cache]") {
     Dim m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
     Param M("M", 1, 64);

@@ -122,7 +122,8 @@ TEST_CASE("default schedule: dense loops, long and odd feature extents, GEMM-lik
         p, kern, {X, U, D, W, Bias, WT},
         [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20, 16, 903);
     // With 256-bit vectors G gets a register tile (4 rows x 16 columns, the bias applied when
-    // the tile is written, W's panel copied once per column tile); GT, with strided reads, not.
+    // the tile is written, W's panel copied once per column tile); so does GT, its panel of WT
+    // copied transposed (g innermost in the tile: 16 x 32, in 16 x 16 blocks).
     CompileOptions avx2;
     avx2.vector_bits = 256;
     Kernel tiled = p.compile(avx2);
@@ -132,7 +133,10 @@ TEST_CASE("default schedule: dense loops, long and odd feature extents, GEMM-lik
     REQUIRE_THAT(tir, Contains("vectorized for g_i in [0, 0 + 16)"));
     REQUIRE_THAT(tir, Contains("allocate on stack W_cache[float32 * 512]"));
     REQUIRE_THAT(tir, Contains("allocate on stack G_tile[float32 * 64]"));
-    REQUIRE_THAT(tir, Contains("\n  for g in [0, 0 + 16):\n    local acc_k = 0f"));
+    REQUIRE_THAT(tir, Contains("allocate on stack WT_cache[float32 * 512]"));
+    REQUIRE_THAT(tir, Contains("allocate on stack GT_tile[float32 * 64]"));
+    REQUIRE_THAT(tir, Contains("for WT_g_ci in [0, 0 + 16)"));
+    REQUIRE(tir.find("\n  for g in [0, 0 + 16):\n    local acc_k = 0f") == std::string::npos);
     testing::check_against_reference(
         p, tiled, {X, U, D, W, Bias, WT},
         [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 20, 16, 904);
@@ -179,6 +183,57 @@ TEST_CASE("default schedule: contractions get register tiles sized for the vecto
                         sh.set(E, (int64_t)l.size()).set(count, l).set(K, 1 + 3 * (int64_t)l.size());
                     },
                     23, 4, 906);
+            }
+        }
+    }
+}
+
+TEST_CASE("default schedule: a contraction with nn.Linear's weight layout tiles over a transposed panel",
+          "[default_schedule]") {
+    // Y = X W^T with W [n, r] (PyTorch's Linear weight as it is; per expert too): the column
+    // operand is read along n with a stride, so its 256-deep panels are copied transposed (n
+    // innermost in the tile, in 16 x 16 blocks where both sides are multiples of 16) and the
+    // contraction gets the same register tiles as with W [r, n]. A run-time depth has no constant
+    // panel: that contraction keeps the plain nest (no tile, no reduction moved outside its row).
+    // Depth 300: two panels, the second partial; widths with a full, a smaller or no column tile.
+    Dim e("e"), t("t"), r("r"), n("n"), m("m");
+    Param E("E", 1, 9), K("K", 1, 40);
+    LengthArray count("count", E, 0, 23);
+    for (int64_t width : {int64_t(64), int64_t(48), int64_t(20)}) {
+        Tensor X("X", {{e, E}, {t, count(e)}, {r, 300}}), W("W", {{e, E}, {n, width}, {r, 300}});
+        Func Y("Y", {{e, E}, {t, count(e)}, {n, width}});
+        Y.compute([&](Expr a, Expr b, Expr c) { return sum(r, 300, X(a, b, r) * W(a, c, r)) + 1.0f; });
+        Tensor A("A", {{m, 13}, {r, K}}), V("V", {{n, width}, {r, K}});
+        Func G("G", {{m, 13}, {n, width}});
+        G.compute([&](Expr a, Expr c) { return sum(r, K, A(a, r) * V(c, r)); });
+        Pipeline p({Y, G}, "default_linear_layout_" + std::to_string(width));
+        for (int bits : {128, 512}) {
+            DYNAMIC_SECTION("width " << width << ", " << bits << "-bit vectors") {
+                CompileOptions o;
+                o.vector_bits = bits;
+                Kernel k = p.compile(o);
+                const std::string ir = k.lowered();
+                INFO(ir);
+                const int64_t lanes = bits / 32, vectors = bits >= 512 ? 4 : 2;
+                int64_t tile = 0;
+                for (int64_t v = vectors; v >= 1 && !tile; v /= 2)
+                    if (width % (v * lanes) == 0) tile = v * lanes;
+                REQUIRE((testing::count_occurrences(ir, "Y_tile[") > 0) == (tile > 0));
+                REQUIRE(testing::count_occurrences(ir, "G_tile[") == 0);
+                REQUIRE(ir.find("V_cache") == std::string::npos);
+                if (tile) {
+                    REQUIRE_THAT(ir, Contains("vectorized for n_i in [0, 0 + " + std::to_string(tile) + ")"));
+                    REQUIRE_THAT(ir, Contains("W_cache[float32 * " + std::to_string(256 * tile) + "]"));
+                    // The tile reads the panel with n_i at unit stride.
+                    REQUIRE_THAT(ir, Contains("W_cache[(n_i + (r_i * " + std::to_string(tile) + "))]"));
+                    REQUIRE((ir.find("for W_n_ci in [0, 0 + 16)") != std::string::npos) == (tile % 16 == 0));
+                }
+                testing::check_against_reference(
+                    p, k, {X, W, A, V},
+                    [&](RaggedShape &sh, const std::vector<int32_t> &l) {
+                        sh.set(E, (int64_t)l.size()).set(count, l).set(K, 1 + 3 * (int64_t)l.size());
+                    },
+                    23, 4, 907);
             }
         }
     }
