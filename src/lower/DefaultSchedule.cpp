@@ -167,6 +167,13 @@ int default_tile_vectors(int64_t width, int vector_bits) {
 
 namespace {
 
+/** Vectors per row of the default tile over a ragged row: each row's last column tile computes
+ * up to this many vectors less one that nobody stores. */
+constexpr int kRaggedRowVectors = 2;
+/** The panel depth of a ragged row's column operand at a run-time depth (a constant box; the
+ * depth past the run-time one is copied as zeros). */
+constexpr int64_t kRaggedDepthPanel = 64;
+
 /** How `index` changes when `v` steps by one, if by a constant. */
 std::optional<int64_t> step_in(const Expr &index, const VarPtr &v) {
     Expr step = simplify(Sub::make(substitute(index, v.get(), Add::make(var_expr(v), IntImm::make(1))), index));
@@ -215,14 +222,16 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
         return std::nullopt;
     const LayoutDim &col = dom.back();
     const int64_t lanes = target.vector_bits / 32;
+    const bool ragged = width == 0; // a run-time row (vgemm's N(b), QK^T's len(b) keys)
     if (width % lanes != 0 || !f.type.is_float() || f.type.bits != 32) return std::nullopt;
     std::optional<ContractionShape> shape = contraction_shape(dom, red);
     if (!shape) return std::nullopt;
     std::vector<size_t> panel_order;
     if (!contiguous) {
-        // The transposed panel needs a constant depth (a constant box to copy).
+        // The transposed panel needs a constant box to copy: a constant depth, or a ragged row's
+        // panels of a run-time depth.
         panel_order = transposed_panel_order(red, *shape, col.dim->var);
-        if (panel_order.empty() || !as_const_int(simplify(red.extent))) return std::nullopt;
+        if (panel_order.empty() || (!ragged && !as_const_int(simplify(red.extent)))) return std::nullopt;
     }
     ContractionTile choice;
     if (target.tiles)
@@ -234,10 +243,10 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     if (!choice.tiled) return std::nullopt;
     int64_t tile_cols = 0;
     if (choice.vectors == 0) {
-        tile_cols = default_tile_vectors(width, target.vector_bits) * lanes;
+        tile_cols = (ragged ? kRaggedRowVectors : default_tile_vectors(width, target.vector_bits)) * lanes;
     } else if (choice.vectors == 1 || choice.vectors == 2 || choice.vectors == 4 || choice.vectors == 8) {
         tile_cols = choice.vectors * lanes;
-        if (width % tile_cols != 0)
+        if (!ragged && width % tile_cols != 0)
             reject(choice.vectors, " vectors of ", lanes, " floats (", tile_cols, " columns) do not divide its row of ",
                    width);
     } else {
@@ -250,7 +259,9 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     const TensorPtr &panel_of = shape->column_operand;
     const Expr depth_expr = simplify(red.extent);
     const int64_t *depth = as_const_int(depth_expr);
-    const int64_t panel_depth = choice.panel;
+    // A ragged row needs the column operand's panel (its tile's zeros let the update run over the
+    // last, partial column tile without the column guard): at a run-time depth, a shallower one.
+    const int64_t panel_depth = ragged && !depth && choice.panel == ContractionTile{}.panel ? kRaggedDepthPanel : choice.panel;
 
     front::Schedule s;
     DimPtr k = default_reduction_loop(red);
@@ -266,7 +277,7 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     s.order = shape->outer;
     s.order.push_back(col_o);
     DimPtr panel_at = depth ? col_o : nullptr; // a panel of non-constant depth has no constant box
-    if (depth && *depth > panel_depth) {
+    if ((depth && *depth > panel_depth) || (ragged && !depth)) {
         auto [k_o, k_i] = split(k, panel_depth);
         s.order.insert(s.order.end(), {k_o, row_o, k_i});
         panel_at = k_o;
@@ -275,7 +286,7 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     }
     s.order.insert(s.order.end(), {row_i, col_i});
     // The parallel loop: the column panels when there are enough to share, else the outermost.
-    DimPtr parallel = width / tile_cols >= 4 ? col_o : (shape->outer.empty() ? row_o : shape->outer[0]);
+    DimPtr parallel = !ragged && width / tile_cols >= 4 ? col_o : (shape->outer.empty() ? row_o : shape->outer[0]);
     s.annotations = {{parallel, ForKind::Parallel}, {row_i, ForKind::Unrolled}, {col_i, ForKind::Vectorized}};
     s.cache_write_at = row_o;
     s.interior_at = row_o;
@@ -325,9 +336,16 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
     const Expr extent = simplify(inner.extent); // alive while `e` points into it
     const int64_t *e = as_const_int(extent);
     if (next < dom.size() && !e && storage_keeps_innermost_dim(f)) {
-        // A ragged row (vgemm's N(b) columns): step 3's loop order without the vector annotation
-        // (a ragged extent has no whole vectors); the C compiler vectorizes the contiguous row.
+        // A ragged row (vgemm's N(b) columns): step 4's tiles over panels of the column operand,
+        // else step 3's loop order without the vector annotation (a ragged extent has no whole
+        // vectors); the C compiler vectorizes the contiguous row.
         const Reduce *red = scheduled_reduce(f.value);
+        if (red && !f.type.is_storage_only() && red->var->dim && !uses_var(red->extent, inner.dim->var.get()))
+            if (std::optional<front::Schedule> tiled = tiled_contraction(
+                    f, dom, *red, 0, target, reads_contiguously(red->body, inner.dim->var))) {
+                if (rule) *rule = DefaultRule::TiledContraction;
+                return *tiled;
+            }
         if (red && !f.type.is_storage_only() && red->var->dim && !uses_var(red->extent, inner.dim->var.get()) &&
             reads_contiguously(red->body, inner.dim->var)) {
             DimPtr k = default_reduction_loop(*red);
@@ -385,10 +403,12 @@ DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, con
             const Expr width_expr = simplify(op->domain.back().extent);
             const Reduce *red = scheduled_reduce(op->value);
             const Expr depth = red ? simplify(red->extent) : Expr();
-            const int64_t width = *as_const_int(width_expr);
-            chosen.tunable.push_back(TunableContraction{op->name, definition + " = " + print(op->value), width,
-                                                        red && as_const_int(depth) != nullptr,
-                                                        default_tile_vectors(width, target.vector_bits)});
+            const int64_t *constant_width = as_const_int(width_expr);
+            const int64_t width = constant_width ? *constant_width : 0;
+            chosen.tunable.push_back(TunableContraction{
+                op->name, definition + " = " + print(op->value), width,
+                red && (as_const_int(depth) != nullptr || !constant_width),
+                constant_width ? default_tile_vectors(width, target.vector_bits) : kRaggedRowVectors});
         }
         if (s.cache_write_at) chosen.untiled[op.get()] = default_schedule(*op, untiled);
         chosen.schedules[op.get()] = std::move(s);

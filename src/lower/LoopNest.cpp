@@ -21,7 +21,8 @@
  * after the reduction loops.
  * On the GPU a tile's update that reads only cache_read tiles runs for every element of the tile:
  * the guards over the Func's dims stay on its start and write-back only, those over reduction
- * loops become a select after a let of the term (update_reads_stay_in_tiles).
+ * loops become a select after a let of the term (update_guards_kept; on the CPU also where it
+ * reads tensors, keeping the guards that protect those reads).
  * Unscheduled reductions stay Reduce nodes for lower_reductions; both combine their values with
  * reduce_combine. A float16 Func accumulates in float32 (its tile, or lower_reductions' locals):
  * a scheduled reduction that would keep partial sums in its storage is a CompileError.
@@ -59,40 +60,50 @@ bool panels_visit_every_element(const LoopPlan &plan, const PlacedGuards &guards
     return true;
 }
 
-/** Whether a tile's update may run for every element of the tile, the guards over the
- * Func's dims left to the initialisation and the write-back. Why: on the GPU those guards sat
- * around each multiply-add of the register tile, so each one was a branch with its own two
- * shared-memory loads (a 4 x 4 tile did 2 loads per FMA instead of 0.5: trmm ran at 3.5 TFLOP/s
- * on an H200). Safe when nothing the update reads can be out of bounds without them: it reads
- * only cache_read tiles (sized by the loops' full extents, filled with zeros outside the
- * tensor) and length arrays at indices that no loop inside the tile moves. A tile element
- * outside the Func then holds a sum nobody stores. Guards over reduction loops (a triangle's
- * `r < i + 1`) decide what is summed: they become a select of the old value (a branch would
- * again reload the operands per element). On the CPU such guards mostly became loop bounds or
- * were peeled off vector loops already; there the update goes unguarded only when its tensor
- * reads are provably in bounds without the guards (read_in_bounds below). */
-bool update_reads_stay_in_tiles(const LoopPlan &plan, const PlacedGuards &guards, const CacheReads &reads,
-                                const std::vector<size_t> &inner_all, const LoweringContext &ctx) {
+/** Which guards a tile's update keeps when it may run for (nearly) every element of the tile, the
+ * other guards over the Func's dims left to the initialisation and the write-back; nullopt
+ * when it keeps them all. Why: on the GPU those guards sat around each multiply-add of the
+ * register tile, so each one was a branch with its own two shared-memory loads (a 4 x 4 tile did
+ * 2 loads per FMA instead of 0.5: trmm ran at 3.5 TFLOP/s on an H200). Safe when nothing the
+ * update reads can be out of bounds without them: it reads only cache_read tiles (sized by the
+ * loops' full extents, filled with zeros outside the tensor) and length arrays at indices that
+ * no loop inside the tile moves. A tile element outside the Func then holds a sum nobody stores.
+ * Guards over reduction loops (a triangle's `r < i + 1`) decide what is summed: they become a
+ * select of the old value (a branch would again reload the operands per element). On the GPU
+ * the update reads nothing but tiles, or keeps every guard. On the CPU such guards mostly became
+ * loop bounds or were peeled off vector loops already; there a tensor read stays without
+ * guards when its indices provably lie in the tensor for every value of the loops (read_in_bounds
+ * below), and a read that does not is kept safe by keeping the guards that use a loop its
+ * indices use: a grouped GEMM's row operand A(e, t, k) keeps the guard over its ragged rows t,
+ * while the guard over a ragged column tile (n < N(e), read only from W's zero-filled panel)
+ * leaves the vector loop (it had stayed an if around every multiply-add of the vector). */
+std::optional<std::vector<const ExprNode *>> update_guards_kept(const LoopPlan &plan, const PlacedGuards &guards,
+                                                              const CacheReads &reads,
+                                                              const std::vector<size_t> &inner_all,
+                                                              const LoweringContext &ctx) {
     bool on_gpu = false;
     for (ForKind k : plan.kinds)
         on_gpu = on_gpu || is_gpu_bound(k);
     // Floating-point sums only: an integer element could divide by a zero it reads for an
     // element or a reduction step the guards excluded (a trap on the CPU-threads backend).
-    if (!plan.red || !plan.op->type.value_type().is_float()) return false;
+    if (!plan.red || !plan.op->type.value_type().is_float()) return std::nullopt;
+    // The lets, innermost first, substituted: an index in the loop variables.
+    auto in_loop_vars = [&](Expr i) {
+        for (const auto &[v, e] : reads.lets)
+            i = substitute(i, v.get(), e);
+        return i;
+    };
     // On the CPU, a guard over a Func's dim inside the tile (the pixels of a partial tile of an
     // active-tile list: an unrolled loop that cannot take the guard as its bound) stayed a branch
     // around every multiply-add. A tensor read there may stay when its indices provably lie in
     // the tensor for every value of the loops, guards or not (a convolution's clamped reads of
     // its input): a 3x3 convolution over 8x8 active tiles took 2.4x as long with the branches.
     auto read_in_bounds = [&](const Access &a) {
-        if (on_gpu) return false;
         const Layout &dom = a.tensor->domain;
         if (dom.size() != a.indices.size()) return false;
         for (size_t k = 0; k < dom.size(); k++) {
             if (!vars_of(dom[k].extent, VarRole::Index).empty()) return false;
-            Expr i = a.indices[k]; // in the loop variables: the lets, innermost first, substituted
-            for (const auto &[v, e] : reads.lets)
-                i = substitute(i, v.get(), e);
+            Expr i = in_loop_vars(a.indices[k]);
             if (!ctx.prover->prove_nonneg(i, plan.scope) ||
                 !ctx.prover->prove_nonneg(Sub::make(Sub::make(dom[k].extent, IntImm::make(1)), i), plan.scope))
                 return false;
@@ -105,8 +116,14 @@ bool update_reads_stay_in_tiles(const LoopPlan &plan, const PlacedGuards &guards
     for (const auto &[v, e] : reads.lets)
         moving.insert(v.get());
     bool in_bounds = true;
+    std::set<const VarNode *> guarded_reads; // the tile's loops that reads out of bounds without guards use
     auto check = [&](const Expr &x) {
-        if (const Access *a = x.as<Access>(); a && !read_in_bounds(*a)) in_bounds = false;
+        if (const Access *a = x.as<Access>(); a && !read_in_bounds(*a)) {
+            if (on_gpu) in_bounds = false;
+            for (const Expr &i : a->indices)
+                for (size_t k : inner_all)
+                    if (uses_var(in_loop_vars(i), plan.loops[k]->var.get())) guarded_reads.insert(plan.loops[k]->var.get());
+        }
         if (const UFCall *u = x.as<UFCall>())
             for (const Expr &a : u->args)
                 for (const VarNode *v : moving)
@@ -125,7 +142,24 @@ bool update_reads_stay_in_tiles(const LoopPlan &plan, const PlacedGuards &guards
         for (const Expr &c : guards.at[k + 1])
             if (plan.uses_reduction_loop(c)) visit_exprs(c, check);
     }
-    return in_bounds;
+    if (!in_bounds) return std::nullopt;
+    // A guard over a reduction loop becomes a select evaluated after the term: with a read that is
+    // not in bounds by itself the term could read past the tensor for the steps it excludes.
+    if (!guarded_reads.empty())
+        for (size_t k : inner_all)
+            for (const Expr &c : guards.at[k + 1])
+                if (plan.uses_reduction_loop(c)) return std::nullopt;
+    // The guards over the Func's dims that use a loop an unsafe read uses stay.
+    std::vector<const ExprNode *> kept;
+    for (size_t k : inner_all)
+        for (const Expr &c : guards.at[k + 1])
+            if (!plan.uses_reduction_loop(c))
+                for (const VarNode *v : guarded_reads)
+                    if (uses_var(c, v)) {
+                        kept.push_back(c.get());
+                        break;
+                    }
+    return kept;
 }
 
 } // namespace
@@ -187,15 +221,19 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
                             ", so partial sums would be rounded in its storage; cache_write it at a loop that "
                             "encloses all its reduction loops (float32 accumulators, one rounding at the write-back)");
     /** The loops at `positions` around `leaf`, each with its guards (only those over the
-     * Func's dims when `elements_only`; none when `unguarded`) and, for full nests, its prologue. */
-    auto nest = [&](const std::vector<size_t> &positions, Stmt s, bool elements_only, bool unguarded = false) {
+     * Func's dims when `elements_only`; with `only_kept`, only those in it) and, for full nests,
+     * its prologue. */
+    auto nest = [&](const std::vector<size_t> &positions, Stmt s, bool elements_only,
+                    const std::vector<const ExprNode *> *only_kept = nullptr) {
         for (size_t j = positions.size(); j-- > 0;) {
             size_t k = positions[j];
             if (!elements_only && reads.prologue.count(k))
                 for (const CacheTile &c : reads.prologue.at(k))
                     s = Allocate::make(c.buffer, IntImm::make(c.size), Block::make({c.copy, s}), MemoryType::Stack);
             for (const Expr &c : guards.at[k + 1])
-                if (!unguarded && !(elements_only && plan.uses_reduction_loop(c))) s = IfThenElse::make(c, s);
+                if (only_kept ? std::find(only_kept->begin(), only_kept->end(), c.get()) != only_kept->end()
+                              : !(elements_only && plan.uses_reduction_loop(c)))
+                    s = IfThenElse::make(c, s);
             s = For::make(loops[k]->var, IntImm::make(0), guards.loop_extents[k], plan.kinds[k], s);
         }
         return s;
@@ -235,12 +273,14 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
                                 "': the tile has ", tile_size, " elements, more than ", kMaxTileElements,
                                 "; cache at an inner loop");
         std::vector<Stmt> parts;
-        const bool update_unguarded = update_reads_stay_in_tiles(plan, guards, reads, inner_all, ctx);
+        const std::optional<std::vector<const ExprNode *>> kept = update_guards_kept(plan, guards, reads, inner_all, ctx);
+        const bool update_unguarded = kept.has_value();
+        const std::vector<const ExprNode *> none;
         // With an unguarded update every element of the tile starts from the identity too (it
         // is read and added to, though never stored).
         Stmt from_identity =
             red ? nest(inner_elements, Store::make(tile, tile_index, reduce_identity(red->op, f->type.value_type())),
-                       true, update_unguarded)
+                       true, update_unguarded ? &none : nullptr)
                 : Stmt();
         if (tile_accumulates) {
             Stmt from_storage =
@@ -269,7 +309,7 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
                                   Store::make(tile, tile_index,
                                               Select::make(summed, reduce_combine(red->op, old, var_expr(term)), old)));
             }
-            parts.push_back(nest(inner_all, with_lets(update, false), false, true));
+            parts.push_back(nest(inner_all, with_lets(update, false), false, &*kept));
         } else {
             parts.push_back(nest(inner_all, with_lets(Store::make(tile, tile_index, updated), false), false));
         }

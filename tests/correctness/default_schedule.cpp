@@ -446,31 +446,78 @@ TEST_CASE("default schedule: a per-row LayerNorm over rows of constant width kee
     }
 }
 
-TEST_CASE("default schedule: a contraction over a ragged row keeps the reduction outside the row",
+TEST_CASE("default schedule: a contraction over a ragged row gets tiles over zero-filled panels",
           "[default_schedule]") {
-    // Y(b, m, n) = sum_k A(b, m, k) W(b, k, n) with n < len(b) (vgemm's ragged columns): no
-    // register tile (its width is not constant), but the reduction loop goes outside the row,
-    // which the C compiler vectorizes (contiguous in W and Y): 6x faster than the k-inner nest
-    // in bench/results/default_schedules.md (vgemm).
+    // Y(b, m, n) = sum_k A(b, m, k) W(b, k, n) with n < len(b) (vgemm's ragged columns), at a
+    // constant and at a run-time depth, and S(b, i, j) = sum_d Q(b, i, d) K(b, j, d) (QK^T: the
+    // keys read along the ragged row with a stride). With vector registers: register tiles of 4
+    // rows x 2 vectors over panels of the column operand (constant boxes: 64 deep at a run-time
+    // depth; K's transposed), the whole tile updated without the column guard (the panel's zeros
+    // past the row are summed into columns nobody stores) and the row tiles specialised. Without
+    // (vector_bits < 0): the reduction loop outside the row, which the C compiler vectorizes
+    // (contiguous in W and Y; QK^T keeps its plain nest).
     Dim b("b"), m("m"), n("n"), k("k");
     Param B("B", 1, 16);
-    LengthArray len("len", B, 0, 40);
+    LengthArray len("len", B, 0, 40), depth("depth", B, 0, 70);
     Tensor A("A", {{b, B}, {m, len(b)}, {k, 24}}), W("W", {{b, B}, {k, 24}, {n, len(b)}});
     Func Y("Y", {{b, B}, {m, len(b)}, {n, len(b)}});
     Y.compute([&](Expr x, Expr i, Expr j) { return sum(k, 24, A(x, i, k) * W(x, k, j)); });
-    Pipeline p({Y}, "default_ragged_row_contraction");
-    Kernel kern = p.compile();
-    const std::string ir = kern.lowered();
-    INFO(ir);
-    // The row initialised, then per k an update of the whole row.
-    const size_t k_loop = ir.find("for k in"), update = ir.rfind("for n in");
-    REQUIRE(k_loop != std::string::npos);
-    REQUIRE(update != std::string::npos);
-    REQUIRE(ir.find("for n in") < k_loop);
-    REQUIRE(k_loop < update);
-    testing::check_against_reference(
-        p, kern, {A, W}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 40, 16,
-        910);
+    Tensor A2("A2", {{b, B}, {m, len(b)}, {k, depth(b)}}), W2("W2", {{b, B}, {k, depth(b)}, {n, len(b)}});
+    Func Y2("Y2", {{b, B}, {m, len(b)}, {n, len(b)}});
+    Y2.compute([&](Expr x, Expr i, Expr j) { return sum(k, depth(x), A2(x, i, k) * W2(x, k, j)) + 1.0f; });
+    Tensor Q("Q", {{b, B}, {m, len(b)}, {k, 32}}), K("K", {{b, B}, {n, len(b)}, {k, 32}});
+    Func S("S", {{b, B}, {m, len(b)}, {n, len(b)}});
+    S.compute([&](Expr x, Expr i, Expr j) { return sum(k, 32, Q(x, i, k) * K(x, j, k)); });
+    Pipeline p({Y, Y2, S}, "default_ragged_row_contraction");
+    auto bind = [&](RaggedShape &sh, const std::vector<int32_t> &l) {
+        bind_lengths(sh, B, len, l);
+        std::vector<int32_t> d(l.size());
+        for (size_t i = 0; i < l.size(); i++)
+            d[i] = (int32_t)((l[i] * 7 + 3 * i) % 71); // 0 to 70: panels of 64 and one past
+        sh.set(depth, d);
+    };
+    for (int bits : {-1, 256, 512}) {
+        DYNAMIC_SECTION(bits << "-bit vectors") {
+            CompileOptions o;
+            o.vector_bits = bits;
+            Kernel kern = p.compile(o);
+            const std::string ir = kern.lowered();
+            INFO(ir);
+            if (bits < 0) {
+                // The row initialised, then per k an update of the whole row.
+                const size_t k_loop = ir.find("for k in"), update = ir.find("for n in", k_loop);
+                REQUIRE(k_loop != std::string::npos);
+                REQUIRE(update != std::string::npos);
+                REQUIRE(ir.find("for n in") < k_loop);
+                REQUIRE(ir.find("_tile[") == std::string::npos);
+            } else {
+                const int64_t cols = 2 * bits / 32;
+                for (const char *f : {"Y", "Y2", "S"}) {
+                    REQUIRE_THAT(ir, Contains(std::string("allocate on stack ") + f + "_tile[float32 * " +
+                                              std::to_string(4 * cols) + "]"));
+                }
+                REQUIRE_THAT(ir, Contains("allocate on stack W_cache[float32 * " + std::to_string(24 * cols) + "]"));
+                REQUIRE_THAT(ir, Contains("allocate on stack W2_cache[float32 * " + std::to_string(64 * cols) + "]"));
+                REQUIRE_THAT(ir, Contains("allocate on stack K_cache[float32 * " + std::to_string(32 * cols) + "]"));
+                REQUIRE_THAT(ir, Contains("K_cache[(n_i + (k * " + std::to_string(cols) + "))]"));
+                // Every update's vector loop holds the multiply-add alone (no column guard).
+                for (const char *f : {"Y", "Y2", "S"}) {
+                    const std::string update = std::string(f) + "_tile[((m_i * " + std::to_string(cols) +
+                                               ") + n_i)] = (" + f + "_tile";
+                    int updates = 0;
+                    for (size_t at = ir.find(update); at != std::string::npos; at = ir.find(update, at + 1)) {
+                        const size_t loop = ir.rfind("vectorized for n_i in", at);
+                        REQUIRE(loop != std::string::npos);
+                        INFO(f << "'s update at " << at);
+                        REQUIRE(ir.find("if (", loop) > at);
+                        updates++;
+                    }
+                    REQUIRE(updates >= 2); // whole row tiles and the last, partial one
+                }
+            }
+            testing::check_against_reference(p, kern, {A, W, A2, W2, Q, K}, bind, 40, 16, 910 + (uint32_t)(bits + 1));
+        }
+    }
 }
 
 TEST_CASE("default schedule: a contraction whose reduction Dim no longer exists still gets its tiles",
