@@ -552,6 +552,14 @@ std::unique_ptr<Op> qkt_op() {
     });
     op->add_cora<QktDefs>("old_nest", [&](QktDefs &d) { d.out.parallel(N.b); });
     op->add_cora<QktDefs>("default", [](QktDefs &) {});
+    {
+        // The default without register tiles (CompileOptions::vector_bits < 0): what it was before
+        // ragged rows were tiled.
+        CompileOptions untiled;
+        untiled.vector_bits = -1;
+        op->add_cora<QktDefs>(
+            "default_untiled", [](QktDefs &) {}, untiled);
+    }
     // Step 1 (apps/transformer's attention): K transposed per head (KT, default schedule), then
     // per query row tiles of 16 keys accumulate over the 64 features in vector registers; rows
     // padded to 16 keys in storage and loop, so the tile needs no guard.
@@ -925,6 +933,14 @@ std::unique_ptr<Op> vgemm_op() {
     });
     op->add_cora<VgemmDefs>("old_nest", [&](VgemmDefs &d) { d.out.parallel(N.b); });
     op->add_cora<VgemmDefs>("default", [](VgemmDefs &) {});
+    {
+        // The default without register tiles (CompileOptions::vector_bits < 0): what it was before
+        // ragged rows were tiled.
+        CompileOptions untiled;
+        untiled.vector_bits = -1;
+        op->add_cora<VgemmDefs>(
+            "default_untiled", [](VgemmDefs &) {}, untiled);
+    }
     // Step 1: the reduction outside the columns (naive_ikj's order), one parallel loop over the
     // rows of every item.
     op->add_cora<VgemmDefs>("r1_reduction_outside", [&](VgemmDefs &d) {

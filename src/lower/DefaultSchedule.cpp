@@ -24,8 +24,9 @@
  *     goes outside the row and the row is vectorized, the loop order of a hand-written ikj GEMM
  *     (the elements are accumulated in storage, the epilogue applied after the reduction; not
  *     for a float16 Func, whose storage rounds every store). A ragged row (vgemm's N(b) columns)
- *     gets the same loop order without the vector annotation, which needs a constant extent: the
- *     C compiler vectorizes the contiguous row loop (6.3x faster than the reduction inside it).
+ *     that step 4 does not tile (no vector width: CompileOptions::vector_bits < 0) gets the same
+ *     loop order without the vector annotation, which needs a constant extent: the C compiler
+ *     vectorizes the contiguous row loop (6.3x faster than the reduction inside it).
  *  4. A contraction, on a CPU target with a vector width (DefaultScheduleTarget): step 3's shape, a
  *     float32 `sum` whose body reads a column operand (indices use k and the constant row n) and
  *     a row operand (k, not n), and a row width divisible by a vector: the grouped-GEMM recipe of
@@ -50,6 +51,16 @@
  *     product per element (27.5 ms); tiled over the transposed panel, 8.2 ms, 0.87x the same
  *     GEMM with W[k, n] (512 -> 512 over 1,352 tokens, 2 threads, AVX-512;
  *     bench/default_schedules.sh --ops=gemm,linear).
+ *     A ragged row (vgemm's N(b) columns, QK^T's len(b) keys) gets the same tiles with 2 vectors
+ *     per row (the last column tile of each row computes up to 2 vectors less one that nobody
+ *     stores) and always a panel: at a run-time depth k is split by 64 so that the box is
+ *     constant, the panel's zeros past the depth and the row adding nothing. The panel lets the
+ *     tile's update run over the partial column tile without the column guard (LoopNest.cpp's
+ *     update_guards_kept: the guard stays only where an uncached read needs it), so the vector
+ *     loop is one multiply-add; n_o is not parallel (its extent varies), the outermost loop is.
+ *     Why: untiled (step 3's order; QK^T's keys strided: a plain nest) vgemm took 5.7 ms and QK^T
+ *     4.0 ms; tiled, 2.1 ms (the hand tiles: 3.7) and 1.8 ms (the best hand schedule: 1.5),
+ *     2 threads, AVX-512, bench/default_schedules.sh --ops=vgemm,qkt.
  *  5. A block-sparse product (a BsrMatrix's row_times over one token loop left by step 1): the
  *     block-sparse recipe's register tiles (DefaultBlockSparseTiles.cpp), before steps 2-4.
  * Reductions inside a definition keep their accumulators in registers (lower_reductions splits a
