@@ -677,22 +677,70 @@ struct GemmDefs {
     std::vector<Tensor> inputs() const { return {X, W}; }
 };
 
-std::unique_ptr<Op> gemm_op() {
-    Names &N = names();
+/** The token GEMM ops' lengths: the first kGemmBatch sentences of the shared draw. */
+std::vector<int32_t> gemm_lengths() {
     std::vector<int32_t> len = draw_lengths(kBatch, 2026);
     len.resize(kGemmBatch);
-    auto op = ragged_op("gemm", len);
+    return len;
+}
+
+/** The shared part of the token GEMM ops (gemm, linear): the sentences' tokens x 512 -> 512, X and
+ * W (in the layout `Defs` declares) as inputs. */
+template <typename Defs> std::unique_ptr<Op> token_gemm_op(const char *name, const std::string &layout) {
+    const std::vector<int32_t> len = gemm_lengths();
+    auto op = ragged_op(name, len);
     const int32_t L = longest(len);
-    const int64_t T = tokens(len);
-    const int64_t F = kFeatures;
+    const int64_t T = tokens(len), F = kFeatures;
     op->description = std::to_string(kGemmBatch) + " sentences, " + std::to_string(T) + " tokens x " +
                       std::to_string(F) + " -> " + std::to_string(F) + " (" +
-                      std::to_string(2.0 * T * F * F * 1e-9).substr(0, 4) + " GFLOP)";
-    GemmDefs plain;
+                      std::to_string(2.0 * T * F * F * 1e-9).substr(0, 4) + " GFLOP" + layout + ")";
+    Defs plain;
     op->add_input(plain.X, {kGemmBatch, L, F}, 61, -1, 1);
     op->add_input(plain.W, {F, F}, 62, -1, 1);
     op->out_plain = plain.out;
     op->out_dims = {kGemmBatch, L, F};
+    return op;
+}
+
+/** The cora variants every token GEMM op has (after its naive loops, the reference): the old
+ * nest, the default, the default without register tiles (CompileOptions::vector_bits < 0). */
+template <typename Defs> void add_default_variants(Op &op) {
+    Names &N = names();
+    op.add_cora<Defs>("old_nest", [&](Defs &d) { d.out.parallel(N.b); });
+    op.add_cora<Defs>("default", [](Defs &) {});
+    CompileOptions untiled;
+    untiled.vector_bits = -1;
+    op.add_cora<Defs>(
+        "default_untiled", [](Defs &) {}, untiled);
+}
+
+/** Step 3 of the GEMM recipe: blocks of 64 tokens outside the column panels, 256-deep k-panels of
+ * W packed once per panel (cache_read; `w_tile_order` gives the panel's order for W stored
+ * [o, r]): apps/transformer's schedule_token_gemm with smaller blocks. */
+template <typename Defs>
+void add_blocks_packed_w(Op &op, const std::string &variant, const std::vector<Dim> &w_tile_order) {
+    Names &N = names();
+    const int64_t cols = tile_cols();
+    op.add_cora<Defs>(variant, [&N, cols, w_tile_order](Defs &d) {
+        d.X.fuse_storage(N.b, N.s, N.tok, 16);
+        d.out.fuse(N.b, N.s, N.tok).pad_loop(N.tok, 16).fuse_storage(N.b, N.s, N.tok, 16);
+        d.out.split(N.tok, N.tb, N.tt, 64)
+            .split(N.tt, N.to, N.ti, 4)
+            .split(N.o, N.oo, N.oi, cols)
+            .split(N.r, N.ko, N.ki, 256)
+            .reorder({N.tb, N.oo, N.ko, N.to, N.ki, N.ti, N.oi})
+            .parallel(N.tb)
+            .unroll(N.ti)
+            .vectorize(N.oi)
+            .cache_read(d.W, N.ko, w_tile_order)
+            .cache_write(N.to);
+    });
+}
+
+std::unique_ptr<Op> gemm_op() {
+    Names &N = names();
+    auto op = token_gemm_op<GemmDefs>("gemm", "");
+    const int64_t T = tokens(gemm_lengths()), F = kFeatures;
     const float *x = op->in(0), *w = op->in(1);
     // The textbook loop (the definition's order), then the one with the reduction outside the
     // columns (contiguous rows of W; vectorized by the compiler).
@@ -719,13 +767,7 @@ std::unique_ptr<Op> gemm_op() {
             }
         }
     });
-    op->add_cora<GemmDefs>("old_nest", [&](GemmDefs &d) { d.out.parallel(N.b); });
-    op->add_cora<GemmDefs>("default", [](GemmDefs &) {});
-    // The default without register-tiled contractions (CompileOptions::vector_bits < 0): the ikj order.
-    CompileOptions untiled;
-    untiled.vector_bits = -1;
-    op->add_cora<GemmDefs>(
-        "default_untiled", [](GemmDefs &) {}, untiled);
+    add_default_variants<GemmDefs>(*op);
     // Step 1: the reduction outside the columns (naive_ikj's order): per token, Y's row is
     // updated once per r with a contiguous row of W.
     op->add_cora<GemmDefs>("r1_reduction_outside", [&](GemmDefs &d) {
@@ -749,22 +791,7 @@ std::unique_ptr<Op> gemm_op() {
             .vectorize(N.oi)
             .cache_write(N.oo);
     });
-    // Step 3: blocks of 64 tokens outside the column panels, 256-deep k-panels of W packed once
-    // per panel (cache_read): apps/transformer's schedule_token_gemm with smaller blocks.
-    op->add_cora<GemmDefs>("r3_blocks_packed_w", [&, cols](GemmDefs &d) {
-        d.X.fuse_storage(N.b, N.s, N.tok, 16);
-        d.out.fuse(N.b, N.s, N.tok).pad_loop(N.tok, 16).fuse_storage(N.b, N.s, N.tok, 16);
-        d.out.split(N.tok, N.tb, N.tt, 64)
-            .split(N.tt, N.to, N.ti, 4)
-            .split(N.o, N.oo, N.oi, cols)
-            .split(N.r, N.ko, N.ki, 256)
-            .reorder({N.tb, N.oo, N.ko, N.to, N.ki, N.ti, N.oi})
-            .parallel(N.tb)
-            .unroll(N.ti)
-            .vectorize(N.oi)
-            .cache_read(d.W, N.ko)
-            .cache_write(N.to);
-    });
+    add_blocks_packed_w<GemmDefs>(*op, "r3_blocks_packed_w", {});
     return op;
 }
 
@@ -783,19 +810,8 @@ struct LinearDefs {
 
 std::unique_ptr<Op> linear_op() {
     Names &N = names();
-    std::vector<int32_t> len = draw_lengths(kBatch, 2026);
-    len.resize(kGemmBatch);
-    auto op = ragged_op("linear", len);
-    const int32_t L = longest(len);
-    const int64_t T = tokens(len);
-    const int64_t F = kFeatures;
-    op->description = std::to_string(kGemmBatch) + " sentences, " + std::to_string(T) + " tokens x " +
-                      std::to_string(F) + " -> " + std::to_string(F) + ", W [out, in] as nn.Linear stores it";
-    LinearDefs plain;
-    op->add_input(plain.X, {kGemmBatch, L, F}, 61, -1, 1);
-    op->add_input(plain.W, {F, F}, 62, -1, 1);
-    op->out_plain = plain.out;
-    op->out_dims = {kGemmBatch, L, F};
+    auto op = token_gemm_op<LinearDefs>("linear", ", W [out, in] as nn.Linear stores it");
+    const int64_t T = tokens(gemm_lengths()), F = kFeatures;
     const float *x = op->in(0), *w = op->in(1);
     // The loop a user writes for this layout: one dot product per output (contiguous along r in
     // both operands; vectorized by the compiler).
@@ -809,28 +825,9 @@ std::unique_ptr<Op> linear_op() {
                 y[t * F + o] = acc;
             }
     });
-    op->add_cora<LinearDefs>("old_nest", [&](LinearDefs &d) { d.out.parallel(N.b); });
-    op->add_cora<LinearDefs>("default", [](LinearDefs &) {});
-    CompileOptions untiled;
-    untiled.vector_bits = -1;
-    op->add_cora<LinearDefs>(
-        "default_untiled", [](LinearDefs &) {}, untiled);
-    const int64_t cols = tile_cols();
+    add_default_variants<LinearDefs>(*op);
     // gemm's step 3 with W's 256-deep panels copied transposed (cache_read's tile order {r, o}).
-    op->add_cora<LinearDefs>("r3_blocks_packed_wt", [&, cols](LinearDefs &d) {
-        d.X.fuse_storage(N.b, N.s, N.tok, 16);
-        d.out.fuse(N.b, N.s, N.tok).pad_loop(N.tok, 16).fuse_storage(N.b, N.s, N.tok, 16);
-        d.out.split(N.tok, N.tb, N.tt, 64)
-            .split(N.tt, N.to, N.ti, 4)
-            .split(N.o, N.oo, N.oi, cols)
-            .split(N.r, N.ko, N.ki, 256)
-            .reorder({N.tb, N.oo, N.ko, N.to, N.ki, N.ti, N.oi})
-            .parallel(N.tb)
-            .unroll(N.ti)
-            .vectorize(N.oi)
-            .cache_read(d.W, N.ko, {N.r, N.o})
-            .cache_write(N.to);
-    });
+    add_blocks_packed_w<LinearDefs>(*op, "r3_blocks_packed_wt", {N.r, N.o});
     return op;
 }
 
@@ -941,6 +938,7 @@ std::unique_ptr<Op> vgemm_op() {
         op->add_cora<VgemmDefs>(
             "default_untiled", [](VgemmDefs &) {}, untiled);
     }
+    add_default_variants<GemmDefs>(*op);
     // Step 1: the reduction outside the columns (naive_ikj's order), one parallel loop over the
     // rows of every item.
     op->add_cora<VgemmDefs>("r1_reduction_outside", [&](VgemmDefs &d) {

@@ -237,6 +237,30 @@ def test_a_gemm_left_unscheduled_gets_register_tiles_for_the_vector_width(rng):
             close(y.reshape(m, 64), a.astype(np.float64) @ w, 1e-4)
 
 
+def test_nn_linear_weight_as_it_is_gets_register_tiles(rng):
+    """Y = X W^T with W [out, in] (torch.nn.Linear's weight, not transposed by the caller): the
+    default copies W's panels transposed inside the kernel and tiles the product; the caller's
+    tensors are used as they are."""
+    torch = pytest.importorskip("torch")
+    batch, seq, B, length = ragged(max_len=64, max_batch=16)
+    r, n = cora.Dim("r"), cora.Dim("n")
+    linear = torch.nn.Linear(96, 64, bias=True)
+    X = cora.Tensor("X", [(batch, B), (seq, length(batch)), (r, 96)])
+    W = cora.Tensor("W", [(n, 64), (r, 96)])
+    bias = cora.Tensor("bias", [(n, 64)])
+    Y = cora.Func("Y", [(batch, B), (seq, length(batch)), (n, 64)])
+    Y.compute(lambda b, s, o: cora.sum(r, 96, X(b, s, r) * W(o, r)) + bias(o))
+    kernel = cora.Pipeline([Y], "py_nn_linear_default").compile(vector_bits=512)
+    assert "Y_tile" in kernel.lowered and "W_cache" in kernel.lowered
+    for lengths in ([0], [1], [5, 0, 64], [17] * 4):
+        shape = shape_of(B, length, lengths)
+        x = torch.randn(sum(lengths), 96)
+        y = torch.full((sum(lengths), 64), float("nan"))
+        with torch.no_grad():
+            kernel.run(shape, {X: x, W: linear.weight, bias: linear.bias, Y: y})
+            close(y.numpy(), linear(x.double().float()).double().numpy(), 1e-4)
+
+
 def test_emulated_gpu_schedule_from_python(rng):
     i, bo, bi = cora.Dim("i"), cora.Dim("bo"), cora.Dim("bi")
     N = cora.Param("N", 1, 4096)
