@@ -177,8 +177,9 @@ int run(int argc, char **argv) {
             // which the default copies block by block into a transposed tile.
             BsrMatrix W_rows("W_rows", c.out, c.in, bs, bs, BlockOrder::RowMajor);
             Func Y_rows("Y_rows", {{D.b, D.B}, {D.s, D.len(D.b)}, {n, c.out}});
-            Y_rows.compute(
-                [&](Expr b, Expr s, Expr o) { return W_rows.row_times(k, o, [&](Expr kk) { return X_packed(b, s, kk); }); });
+            Y_rows.compute([&](Expr b, Expr s, Expr o) {
+                return W_rows.row_times(k, o, [&](Expr kk) { return X_packed(b, s, kk); });
+            });
             Kernel rows_kernel = Pipeline({Y_rows}, "bsr_bench_rows").compile();
             RaggedShape base;
             base.set(D.B, (int64_t)c.lengths.size()).set(D.len, c.lengths);
@@ -217,8 +218,9 @@ int run(int argc, char **argv) {
                         shape, {{X_packed, x_packed}, {W.col, col}, {W.values, values}, {Y_default, y_default}});
                 };
                 auto run_rows = [&] {
-                    rows_kernel.run(shape,
-                                    {{X_packed, x_packed}, {W_rows.col, col_rows}, {W_rows.values, values_rows}, {Y_rows, y_rows}});
+                    rows_kernel.run(
+                        shape,
+                        {{X_packed, x_packed}, {W_rows.col, col_rows}, {W_rows.values, values_rows}, {Y_rows, y_rows}});
                 };
                 // The cora kernels first: OpenBLAS's threads keep spinning for a while after a
                 // call, and a short kernel timed right after sgemm ran up to 2x slower (10% density).

@@ -48,8 +48,10 @@ Func &Func::cache_read(const Tensor &t, const Dim &at, const std::vector<Dim> &t
         for (const ir::LayoutDim &d : domain)
             dims += (dims.empty() ? "'" : ", '") + d.dim->name + "'";
         for (const Dim &d : tile_order) {
-            auto it = std::find_if(domain.begin(), domain.end(), [&](const ir::LayoutDim &l) { return l.dim == d.node(); });
-            if (it == domain.end()) fail("the tile order names '", d.name(), "', which is not a dim of '", t.name(), "' (", dims, ")");
+            auto it =
+                std::find_if(domain.begin(), domain.end(), [&](const ir::LayoutDim &l) { return l.dim == d.node(); });
+            if (it == domain.end())
+                fail("the tile order names '", d.name(), "', which is not a dim of '", t.name(), "' (", dims, ")");
             const size_t pos = (size_t)(it - domain.begin());
             if (std::find(order.begin(), order.end(), pos) != order.end())
                 fail("the tile order names '", d.name(), "' twice");

@@ -5,13 +5,15 @@
  * its size must be a constant of at most kMaxTileElements) is copied into a stack tile as `at`'s
  * body starts, zeros outside t's shape, and the element reads the tile. The tile holds t's dims
  * in the schedule's tile order (t's domain order unless cache_read named another: a transposed
- * tile); the copy's loops run in that order, so that its innermost loop writes contiguously. A producer computed
- * inside this Func's loop `d` (compute_at) is complete only once `d`'s body starts: the copy
- * must be inside `d`.
+ * tile); the copy's loops run in that order, so that its innermost loop writes contiguously (a
+ * transposed tile of 16-multiples in 16 x 16 blocks). Before bounding, division and modulo by
+ * constants are folded over the loops' ranges. A producer computed inside this Func's loop `d`
+ * (compute_at) is complete only once `d`'s body starts: the copy must be inside `d`.
  * Domain dims (and the reduction dim) get their values: those given by fusion maps are
  * substituted, so that storage lowering can cancel P(fo(f)) + fi(f) = f; the others are lets
  * around each leaf statement.
- * Tests: tests/correctness/caching.cpp, tests/error/schedule_errors.cpp. */
+ * Tests: tests/correctness/caching.cpp (transposed tiles too), tests/error/schedule_errors.cpp,
+ * tests/correctness/block_sparse.cpp and default_schedule.cpp (the defaults' transposed panels). */
 #include <map>
 
 #include "analysis/AuxKind.h"

@@ -27,10 +27,12 @@
  * block's rows read by the tile are copied into a transposed stack tile (cache_read with the tile
  * order (rb, j, c, r)) once per chunk of 192 tokens, amortised over 32 tiles; the tile's partial
  * sums then live in Y between blocks (Y zeroed first, the epilogue applied after the last block).
- * With AVX-512 the tile holds a whole 32-row block row (6 x 32: 12 registers). Measured (768 x 3072
- * at 25%, 32x32 blocks, 3,430 tokens, 2 threads, AVX-512, bench/block_sparse.sh): 2.7x the faster
- * dense baseline against 0.07x for the plain nest, and 0.78x the column-major default; 18% of
- * the difference is the copy, the rest the block-outside-tiles order.
+ * With AVX-512 the tile holds a whole 32-row block row (6 x 32: 12 registers). Measured
+ * (bench/block_sparse.sh, 3,430 tokens, 2 threads, AVX-512): 32x32 blocks at 25% 2.0-2.5x the
+ * faster dense baseline over the BERT shapes and 4096^3 (the plain nest: 0.07x; column-major
+ * blocks 3.0-3.7x; of the difference on 768 x 3072, 18% was the copy, the rest the block loop
+ * outside the tiles); 8x8 blocks 0.2-1.3x at 50-25% (column-major 1.2-2.8x), where the tile's
+ * loads and stores of its partial sums per 8-column block dominate: a gap left open.
  * Large weights (over 16 MB dense) stream from memory once per chunk, so their chunks are 192
  * tokens (BsrTiling::for_matrix's rule, measured there).
  * Requires: step 1's fuse transforms in `fused` (the token loop `tokens`, then only n left).

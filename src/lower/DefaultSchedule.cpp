@@ -118,7 +118,7 @@ bool indices_use(const Access &a, const VarNode *v) {
 struct ContractionShape {
     TensorPtr column_operand;
     DimPtr rows;
-    std::vector<DimPtr> outer;        ///< the other dims but col, in domain order
+    std::vector<DimPtr> outer;           ///< the other dims but col, in domain order
     const Access *column_read = nullptr; ///< the column operand's read (in the definition)
 };
 std::optional<ContractionShape> contraction_shape(const Layout &dom, const Reduce &red) {
@@ -201,7 +201,8 @@ std::vector<size_t> transposed_panel_order(const Reduce &red, const ContractionS
     bool others_contiguous = true;
     visit_exprs(red.body, [&](const Expr &x) {
         const Access *a = x.as<Access>();
-        if (a && a != column && a->tensor != column->tensor) others_contiguous = others_contiguous && reads_contiguously(x, n);
+        if (a && a != column && a->tensor != column->tensor)
+            others_contiguous = others_contiguous && reads_contiguously(x, n);
     });
     if (!others_contiguous) return {};
     std::optional<size_t> at;
@@ -226,8 +227,7 @@ std::vector<size_t> transposed_panel_order(const Reduce &red, const ContractionS
  * `contiguous`: every read is contiguous along n; else the column operand must be read with n
  * at another position (B(..., n, k)), and its panel is copied transposed. */
 std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layout &dom, const Reduce &red,
-                                                 int64_t width, const DefaultScheduleTarget &target,
-                                                 bool contiguous) {
+                                                 int64_t width, const DefaultScheduleTarget &target, bool contiguous) {
     using front::LoopTransform;
     if (target.target != Target::Host || red.op != ReduceOp::Sum || dom.size() < 2 || target.vector_bits < 128)
         return std::nullopt;
@@ -272,7 +272,8 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     const int64_t *depth = as_const_int(depth_expr);
     // A ragged row needs the column operand's panel (its tile's zeros let the update run over the
     // last, partial column tile without the column guard): at a run-time depth, a shallower one.
-    const int64_t panel_depth = ragged && !depth && choice.panel == ContractionTile{}.panel ? kRaggedDepthPanel : choice.panel;
+    const int64_t panel_depth =
+        ragged && !depth && choice.panel == ContractionTile{}.panel ? kRaggedDepthPanel : choice.panel;
 
     front::Schedule s;
     DimPtr k = default_reduction_loop(red);
@@ -352,8 +353,8 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
         // vectors); the C compiler vectorizes the contiguous row.
         const Reduce *red = scheduled_reduce(f.value);
         if (red && !f.type.is_storage_only() && red->var->dim && !uses_var(red->extent, inner.dim->var.get()))
-            if (std::optional<front::Schedule> tiled = tiled_contraction(
-                    f, dom, *red, 0, target, reads_contiguously(red->body, inner.dim->var))) {
+            if (std::optional<front::Schedule> tiled =
+                    tiled_contraction(f, dom, *red, 0, target, reads_contiguously(red->body, inner.dim->var))) {
                 if (rule) *rule = DefaultRule::TiledContraction;
                 return *tiled;
             }
@@ -416,10 +417,10 @@ DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, con
             const Expr depth = red ? simplify(red->extent) : Expr();
             const int64_t *constant_width = as_const_int(width_expr);
             const int64_t width = constant_width ? *constant_width : 0;
-            chosen.tunable.push_back(TunableContraction{
-                op->name, definition + " = " + print(op->value), width,
-                red && (as_const_int(depth) != nullptr || !constant_width),
-                constant_width ? default_tile_vectors(width, target.vector_bits) : kRaggedRowVectors});
+            chosen.tunable.push_back(TunableContraction{op->name, definition + " = " + print(op->value), width,
+                                                        red && (as_const_int(depth) != nullptr || !constant_width),
+                                                        constant_width ? default_tile_vectors(width, target.vector_bits)
+                                                                       : kRaggedRowVectors});
         }
         if (s.cache_write_at) chosen.untiled[op.get()] = default_schedule(*op, untiled);
         chosen.schedules[op.get()] = std::move(s);

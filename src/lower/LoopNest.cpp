@@ -26,7 +26,8 @@
  * Unscheduled reductions stay Reduce nodes for lower_reductions; both combine their values with
  * reduce_combine. A float16 Func accumulates in float32 (its tile, or lower_reductions' locals):
  * a scheduled reduction that would keep partial sums in its storage is a CompileError.
- * Tests: tests/correctness/caching.cpp (k-panels, tiles), vgemm.cpp, trmm.cpp. */
+ * Tests: tests/correctness/caching.cpp (k-panels, tiles), vgemm.cpp, trmm.cpp, default_schedule.cpp
+ * (a ragged row's update without its column guard). */
 #include <set>
 
 #include "analysis/ProverChain.h"
@@ -78,9 +79,9 @@ bool panels_visit_every_element(const LoopPlan &plan, const PlacedGuards &guards
  * while the guard over a ragged column tile (n < N(e), read only from W's zero-filled panel)
  * leaves the vector loop (it had stayed an if around every multiply-add of the vector). */
 std::optional<std::vector<const ExprNode *>> update_guards_kept(const LoopPlan &plan, const PlacedGuards &guards,
-                                                              const CacheReads &reads,
-                                                              const std::vector<size_t> &inner_all,
-                                                              const LoweringContext &ctx) {
+                                                                const CacheReads &reads,
+                                                                const std::vector<size_t> &inner_all,
+                                                                const LoweringContext &ctx) {
     bool on_gpu = false;
     for (ForKind k : plan.kinds)
         on_gpu = on_gpu || is_gpu_bound(k);
@@ -122,7 +123,8 @@ std::optional<std::vector<const ExprNode *>> update_guards_kept(const LoopPlan &
             if (on_gpu) in_bounds = false;
             for (const Expr &i : a->indices)
                 for (size_t k : inner_all)
-                    if (uses_var(in_loop_vars(i), plan.loops[k]->var.get())) guarded_reads.insert(plan.loops[k]->var.get());
+                    if (uses_var(in_loop_vars(i), plan.loops[k]->var.get()))
+                        guarded_reads.insert(plan.loops[k]->var.get());
         }
         if (const UFCall *u = x.as<UFCall>())
             for (const Expr &a : u->args)
@@ -273,7 +275,8 @@ Stmt build_loop_nest(const LoopPlan &plan, const PlacedGuards &guards, const Cac
                                 "': the tile has ", tile_size, " elements, more than ", kMaxTileElements,
                                 "; cache at an inner loop");
         std::vector<Stmt> parts;
-        const std::optional<std::vector<const ExprNode *>> kept = update_guards_kept(plan, guards, reads, inner_all, ctx);
+        const std::optional<std::vector<const ExprNode *>> kept =
+            update_guards_kept(plan, guards, reads, inner_all, ctx);
         const bool update_unguarded = kept.has_value();
         const std::vector<const ExprNode *> none;
         // With an unguarded update every element of the tile starts from the identity too (it

@@ -502,8 +502,8 @@ TEST_CASE("default schedule: a contraction over a ragged row gets tiles over zer
                 REQUIRE_THAT(ir, Contains("K_cache[(n_i + (k * " + std::to_string(cols) + "))]"));
                 // Every update's vector loop holds the multiply-add alone (no column guard).
                 for (const char *f : {"Y", "Y2", "S"}) {
-                    const std::string update = std::string(f) + "_tile[((m_i * " + std::to_string(cols) +
-                                               ") + n_i)] = (" + f + "_tile";
+                    const std::string update =
+                        std::string(f) + "_tile[((m_i * " + std::to_string(cols) + ") + n_i)] = (" + f + "_tile";
                     int updates = 0;
                     for (size_t at = ir.find(update); at != std::string::npos; at = ir.find(update, at + 1)) {
                         const size_t loop = ir.rfind("vectorized for n_i in", at);

@@ -539,8 +539,9 @@ TEST_CASE("illegal reduction loops and caches are rejected with clear messages",
                             Contains("cache_read of 'W' at 'so' in Func 'H': the tile order names 'other', which is "
                                      "not a dim of 'W' ('batch', 'seq', 'k')"));
         REQUIRE_THROWS_WITH(H.cache_read(W, so, {k, k, seq}), Contains("the tile order names 'k' twice"));
-        REQUIRE_THROWS_WITH(H.cache_read(W, so, {k, seq}),
-                            Contains("the tile order names 2 of the 3 dims of 'W' ('batch', 'seq', 'k'); name each once"));
+        REQUIRE_THROWS_WITH(
+            H.cache_read(W, so, {k, seq}),
+            Contains("the tile order names 2 of the 3 dims of 'W' ('batch', 'seq', 'k'); name each once"));
         H.cache_read(W, so, {batch, k, seq}); // not "already cached": the refused orders left no cache
         REQUIRE_THROWS_WITH(H.cache_read(W, so, {batch, k, seq}), Contains("'W' is already cached"));
         Func G("G", {{batch, B}, {seq, len(batch)}});
