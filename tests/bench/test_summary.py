@@ -37,9 +37,9 @@ MOE = """| case | per-expert OpenBLAS ms | cora default ms | ratio | cora recipe
 | T=8, E=2 | 6.0 | 5.0 | 1.20x | 4.0 | 1.50x | 1e-07 |
 """
 
-BLOCK_SPARSE = """| shape | tokens | block | density | cora ms | sgemm ms | oneDNN ms | vs sgemm | vs oneDNN | target (vs dense) | GFLOP/s useful | cora default ms | default vs dense |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
-| 64^3 | 64 | 32x32 | 25% (25.0%) | 2.00 | 9.00 | 8.00 | 4.50x | 4.00x | - | 1.0 | 4.00 | 2.00x |
+BLOCK_SPARSE = """| shape | tokens | block | density | cora ms | sgemm ms | oneDNN ms | vs sgemm | vs oneDNN | target (vs dense) | GFLOP/s useful | cora default ms | default vs dense | default, row-major blocks ms | row-major default vs dense |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| 64^3 | 64 | 32x32 | 25% (25.0%) | 2.00 | 9.00 | 8.00 | 4.50x | 4.00x | - | 1.0 | 4.00 | 2.00x | 5.00 | 1.60x |
 """
 
 
@@ -68,6 +68,9 @@ def test_ratios_come_from_each_files_own_run(tmp_path):
     bsr = rows["block-sparse linear 64^3, 32x32 blocks at 25%"]
     assert bsr[2] == "0.50x"                       # hand 2.0 / default 4.0
     assert bsr[4] == "2.00x (dense)"               # the faster dense baseline (oneDNN 8.0) / 4.0
+    rows_bsr = rows["block-sparse linear 64^3, 32x32 row-major blocks at 25%"]
+    assert rows_bsr[2] == "0.40x"                  # hand 2.0 / row-major default 5.0
+    assert rows_bsr[4] == "1.60x (dense)"          # oneDNN 8.0 / 5.0
     text = out.read_text()
     assert "missing: tune.md" in text
 
