@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/ragged_testing.h"
+#include "common/trial_count.h"
 #include "cora/cora.h"
 
 using namespace cora;
@@ -17,6 +18,22 @@ namespace {
 void bind_lengths(RaggedShape &s, const Param &B, const LengthArray &len, const std::vector<int32_t> &l) {
     s.set(B, (int64_t)l.size()).set(len, l);
 }
+
+/** The (width, vector bits) cases a test runs: all of them, or the first share of the list in
+ * the stages that re-run the suite at a share of the cost (CORA_TEST_RANDOM_SCHEDULES). */
+class CaseShare {
+public:
+    explicit CaseShare(std::vector<std::pair<int64_t, int>> cases)
+        : cases_(std::move(cases)), share_((size_t)testing::scaled_trials((int)cases_.size())) {}
+    bool runs(int64_t width, int bits) const {
+        auto it = std::find(cases_.begin(), cases_.end(), std::make_pair(width, bits));
+        return it != cases_.end() && (size_t)(it - cases_.begin()) < share_;
+    }
+
+private:
+    std::vector<std::pair<int64_t, int>> cases_;
+    size_t share_;
+};
 
 } // namespace
 
@@ -151,6 +168,10 @@ TEST_CASE("default schedule: contractions get register tiles sized for the vecto
     Dim e("e"), t("t"), r("r"), n("n"), m("m");
     Param E("E", 1, 9), K("K", 1, 40);
     LengthArray count("count", E, 0, 23);
+    // Each case is two kernels compiled: the stages that re-run the suite at a share of the cost
+    // (CORA_TEST_RANDOM_SCHEDULES) take the first cases of this list.
+    const CaseShare share(
+        {{64, 512}, {20, 256}, {48, 128}, {64, 128}, {48, 256}, {20, 512}, {64, 256}, {48, 512}, {20, 128}});
     for (int64_t width : {int64_t(64), int64_t(48), int64_t(20)}) {
         Tensor X("X", {{e, E}, {t, count(e)}, {r, 300}}), W("W", {{e, E}, {r, 300}, {n, width}});
         Func Y("Y", {{e, E}, {t, count(e)}, {n, width}});
@@ -160,6 +181,7 @@ TEST_CASE("default schedule: contractions get register tiles sized for the vecto
         G.compute([&](Expr a, Expr c) { return max(sum(r, K, A(a, r) * V(r, c)), 0.0f); });
         Pipeline p({Y, G}, "default_contractions_" + std::to_string(width));
         for (int bits : {128, 256, 512}) {
+            if (!share.runs(width, bits)) continue;
             DYNAMIC_SECTION("width " << width << ", " << bits << "-bit vectors") {
                 CompileOptions o;
                 o.vector_bits = bits;
@@ -199,6 +221,7 @@ TEST_CASE("default schedule: a contraction with nn.Linear's weight layout tiles 
     Dim e("e"), t("t"), r("r"), n("n"), m("m");
     Param E("E", 1, 9), K("K", 1, 40);
     LengthArray count("count", E, 0, 23);
+    const CaseShare share({{64, 512}, {20, 128}, {48, 128}, {64, 128}, {48, 512}, {20, 512}});
     for (int64_t width : {int64_t(64), int64_t(48), int64_t(20)}) {
         Tensor X("X", {{e, E}, {t, count(e)}, {r, 300}}), W("W", {{e, E}, {n, width}, {r, 300}});
         Func Y("Y", {{e, E}, {t, count(e)}, {n, width}});
@@ -208,6 +231,7 @@ TEST_CASE("default schedule: a contraction with nn.Linear's weight layout tiles 
         G.compute([&](Expr a, Expr c) { return sum(r, K, A(a, r) * V(c, r)); });
         Pipeline p({Y, G}, "default_linear_layout_" + std::to_string(width));
         for (int bits : {128, 512}) {
+            if (!share.runs(width, bits)) continue;
             DYNAMIC_SECTION("width " << width << ", " << bits << "-bit vectors") {
                 CompileOptions o;
                 o.vector_bits = bits;
@@ -476,7 +500,9 @@ TEST_CASE("default schedule: a contraction over a ragged row gets tiles over zer
             d[i] = (int32_t)((l[i] * 7 + 3 * i) % 71); // 0 to 70: panels of 64 and one past
         sh.set(depth, d);
     };
+    const CaseShare share({{0, 512}, {0, -1}, {0, 256}});
     for (int bits : {-1, 256, 512}) {
+        if (!share.runs(0, bits)) continue;
         DYNAMIC_SECTION(bits << "-bit vectors") {
             CompileOptions o;
             o.vector_bits = bits;
