@@ -185,13 +185,6 @@ constexpr int kRaggedRowVectors = 2;
  * depth past the run-time one is copied as zeros). */
 constexpr int64_t kRaggedDepthPanel = 64;
 
-/** How `index` changes when `v` steps by one, if by a constant. */
-std::optional<int64_t> step_in(const Expr &index, const VarPtr &v) {
-    Expr step = simplify(Sub::make(substitute(index, v.get(), Add::make(var_expr(v), IntImm::make(1))), index));
-    if (const int64_t *c = as_const_int(step)) return *c;
-    return std::nullopt;
-}
-
 /** The tile order that makes the column operand's panel contiguous along the row n, for a
  * contraction whose other reads are contiguous along n but whose column operand is read with n
  * at another position than the innermost (nn.Linear's weight W[n, k]: Y = X W^T): the operand's
@@ -207,9 +200,9 @@ std::vector<size_t> transposed_panel_order(const Reduce &red, const ContractionS
     if (!others_contiguous) return {};
     std::optional<size_t> at;
     for (size_t i = 0; i < column->indices.size(); i++) {
-        std::optional<int64_t> step = step_in(column->indices[i], n);
-        if (!step || (*step != 0 && *step != 1)) return {};
-        if (*step == 1) {
+        const int step = step_of(column->indices[i], n);
+        if (step < 0) return {};
+        if (step == 1) {
             if (at) return {};
             at = i;
         }

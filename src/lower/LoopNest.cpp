@@ -121,10 +121,11 @@ std::optional<std::vector<const ExprNode *>> update_guards_kept(const LoopPlan &
     auto check = [&](const Expr &x) {
         if (const Access *a = x.as<Access>(); a && !read_in_bounds(*a)) {
             if (on_gpu) in_bounds = false;
-            for (const Expr &i : a->indices)
+            for (const Expr &index : a->indices) {
+                const Expr i = in_loop_vars(index);
                 for (size_t k : inner_all)
-                    if (uses_var(in_loop_vars(i), plan.loops[k]->var.get()))
-                        guarded_reads.insert(plan.loops[k]->var.get());
+                    if (uses_var(i, plan.loops[k]->var.get())) guarded_reads.insert(plan.loops[k]->var.get());
+            }
         }
         if (const UFCall *u = x.as<UFCall>())
             for (const Expr &a : u->args)

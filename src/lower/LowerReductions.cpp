@@ -21,16 +21,11 @@
 
 namespace cora::ir {
 
-namespace {
-
-/** How an index changes when `k` steps by one: 0, 1, or something else (-1). */
 int step_of(const Expr &index, const VarPtr &k) {
     Expr step = simplify(Sub::make(substitute(index, k.get(), Add::make(var_expr(k), IntImm::make(1))), index));
     const int64_t *c = as_const_int(step);
     return c && (*c == 0 || *c == 1) ? (int)*c : -1;
 }
-
-} // namespace
 
 // Partial sums over strided reads (a GEMM's W(k, n): rows 2 KB apart) fight over the same cache
 // sets; the default schedule vectorizes a row only where its reads are contiguous.

@@ -174,6 +174,8 @@ ScheduleMap row_fused_defaults(const std::vector<TensorPtr> &ops, const Schedule
  * others not at all, in a tensor stored in its declared order) or does not move with it.
  * (LowerReductions.cpp) */
 bool reads_contiguously(const Expr &body, const VarPtr &v);
+/** How `index` changes when `k` steps by one: 0, 1, or something else (-1). (LowerReductions.cpp) */
+int step_of(const Expr &index, const VarPtr &k);
 /** The domain dims of `t` that its loop `v` covers under schedule `s`, outermost first: the dim
  * itself, or both parts' dims for a loop made by fuse; empty for a loop made otherwise.
  * (ComputeAt.cpp) */
