@@ -1,5 +1,6 @@
 # cora_add_library(<name> GENERATOR <generator-target> [GENERATOR_NAME <registered name>]
-#                  [FUNCTION_NAME <c function>] [TARGETS <targets>] [PARAMS name=value ...])
+#                  [FUNCTION_NAME <c function>] [TARGETS <targets>] [PARAMS name=value ...]
+#                  [TUNE_SAMPLES <file> [TUNE_BUDGET <seconds>] [TUNING_TABLE <file>]])
 #
 # Runs the generator at build time (it is rebuilt first when its sources change) and gives
 # <name>, a linkable target: the shared library lib<function>.so with <function>.h on its
@@ -9,8 +10,14 @@
 # or AVX2 at run time; "cuda-sm_90,cuda-sm_80" for a CUDA library with an embedded fatbin, see
 # docs/gpu.md). The target's properties CORA_LIBRARY_FILE and CORA_HEADER_FILE hold the
 # paths of the two files (see cora_install_library).
+# TUNE_SAMPLES tunes the library as it is built (the generator's --tune, docs/user-guide.md "Tuning a
+# library"): the register tiles of the contractions left unscheduled are measured on the file's
+# shapes for each target this machine runs (TUNE_BUDGET seconds at most per target, default 60) and
+# the fastest are compiled in; the choices are kept in TUNING_TABLE (default
+# ${CMAKE_BINARY_DIR}/cora_tuning.txt), so a rebuild reads them instead of measuring again.
 function(cora_add_library name)
-  cmake_parse_arguments(A "" "GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGETS" "PARAMS" ${ARGN})
+  cmake_parse_arguments(A "" "GENERATOR;GENERATOR_NAME;FUNCTION_NAME;TARGETS;TUNE_SAMPLES;TUNE_BUDGET;TUNING_TABLE"
+                        "PARAMS" ${ARGN})
   if(NOT A_GENERATOR)
     message(FATAL_ERROR "cora_add_library(${name}): GENERATOR <target> is required")
   endif()
@@ -29,12 +36,27 @@ function(cora_add_library name)
   if(A_GENERATOR_NAME)
     list(APPEND gen_args -g ${A_GENERATOR_NAME})
   endif()
+  set(tune_depends)
+  if(A_TUNE_SAMPLES)
+    get_filename_component(samples ${A_TUNE_SAMPLES} ABSOLUTE)
+    set(table ${CMAKE_BINARY_DIR}/cora_tuning.txt)
+    if(A_TUNING_TABLE)
+      get_filename_component(table ${A_TUNING_TABLE} ABSOLUTE)
+    endif()
+    list(APPEND gen_args --tune ${samples} --tune-table ${table})
+    if(DEFINED A_TUNE_BUDGET)
+      list(APPEND gen_args --tune-budget ${A_TUNE_BUDGET})
+    endif()
+    set(tune_depends ${samples})
+  elseif(A_TUNE_BUDGET OR A_TUNING_TABLE)
+    message(FATAL_ERROR "cora_add_library(${name}): TUNE_BUDGET and TUNING_TABLE need TUNE_SAMPLES")
+  endif()
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/cora_${name})
   file(MAKE_DIRECTORY ${dir})
   add_custom_command(
     OUTPUT ${dir}/lib${fn}.so ${dir}/${fn}.h
     COMMAND $<TARGET_FILE:${A_GENERATOR}> ${gen_args} ${A_PARAMS}
-    DEPENDS ${A_GENERATOR}
+    DEPENDS ${A_GENERATOR} ${tune_depends}
     COMMENT "cora: generating ${fn} (${targets}) with ${A_GENERATOR}"
     VERBATIM)
   add_custom_target(${name}_generate DEPENDS ${dir}/lib${fn}.so ${dir}/${fn}.h)

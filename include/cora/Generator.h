@@ -44,6 +44,12 @@ struct AotOptions {
     CompileOptions compile;
     /** Also write <name>.cpp (and <name>_k<i>.cpp per target), the generated sources. */
     bool keep_sources = true;
+    /** CPU targets: the register tiles of contractions left unscheduled, one map per target of
+     * `target`, in order (what Pipeline::tune chose for each: a generator's --tune); empty:
+     * compile.contraction_tiles for every target. */
+    std::vector<std::map<std::string, ContractionTile>> target_tiles;
+    /** Lines written as a comment at the top of <name>.h (a generator's --tune: what was measured). */
+    std::string header_notes;
 };
 
 /** The files an ahead-of-time compilation wrote. */

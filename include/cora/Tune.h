@@ -48,6 +48,15 @@ struct TuneResult {
     bool table_rebuilt = false; ///< the table was unreadable or corrupt and was written anew
 };
 
+/** The samples in a text file, for `pipeline`: one shape per line, `name=value` for every param
+ * (an integer) and length array (comma-separated integers, e.g. `len=12,40,7`) of the pipeline;
+ * `#` starts a comment (a pipeline of constant sizes has one sample, the empty shape, and its file
+ * holds only comments). What a generator's `--tune` reads (docs/user-guide.md, "Tuning a
+ * library"). RuntimeError naming the file, the line and the name for an unknown or missing name,
+ * a value that is not an integer or lies outside its declared range, an array whose count is not
+ * its count expression's value, or a file with no sample. */
+std::vector<TuneSample> read_tune_samples(const Pipeline &pipeline, const std::string &path);
+
 /** The table key of contraction `func` of `p` on these samples: the Func's name, a hash of its
  * domain and definition, the vector width and the power-of-two bucket of its mean element count
  * over the samples. For tools and tests. */

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "codegen/AotLibrary.h"
 #include "codegen/CRuntime.h"
@@ -23,24 +24,29 @@ namespace fs = std::filesystem;
 namespace {
 
 struct TargetInfo {
-    std::string name, march, cpu_check; ///< cpu_check: a C expression, empty for "no check"
-    int vector_bits = 0;                ///< the vector registers' width (0: the building machine's)
+    std::string name, march;
+    /** The CPU features the target needs (__builtin_cpu_supports names; none: every x86-64 CPU, or
+     * the building machine's for "host"): the library checks them before it runs the target, and
+     * a generator before it measures it (driver::host_runs_target). */
+    std::vector<const char *> features;
+    int vector_bits = 0; ///< the vector registers' width (0: the building machine's)
+
+    /** The run-time check as a C expression, empty for "no check". */
+    std::string cpu_check() const {
+        if (features.empty()) return "";
+        std::string s = "(__builtin_cpu_init(), true)";
+        for (const char *f : features)
+            s += std::string(" && __builtin_cpu_supports(\"") + f + "\")";
+        return s;
+    }
 };
 
-std::string cpu_supports(std::initializer_list<const char *> features) {
-    std::string s = "(__builtin_cpu_init(), true)";
-    for (const char *f : features)
-        s += std::string(" && __builtin_cpu_supports(\"") + f + "\")";
-    return s;
-}
-
 TargetInfo parse_target(const std::string &name) {
-    if (name == "host") return {name, "-march=native", "", 0};
-    if (name == "x86-64-v4")
-        return {name, "-march=x86-64-v4", cpu_supports({"avx512f", "avx512bw", "avx512dq", "avx512vl"}), 512};
-    if (name == "x86-64-v3") return {name, "-march=x86-64-v3", cpu_supports({"avx2", "fma", "bmi2"}), 256};
-    if (name == "x86-64-v2") return {name, "-march=x86-64-v2", cpu_supports({"sse4.2", "popcnt"}), 128};
-    if (name == "x86-64") return {name, "-march=x86-64", "", 128};
+    if (name == "host") return {name, "-march=native", {}, 0};
+    if (name == "x86-64-v4") return {name, "-march=x86-64-v4", {"avx512f", "avx512bw", "avx512dq", "avx512vl"}, 512};
+    if (name == "x86-64-v3") return {name, "-march=x86-64-v3", {"avx2", "fma", "bmi2"}, 256};
+    if (name == "x86-64-v2") return {name, "-march=x86-64-v2", {"sse4.2", "popcnt"}, 128};
+    if (name == "x86-64") return {name, "-march=x86-64", {}, 128};
     throw_compile_error("unknown target '", name,
                         "'; expected host, x86-64-v4, x86-64-v3, x86-64-v2 or x86-64 (or CUDA targets: cuda-sm_<NN>, "
                         "cuda-cpu-threads)");
@@ -60,6 +66,28 @@ std::vector<TargetInfo> parse_targets(const std::string &list) {
 }
 
 } // namespace
+
+bool driver::host_runs_target(const std::string &target) {
+    __builtin_cpu_init();
+    for (const char *f : parse_target(target).features) {
+        // __builtin_cpu_supports takes only a string literal: the features parse_target names.
+        const std::string name = f;
+        const bool has = name == "avx512f"    ? __builtin_cpu_supports("avx512f")
+                         : name == "avx512bw" ? __builtin_cpu_supports("avx512bw")
+                         : name == "avx512dq" ? __builtin_cpu_supports("avx512dq")
+                         : name == "avx512vl" ? __builtin_cpu_supports("avx512vl")
+                         : name == "avx2"     ? __builtin_cpu_supports("avx2")
+                         : name == "fma"      ? __builtin_cpu_supports("fma")
+                         : name == "bmi2"     ? __builtin_cpu_supports("bmi2")
+                         : name == "sse4.2"   ? __builtin_cpu_supports("sse4.2")
+                         : name == "popcnt"   ? __builtin_cpu_supports("popcnt")
+                                              : throw InternalError("no host check for CPU feature " + name);
+        if (!has) return false;
+    }
+    return true;
+}
+
+int driver::target_vector_bits(const std::string &target) { return parse_target(target).vector_bits; }
 
 void driver::check_target_list(const std::string &targets) {
     if (driver::names_cuda_target(targets))
@@ -82,25 +110,31 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
     if (per_target.size() != 1 && per_target.size() != targets.size())
         throw_compile_error("compile_to_library: ", per_target.size(), " pipelines for ", targets.size(),
                             " targets; give one pipeline, or one per target");
+    if (!options.target_tiles.empty() && options.target_tiles.size() != targets.size())
+        throw_compile_error("compile_to_library: contraction tiles for ", options.target_tiles.size(), " targets, but ",
+                            targets.size(), " targets");
     CompileOptions co = options.compile;
     co.build_aux_in_kernel = true;
     // One lowering per target, or one per vector width when a single pipeline serves every
     // target: default schedules size their register tiles for the target's vector registers.
+    // Tiles given per target (tuned) make each target its own lowering.
     std::vector<ir::LoweredModule> modules;
     std::vector<size_t> module_of(targets.size());
-    std::map<std::pair<size_t, int>, size_t> lowered; // (pipeline, vector bits) -> module
+    std::map<std::tuple<size_t, int, size_t>, size_t> lowered; // (pipeline, vector bits, tiles) -> module
     for (size_t i = 0; i < targets.size(); i++) {
         size_t p = per_target.size() == 1 ? 0 : i;
         CompileOptions ti = co;
         if (ti.vector_bits == 0) ti.vector_bits = targets[i].vector_bits;
-        auto [it, added] = lowered.emplace(std::make_pair(p, ti.vector_bits), modules.size());
+        if (!options.target_tiles.empty()) ti.contraction_tiles = options.target_tiles[i];
+        auto [it, added] =
+            lowered.emplace(std::make_tuple(p, ti.vector_bits, options.target_tiles.empty() ? 0 : i), modules.size());
         if (added) modules.push_back(driver::lower_pipeline(per_target[p], fn, ti));
         module_of[i] = it->second;
     }
     std::vector<const ir::Module *> variants;
     std::vector<std::string> checks;
     for (size_t i = 0; i < targets.size(); i++) {
-        checks.push_back(targets[i].cpu_check);
+        checks.push_back(targets[i].cpu_check());
         variants.push_back(&modules[module_of[i]]);
     }
     ir::AotSource src = ir::codegen_c_aot(variants, fn, checks);
@@ -132,7 +166,18 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
     link.insert(link.end(), objects.begin(), objects.end());
     link.insert(link.end(), {"-o", lib.path("lib" + fn + ".so").string()});
     lib.run(driver::with_args(cxx, link), "building the library");
-    lib.write(fn + ".h", src.header);
+    std::string notes;
+    if (!options.header_notes.empty()) {
+        notes = "/*\n";
+        std::stringstream lines(options.header_notes);
+        for (std::string l; std::getline(lines, l);) {
+            for (size_t at; (at = l.find("*/")) != std::string::npos;) // the comment must not end early
+                l.replace(at, 2, "* /");
+            notes += " * " + l + "\n";
+        }
+        notes += " */\n";
+    }
+    lib.write(fn + ".h", notes + src.header);
 
     AotResult r;
     r.library = lib.publish("lib" + fn + ".so");

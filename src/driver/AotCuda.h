@@ -16,6 +16,12 @@ bool names_cuda_target(const std::string &targets);
  * cuda-cpu-threads combined with others. */
 std::vector<int> check_cuda_target_list(const std::string &targets, bool *on_cpu_threads = nullptr);
 
+/** Whether this CPU runs CPU target `target` ("host", "x86-64-v4", ...: the features the library
+ * checks at run time); CompileError for an unknown target. */
+bool host_runs_target(const std::string &target);
+/** The vector width in bits of CPU target `target` (0 for "host": the building machine's). */
+int target_vector_bits(const std::string &target);
+
 /** CompileError unless compile_to_library builds `targets` (CPU targets, or CUDA ones): for a
  * generator's command line, checked before anything is built. */
 void check_target_list(const std::string &targets);

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "codegen/CRuntime.h"
+#include "cora/Tune.h"
 #include "driver/AotCuda.h"
 #include "util/Error.h"
 
@@ -73,13 +74,20 @@ std::map<std::string, GeneratorFactory> &registry() {
 
 void print_usage(std::ostream &os, const char *prog) {
     os << "usage: " << prog << " [-g generator] -o output_dir [-f function_name] [-t targets] [name=value ...]\n"
+       << "           [--tune samples_file [--tune-table file] [--tune-budget seconds] [--retune]]\n"
        << "       " << prog << " --list | --help [-g generator]\n"
        << "Writes lib<function>.so, <function>.h and the generated sources to output_dir.\n"
        << "  -g  the generator (may be left out when only one is linked in)\n"
        << "  -f  the C function's name (default: the generator's name)\n"
        << "  -t  comma-separated targets, tried in order at run time: host (default), x86-64-v4,\n"
        << "      x86-64-v3, x86-64-v2, x86-64; or CUDA: cuda-sm_<NN> (one or more), cuda-cpu-threads\n"
-       << "  name=value  a generator parameter (integer or true/false)\n";
+       << "  name=value  a generator parameter (integer or true/false)\n"
+       << "  --tune  measure the register tiles of the contractions left unscheduled on the shapes of\n"
+       << "      samples_file (one per line: name=value for each param, comma-separated lengths for each\n"
+       << "      length array) for each CPU target this machine runs, and build the fastest\n"
+       << "  --tune-table  the tuning table to read and extend (default: tuning.txt in the kernel cache)\n"
+       << "  --tune-budget  seconds of measuring per target before the best so far wins (default 60)\n"
+       << "  --retune  measure again where the table has an entry\n";
 }
 
 void print_params(std::ostream &os, const std::string &name, const Generator &g) {
@@ -123,6 +131,39 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/** --tune: for each target (one pipeline each), Pipeline::tune on the samples where this CPU runs
+ * the target, else the default tiles; fills options.target_tiles and the header's notes, and
+ * prints each report. A bad samples file is a UsageError. */
+void tune_targets(const std::vector<Pipeline> &pipelines, const std::vector<std::string> &targets,
+                  const std::string &samples_path, TuneOptions tune, AotOptions &options) {
+    std::ostringstream notes;
+    notes << "Register tiles measured at build time (--tune " << samples_path << "):\n";
+    for (size_t i = 0; i < targets.size(); i++) {
+        std::vector<TuneSample> samples;
+        try {
+            samples = read_tune_samples(pipelines[i], samples_path);
+        } catch (const RuntimeError &e) {
+            throw UsageError(e.what());
+        }
+        if (!driver::host_runs_target(targets[i])) {
+            const std::string line = targets[i] + ": not measured (this CPU cannot run it): the default tiles";
+            std::cout << "cora: tuning " << options.function_name << ": " << line << "\n";
+            notes << line << "\n";
+            options.target_tiles.push_back(options.compile.contraction_tiles);
+            continue;
+        }
+        tune.compile = options.compile;
+        tune.compile.vector_bits = driver::target_vector_bits(targets[i]);
+        TuneResult r = pipelines[i].tune(samples, tune);
+        std::cout << "cora: tuning " << options.function_name << " for " << targets[i] << " on " << samples.size()
+                  << " samples:\n"
+                  << r.report;
+        notes << targets[i] << ", " << samples.size() << " samples:\n" << r.report;
+        options.target_tiles.push_back(r.options.contraction_tiles);
+    }
+    options.header_notes = notes.str();
+}
+
 } // namespace
 
 int generator_main(int argc, char **argv) {
@@ -131,6 +172,9 @@ int generator_main(int argc, char **argv) {
     AotOptions options;
     std::map<std::string, std::string> values;
     bool list = false, help = false;
+    std::string tune_samples;
+    TuneOptions tune;
+    std::vector<std::string> tune_only; // options that mean nothing without --tune
     try {
         std::unique_ptr<Generator> gen;
         try {
@@ -148,6 +192,22 @@ int generator_main(int argc, char **argv) {
                     fn = next();
                 } else if (a == "-t") {
                     options.target = next();
+                } else if (a == "--tune") {
+                    tune_samples = next();
+                } else if (a == "--tune-table") {
+                    tune.table = next();
+                    tune_only.push_back(a);
+                } else if (a == "--tune-budget") {
+                    const std::string text = next();
+                    char *end = nullptr;
+                    errno = 0;
+                    tune.budget_seconds = std::strtod(text.c_str(), &end);
+                    if (*end != '\0' || errno == ERANGE || !(tune.budget_seconds >= 0) || tune.budget_seconds > 1e6)
+                        throw UsageError("--tune-budget must be a number of seconds in [0, 1e6], got '" + text + "'");
+                    tune_only.push_back(a);
+                } else if (a == "--retune") {
+                    tune.retune = true;
+                    tune_only.push_back(a);
                 } else if (a == "--list") {
                     list = true;
                 } else if (a == "-h" || a == "--help") {
@@ -180,6 +240,10 @@ int generator_main(int argc, char **argv) {
             if (out_dir.empty()) throw UsageError("no output directory (-o)");
             gen->set_params(values);
             driver::check_target_list(options.target);
+            if (tune_samples.empty() && !tune_only.empty())
+                throw UsageError(tune_only[0] + " needs --tune (the samples to measure on)");
+            if (!tune_samples.empty() && driver::names_cuda_target(options.target))
+                throw UsageError("--tune measures CPU targets only, not '" + options.target + "'");
             if (!fn.empty() && (ir::c_identifier(fn) != fn || std::isdigit((unsigned char)fn[0])))
                 throw UsageError("function name '" + fn + "' (-f) is not a C identifier");
         } catch (const CompileError &e) {
@@ -192,6 +256,7 @@ int generator_main(int argc, char **argv) {
         // build() once per target, each on a fresh instance (builds keep their Funcs alive).
         std::vector<std::unique_ptr<Generator>> builds;
         std::vector<Pipeline> pipelines;
+        std::vector<std::string> target_names;
         std::stringstream targets(options.target);
         for (std::string t; std::getline(targets, t, ',');) {
             if (t.empty()) continue;
@@ -199,7 +264,9 @@ int generator_main(int argc, char **argv) {
             builds.back()->set_params(values);
             builds.back()->set_target(t);
             pipelines.emplace_back(builds.back()->build(), options.function_name);
+            target_names.push_back(t);
         }
+        if (!tune_samples.empty()) tune_targets(pipelines, target_names, tune_samples, tune, options);
         AotResult r = compile_to_library(pipelines, options);
         std::cout << "cora: wrote " << r.library << " and " << r.header << "\n";
         return 0;

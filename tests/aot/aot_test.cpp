@@ -13,6 +13,7 @@
 #include "aot_projection_sm.h"
 #endif
 #include "aot_scores.h"
+#include "aot_tuned_gemm.h"
 #include "cora/Cuda.h"
 #include "cora_runtime.h"
 #include "definitions.h"
@@ -91,6 +92,26 @@ TEST_CASE("AOT ragged scores (nested raggedness, longest first, CPU dispatch) ma
         REQUIRE(aot_scores_argv(args.data(), 5, error, sizeof error) == 0);
         for (int64_t i = 0; i < s.size(); i++)
             REQUIRE(s2.at(i) == s.at(i));
+    }
+}
+
+TEST_CASE("an AOT library tuned as it is built (cora_add_library TUNE_SAMPLES) matches the reference", "[aot][tune]") {
+    cora_aot_test::TokenGemm def;
+    Pipeline pipe({def.Y}, "aot_tuned_gemm_reference");
+    for (const auto &lengths : testing::length_cases(128, 8, 7)) {
+        INFO(testing::describe(lengths));
+        RaggedShape shape;
+        shape.set(def.B, (int64_t)lengths.size()).set(def.len, lengths);
+        Buffer x = Buffer::alloc(def.X, shape), w = Buffer::alloc(def.W, shape), y = Buffer::alloc(def.Y, shape);
+        testing::fill_random(x, 5);
+        testing::fill_random(w, 6);
+        char error[256] = "";
+        int32_t status =
+            aot_tuned_gemm((int64_t)lengths.size(), lengths.data(), (int64_t)lengths.size(), x.data<float>(), x.size(),
+                           w.data<float>(), w.size(), y.data<float>(), y.size(), error, sizeof error);
+        INFO(error);
+        REQUIRE(status == 0);
+        testing::require_close(y, def.Y, shape, reference_evaluate(pipe, shape, {{def.X, &x}, {def.W, &w}})[0]);
     }
 }
 

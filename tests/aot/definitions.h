@@ -77,6 +77,22 @@ struct BsrProduct {
     }
 };
 
+/** Y[b, s, n] = sum_k X[b, s, k] W[k, n] over ragged token counts, with no schedule: the default
+ * register tiles, or the ones a generator's --tune measured (aot_tuned_gemm). */
+struct TokenGemm {
+    static constexpr int64_t K = 96, N = 64;
+    Dim batch{"batch"}, seq{"seq"}, k{"k"}, n{"n"}, r{"r"};
+    Param B{"B", 1, 64};
+    LengthArray len{"len", B, 0, 128};
+    Tensor X{"X", {{batch, B}, {seq, len(batch)}, {k, K}}};
+    Tensor W{"W", {{k, K}, {n, N}}};
+    Func Y{"Y", {{batch, B}, {seq, len(batch)}, {n, N}}};
+
+    TokenGemm() {
+        Y.compute([&](Expr b, Expr s, Expr nn) { return sum(r, K, X(b, s, r) * W(r, nn)); });
+    }
+};
+
 /** PackedProjection scheduled for CUDA: a block per 8 packed tokens (the fused loop bulk-padded to
  * 16, so every block is full), a thread per (output, token); its prefix sums and fusion maps are
  * built by the library's host entry and staged on the device. Its tensors hold `type` (float32,

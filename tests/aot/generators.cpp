@@ -46,6 +46,18 @@ private:
     std::unique_ptr<cora_aot_test::BsrProduct> def_;
 };
 
+/** A token GEMM with no schedule: what --tune measures (aot_tuned_gemm, generator_tune_* tests). */
+class TokenGemmGenerator : public Generator {
+public:
+    std::vector<Func> build() override {
+        def_ = std::make_unique<cora_aot_test::TokenGemm>();
+        return {def_->Y};
+    }
+
+private:
+    std::unique_ptr<cora_aot_test::TokenGemm> def_;
+};
+
 /** The projection with a GPU schedule, for CUDA targets (cuda-sm_<NN>, cuda-cpu-threads). */
 class PackedProjectionGpuGenerator : public Generator {
 public:
@@ -65,3 +77,4 @@ CORA_REGISTER_GENERATOR(PackedProjectionGpuGenerator, "packed_projection_gpu")
 CORA_REGISTER_GENERATOR(PackedProjectionGenerator, "packed_projection")
 CORA_REGISTER_GENERATOR(BsrProductGenerator, "bsr_product")
 CORA_REGISTER_GENERATOR(RaggedScoresGenerator, "ragged_scores")
+CORA_REGISTER_GENERATOR(TokenGemmGenerator, "token_gemm")

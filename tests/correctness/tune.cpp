@@ -232,3 +232,61 @@ TEST_CASE("tune errors, and tiles given by hand", "[tune][error]") {
     REQUIRE_THROWS_WITH(p.compile(o), Contains("contraction_tiles['Z']: no Func of the pipeline by that name is a "
                                                "contraction left unscheduled"));
 }
+
+TEST_CASE("a samples file gives the tuner its shapes, and every mistake in it names the line", "[tune][error]") {
+    GroupedGemm g;
+    Pipeline p({g.Y}, "tune_samples_file");
+    const std::string path = temp_table("samples.txt");
+    auto write = [&](const std::string &text) {
+        std::ofstream(path) << text;
+        return path;
+    };
+    std::vector<TuneSample> samples =
+        read_tune_samples(p, write("# shapes\nE=3 count=5,0,40\n\n  count=7 E=1   # reordered\n"));
+    REQUIRE(samples.size() == 2);
+    REQUIRE(samples[0].shape.value(g.E) == 3);
+    REQUIRE(samples[0].shape.lengths(g.count) == std::vector<int32_t>{5, 0, 40});
+    REQUIRE(samples[1].shape.value(g.E) == 1);
+    REQUIRE(samples[1].shape.lengths(g.count) == std::vector<int32_t>{7});
+    REQUIRE(samples[0].bindings.empty()); // the tuner allocates and fills the buffers
+    // The file's shapes tune as shapes built in C++ do.
+    TuneResult r = p.tune(samples, quick(temp_table("samples-table.txt")));
+    REQUIRE(r.measured >= 2);
+
+    struct Bad {
+        std::string text, message;
+    };
+    const std::vector<Bad> bad = {
+        {"E=2 count=1,2\nE=2 counts=1,2\n",
+         ":2: 'counts' is not a param or length array of pipeline 'tune_samples_file' (it has: E, count)"},
+        {"E=2 count=1,2 E=2\n", ":1: 'E' is given twice"},
+        {"E=two count=1,2\n", ":1: param 'E': 'two' is not an integer"},
+        {"E=9 count=1,2\n", ":1: param 'E' = 9 is outside its declared range [1, 8]"},
+        {"E=2 count=1,x\n", ":1: length array 'count': 'x' is not a 32-bit integer"},
+        {"E=2 count=1,99999999999\n", ":1: length array 'count': '99999999999' is not a 32-bit integer"},
+        {"E=2 count=1,41\n", ":1: "},
+        {"E=2 count=1,2,3\n", ":1: "},
+        {"E=2\n", ":1: no value for 'count' (each line gives every one of: E, count)"},
+        {"E=2 count\n", ":1: expected name=value, got 'count'"},
+        {"# nothing\n\n", ": no samples (one line per shape, name=value for each of: E, count)"},
+    };
+    for (const Bad &b : bad) {
+        INFO(b.text);
+        REQUIRE_THROWS_AS(read_tune_samples(p, write(b.text)), RuntimeError);
+        REQUIRE_THROWS_WITH(read_tune_samples(p, write(b.text)), Contains(path + b.message));
+    }
+    // The range and count errors name the array and the value.
+    REQUIRE_THROWS_WITH(read_tune_samples(p, write("E=2 count=1,41\n")), Contains("count") && Contains("41"));
+    REQUIRE_THROWS_WITH(read_tune_samples(p, write("E=2 count=1,2,3\n")), Contains("count") && Contains("3"));
+    REQUIRE_THROWS_WITH(read_tune_samples(p, path + ".missing"), Contains(".missing: cannot open the samples file"));
+
+    // A pipeline of constant sizes: one sample, the empty shape; any name is an error.
+    Dim fi("fi"), fr("fr"), fn("fn");
+    Tensor FA("FA", {{fi, 8}, {fr, 16}}), FB("FB", {{fr, 16}, {fn, 16}});
+    Func C("C", {{fi, 8}, {fn, 16}});
+    C.compute([&](Expr a, Expr c) { return sum(fr, 16, FA(a, fr) * FB(fr, c)); });
+    Pipeline fixed({C}, "fixed_sizes");
+    REQUIRE(read_tune_samples(fixed, write("# constant sizes\n")).size() == 1);
+    REQUIRE_THROWS_WITH(read_tune_samples(fixed, write("M=3\n")),
+                        Contains(":1: 'M' is not a param or length array of pipeline 'fixed_sizes' (it has: none)"));
+}
