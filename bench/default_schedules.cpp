@@ -4,7 +4,8 @@
 // Per op: `naive` (the loop a user writes over packed data: plain nested loops, `#pragma omp
 // parallel for` over tokens, or over sentences with dynamic scheduling; -O3 -march=native),
 // `old_nest` (cora with `.parallel(b)` on every Func: the nest before the default schedule),
-// `default` (cora, no schedule call; `default_stored`, `default_untiled` and `default_unfused`: the
+// `default` (cora, no schedule call; `tuned`: the default with the register tiles Pipeline::tune
+// measured on the op's own shape, for the contractions; `default_stored`, `default_untiled` and `default_unfused`: the
 // default before it inlined single-use elementwise Funcs, tiled contractions and computed a ragged
 // row's reductions at the row), then the recipe's steps (`r1_...`, `r2_...`: each a
 // complete schedule a user writes, described where it is added). Every cora variant's output is checked against `naive`
@@ -40,6 +41,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,6 +49,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -152,12 +156,38 @@ struct Op {
     /** A cora variant: a fresh definition (Defs), scheduled by `schedule`, compiled once. */
     template <typename Defs>
     void add_cora(const std::string &variant, std::function<void(Defs &)> schedule, const CompileOptions &opts = {}) {
+        add_kernel<Defs>(variant, std::move(schedule), [opts](const Pipeline &p) { return p.compile(opts); });
+    }
+
+    /** The default schedule with the register tiles Pipeline::tune measures on this op's own shape,
+     * from a fresh table (every candidate measured here, for this thread count); its report, with
+     * the seconds it took, goes to stderr. */
+    template <typename Defs> void add_tuned(const std::string &variant) {
+        add_kernel<Defs>(
+            variant, [](Defs &) {},
+            [this, variant](const Pipeline &p) {
+                const std::filesystem::path table =
+                    std::filesystem::temp_directory_path() / ("cora-bench-tune-" + std::to_string(::getpid()) + ".txt");
+                std::filesystem::remove(table);
+                TuneOptions o;
+                o.table = table.string();
+                TuneResult r = p.tune({TuneSample(shape)}, o);
+                std::filesystem::remove(table);
+                std::fprintf(stderr, "%s/%s: %s", name.c_str(), variant.c_str(), r.report.c_str());
+                return r.kernel;
+            });
+    }
+
+    /** A cora variant whose kernel `make` compiles from the scheduled definition's pipeline. */
+    template <typename Defs>
+    void add_kernel(const std::string &variant, std::function<void(Defs &)> schedule,
+                    const std::function<Kernel(const Pipeline &)> &make) {
         auto v = std::make_unique<Variant>();
         v->name = variant;
         try {
             auto defs = std::make_shared<Defs>();
             schedule(*defs);
-            Kernel k = Pipeline({defs->out}, name + "_" + variant).compile(opts);
+            Kernel k = make(Pipeline({defs->out}, name + "_" + variant));
             v->lowered = k.lowered();
             v->src = k.source();
             std::vector<Tensor> ts = defs->inputs();
@@ -552,6 +582,7 @@ std::unique_ptr<Op> qkt_op() {
     });
     op->add_cora<QktDefs>("old_nest", [&](QktDefs &d) { d.out.parallel(N.b); });
     op->add_cora<QktDefs>("default", [](QktDefs &) {});
+    op->add_tuned<QktDefs>("tuned");
     {
         // The default without register tiles (CompileOptions::vector_bits < 0): what it was before
         // ragged rows were tiled.
@@ -656,6 +687,7 @@ std::unique_ptr<Op> attnv_op() {
     });
     op->add_cora<AttnVDefs>("old_nest", [&](AttnVDefs &d) { d.out.parallel(N.b); });
     op->add_cora<AttnVDefs>("default", [](AttnVDefs &) {});
+    op->add_tuned<AttnVDefs>("tuned");
     // Step 1 (apps/transformer's attention): one parallel loop over the tokens; per (token,
     // head) the 64 outputs are a register tile that accumulates over the keys.
     op->add_cora<AttnVDefs>("r1_feature_tile", [&](AttnVDefs &d) {
@@ -708,6 +740,7 @@ template <typename Defs> void add_default_variants(Op &op) {
     Names &N = names();
     op.add_cora<Defs>("old_nest", [&](Defs &d) { d.out.parallel(N.b); });
     op.add_cora<Defs>("default", [](Defs &) {});
+    op.add_tuned<Defs>("tuned");
     CompileOptions untiled;
     untiled.vector_bits = -1;
     op.add_cora<Defs>(
@@ -930,6 +963,7 @@ std::unique_ptr<Op> vgemm_op() {
     });
     op->add_cora<VgemmDefs>("old_nest", [&](VgemmDefs &d) { d.out.parallel(N.b); });
     op->add_cora<VgemmDefs>("default", [](VgemmDefs &) {});
+    op->add_tuned<VgemmDefs>("tuned");
     {
         // The default without register tiles (CompileOptions::vector_bits < 0): what it was before
         // ragged rows were tiled.
@@ -938,7 +972,6 @@ std::unique_ptr<Op> vgemm_op() {
         op->add_cora<VgemmDefs>(
             "default_untiled", [](VgemmDefs &) {}, untiled);
     }
-    add_default_variants<GemmDefs>(*op);
     // Step 1: the reduction outside the columns (naive_ikj's order), one parallel loop over the
     // rows of every item.
     op->add_cora<VgemmDefs>("r1_reduction_outside", [&](VgemmDefs &d) {

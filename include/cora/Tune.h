@@ -28,7 +28,9 @@ struct TuneOptions {
     /** Seconds of measuring after which the remaining candidates are skipped (the best so far
      * wins; compile time counts). */
     double budget_seconds = 60;
-    int reps = 3; ///< timed calls per candidate and sample (their median counts)
+    /** Timed rounds: each round calls every candidate once per sample, the candidates interleaved;
+     * a candidate's time is its fastest round (after the budget, no further round starts). */
+    int reps = 5;
     /** Measure even where the table has an entry, and replace it. */
     bool retune = false;
 };

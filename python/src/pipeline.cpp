@@ -259,7 +259,7 @@ void bind_pipeline(py::module_ &m) {
                 py::gil_scoped_release nogil; // compiling and timing take seconds
                 return p.tune(samples, o);
             },
-            py::arg("samples"), py::arg("table") = "", py::arg("budget") = 60.0, py::arg("reps") = 3,
+            py::arg("samples"), py::arg("table") = "", py::arg("budget") = 60.0, py::arg("reps") = 5,
             py::arg("retune") = false,
             "Measure register tiles for the contractions left unscheduled on the sample RaggedShapes (inputs "
             "filled with values in [-1, 1]), keep the winners in a table (default: tuning.txt in the kernel "

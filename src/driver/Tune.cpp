@@ -8,8 +8,9 @@
  * per contraction, in pipeline order (the others at their current choice): the table's entry when
  * it has the key and the entry still compiles, else each candidate compiled, run on every sample,
  * its outputs checked against the default tile's (a candidate that differs is rejected, never
- * chosen), timed (Kernel::time_ms, median of reps), the fastest kept (the default tile unless
- * another is at least kMinGainOverDefault faster) and written to the table.
+ * chosen), then the candidates timed in `reps` interleaved rounds (a candidate's time: its fastest
+ * round), the fastest kept (the default tile unless another is at least kMinGainOverDefault
+ * faster) and written to the table.
  * Once the budget is spent, each remaining contraction measures its default tile only (the best
  * so far wins), and a measurement cut short is used but not recorded (it would keep the other
  * candidates from ever being measured). The table is written only when an entry was recorded or
@@ -59,7 +60,8 @@ std::string describe(const ContractionTile &t) {
 
 /** The candidates for one contraction: the default tile first (the reference the others are
  * checked against), then narrower, taller, wider and shallower/deeper-panel tiles, then the untiled
- * nest; each only where its columns divide the row and its accumulators fit the registers. */
+ * nest; each only where its columns divide the row (a ragged row: any) and its accumulators fit the
+ * registers. */
 std::vector<ContractionTile> candidates(const ir::TunableContraction &c, int vector_bits) {
     const int lanes = vector_bits / 32, registers = vector_bits >= 512 ? 32 : 16, v0 = c.default_vectors;
     std::vector<ContractionTile> out;
@@ -75,7 +77,9 @@ std::vector<ContractionTile> candidates(const ir::TunableContraction &c, int vec
         add(4, v0 / 2, 256);
         add(8, v0 / 2, 256);
         add(6, v0, 256);
+        add(8, v0, 256);
         add(2, v0 * 2, 256);
+        add(4, v0 * 2, 256);
         if (c.has_panels) {
             add(4, v0, 128);
             add(4, v0, 512);
@@ -251,39 +255,66 @@ TuneResult Pipeline::tune(const std::vector<TuneSample> &samples, const TuneOpti
         double best_ms = INFINITY, default_ms = NAN;
         std::ostringstream times;
         bool cut_short = false;
+        // Compile each candidate, run it once on every sample (a warm-up, and its outputs checked
+        // against the default tile's), then time the survivors in interleaved rounds.
+        struct Ready {
+            ContractionTile tile;
+            Kernel kernel;
+            double ms = INFINITY; ///< its fastest round
+        };
+        std::vector<Ready> ready;
         for (const ContractionTile &cand : candidates(c, vector_bits)) {
-            if (best && elapsed() > opts.budget_seconds) { // the default tile is always measured
+            if (!ready.empty() && elapsed() > opts.budget_seconds) { // the default tile is always measured
                 cut_short = true;
-                times << " (budget of " << opts.budget_seconds << " s spent)";
                 break;
             }
             CompileOptions with = chosen;
             with.contraction_tiles[c.func] = cand;
-            double ms = 0;
+            std::optional<Kernel> k;
             try {
-                Kernel k = compile(with);
-                for (SampleRun &r : runs)
-                    ms += k.time_ms(r.sample->shape, r.bindings, opts.reps);
+                k = compile(with);
             } catch (const CompileError &err) {
                 times << ' ' << describe(cand) << " rejected (" << err.what() << ");";
                 continue;
             }
+            for (SampleRun &r : runs)
+                k->run(r.sample->shape, r.bindings);
             measured++;
             std::vector<float> got = outputs_of(runs);
-            if (reference.empty() && !best) {
+            if (ready.empty()) {
                 reference = got;
-                default_ms = ms;
                 default_tile = cand;
             } else if (double d = max_relative_difference(got, reference); !(d <= 1e-3)) {
                 times << ' ' << describe(cand) << " rejected (outputs differ from the default tile's by " << d << ");";
                 continue;
             }
-            times << ' ' << describe(cand) << ' ' << format_ms(ms) << ';';
-            if (ms < best_ms) {
-                best_ms = ms;
-                best = cand;
+            ready.push_back(Ready{cand, *k});
+        }
+        // Round-robin, a candidate's time is its fastest round (each round: one call per sample):
+        // noise from other work on the machine only adds time, and drift over the measurement (a
+        // clock that changes, a neighbour that starts) falls on every candidate alike, not on the
+        // ones measured last.
+        for (int round = 0; round < opts.reps && !ready.empty(); round++) {
+            if (round > 0 && elapsed() > opts.budget_seconds) break; // complete, with fewer rounds
+            for (Ready &r : ready) {
+                double ms = 0;
+                for (SampleRun &run : runs) {
+                    const Clock::time_point t0 = Clock::now();
+                    r.kernel.run(run.sample->shape, run.bindings);
+                    ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+                }
+                r.ms = std::min(r.ms, ms);
             }
         }
+        for (const Ready &r : ready) {
+            times << ' ' << describe(r.tile) << ' ' << format_ms(r.ms) << ';';
+            if (r.tile == *default_tile) default_ms = r.ms;
+            if (r.ms < best_ms) {
+                best_ms = r.ms;
+                best = r.tile;
+            }
+        }
+        if (cut_short) times << " (budget of " << opts.budget_seconds << " s spent)";
         if (!best) {
             report << c.func << " [" << key << "]: no candidate ran:" << times.str() << " the default tile\n";
             continue;

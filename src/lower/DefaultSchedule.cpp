@@ -178,9 +178,16 @@ int default_tile_vectors(int64_t width, int vector_bits) {
 
 namespace {
 
-/** Vectors per row of the default tile over a ragged row: each row's last column tile computes
- * up to this many vectors less one that nobody stores. */
-constexpr int kRaggedRowVectors = 2;
+/** Columns of the default tile over a ragged row: each row's last column tile computes up to this
+ * many columns less one that nobody stores. 16 on every vector width (one AVX-512 vector, two
+ * AVX2 ones): measured by Pipeline::tune on a 2-core AVX-512 EPYC (bench/default_schedules.sh,
+ * `tuned`), 4 rows x 1 vector against 4 x 2 (32 columns): vgemm (M, N, K in [16, 256]) 1.41 ms
+ * against 2.05 ms, QK^T (lengths in [16, 256]) 1.53 ms against 1.87 ms, 2 threads. */
+constexpr int64_t kRaggedRowColumns = 16;
+
+int ragged_row_vectors(int vector_bits) {
+    return int(std::max<int64_t>(1, kRaggedRowColumns / std::max(1, vector_bits / 32)));
+}
 /** The panel depth of a ragged row's column operand at a run-time depth (a constant box; the
  * depth past the run-time one is copied as zeros). */
 constexpr int64_t kRaggedDepthPanel = 64;
@@ -247,7 +254,8 @@ std::optional<front::Schedule> tiled_contraction(const TensorNode &f, const Layo
     if (!choice.tiled) return std::nullopt;
     int64_t tile_cols = 0;
     if (choice.vectors == 0) {
-        tile_cols = (ragged ? kRaggedRowVectors : default_tile_vectors(width, target.vector_bits)) * lanes;
+        tile_cols =
+            (ragged ? ragged_row_vectors(target.vector_bits) : default_tile_vectors(width, target.vector_bits)) * lanes;
     } else if (choice.vectors == 1 || choice.vectors == 2 || choice.vectors == 4 || choice.vectors == 8) {
         tile_cols = choice.vectors * lanes;
         if (!ragged && width % tile_cols != 0)
@@ -413,7 +421,7 @@ DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, con
             chosen.tunable.push_back(TunableContraction{op->name, definition + " = " + print(op->value), width,
                                                         red && (as_const_int(depth) != nullptr || !constant_width),
                                                         constant_width ? default_tile_vectors(width, target.vector_bits)
-                                                                       : kRaggedRowVectors});
+                                                                       : ragged_row_vectors(target.vector_bits)});
         }
         if (s.cache_write_at) chosen.untiled[op.get()] = default_schedule(*op, untiled);
         chosen.schedules[op.get()] = std::move(s);
