@@ -59,7 +59,8 @@ def table_dicts(text, header_start):
 
 
 def from_default_schedules(text, source):
-    """Per op and thread count: default vs naive, vs the best hand-written step (r1_..., r2_...)."""
+    """Per op and thread count: default vs naive, vs the best hand-written step (r1_..., r2_...), and
+    where the op has a `tuned` variant (tune() on the op's own sizes) the tuned kernel vs both."""
     out = []
     for section in re.split(r"^### ", text, flags=re.M)[1:]:
         threads = section.splitlines()[0].strip()
@@ -74,10 +75,14 @@ def from_default_schedules(text, source):
                     times[row[0]] = number(row[1])
             hand = [(t, v) for v, t in times.items() if re.match(r"^r\d+_", v)]
             best = min(hand) if hand else (None, None)
-            default = times.get("default")
+            default, tuned = times.get("default"), times.get("tuned")
+            vs_hand = ratio(best[0], default) + (f" (`{best[1]}`)" if best[1] else "")
+            if tuned is not None and best[0] is not None:
+                vs_hand += f"; tuned {ratio(best[0], tuned)}"
             out.append(make_row(f"{op} ({what}), {threads}", source, {
                 "vs naive": ratio(times.get("naive"), default),
-                "vs hand": ratio(best[0], default) + (f" (`{best[1]}`)" if best[1] else ""),
+                "vs hand": vs_hand,
+                "tuned / default": ratio(default, tuned) + " (same sizes)" if tuned is not None else "-",
             }))
     return out
 
@@ -165,8 +170,8 @@ def main(argv):
         "row's ratios come from one run of one script (its source file); rows from different files "
         "are different runs. Ratios above 1: the default (or, in the last column, the hand schedule) "
         "is faster. `vs hand`: against the best hand-written schedule of that run (the user guide's "
-        "recipe steps, the app's schedule); `tuned / default`: `Pipeline.tune`'s choice on held-out "
-        "lengths; `vs BLAS`: against OpenBLAS on its fastest kernel (per-expert loops, the useful "
+        "recipe steps, the app's schedule), and the tuned kernel's after `tuned`; `tuned / default`: "
+        "`Pipeline.tune`'s choice on held-out lengths, or on the sizes it was tuned on (same sizes); `vs BLAS`: against OpenBLAS on its fastest kernel (per-expert loops, the useful "
         "rows), or the faster of sgemm and oneDNN on the dense weight for block-sparse layers.",
         "",
         "Read: " + ", ".join(read) + (f"; missing: {', '.join(missing)}" if missing else "") + ".",

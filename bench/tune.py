@@ -4,8 +4,8 @@ Each op is written with no schedule. `tune()` measures its candidate register ti
 one length distribution; the default and the tuned kernel then run on another (held-out) one, and
 so does the baseline: NumPy's matmul (OpenBLAS, on the kernel bench/tune.sh picked) on exactly the
 useful rows. Ops: a token GEMM (BERT's 768 x 768 projection, one sgemm over the packed tokens),
-the mixture-of-experts grouped GEMM of bench/moe.py (one sgemm per expert) and AttnV (one batched
-matmul per sentence over its heads). Every cora output is checked against the baseline's.
+the mixture-of-experts grouped GEMM of bench/moe.py (one sgemm per expert), AttnV and QK^T (one
+batched matmul per sentence over its heads; QK^T's rows are ragged: its keys). Every cora output is checked against the baseline's.
 Usage: tune.py [--datasets DIR] [--runs N] [--out FILE]; writes bench/results/tune.md."""
 import argparse
 import os
@@ -111,6 +111,39 @@ def attn_v(heads=12):
     return pipeline, shape, data
 
 
+def qk_t(heads=12):
+    b, i, h, d, j = (cora.Dim(x) for x in ("b", "i", "h", "d", "j"))
+    B = cora.Param("B", 1, 1024)
+    length = cora.LengthArray("len", B, 0, 512)
+    Q = cora.Tensor("Q", [(b, B), (i, length(b)), (h, heads), (d, 64)])
+    K = cora.Tensor("K", [(b, B), (j, length(b)), (h, heads), (d, 64)])
+    S = cora.Func("S", [(b, B), (h, heads), (i, length(b)), (j, length(b))])
+    S.compute(lambda bb, hh, q, k: cora.sum(d, 64, Q(bb, q, hh, d) * K(bb, k, hh, d)))
+    pipeline = cora.Pipeline([S], "tune_qkt")
+
+    def shape(lengths):
+        return cora.RaggedShape().set(B, len(lengths)).set(length, lengths)
+
+    def data(lengths, rng):
+        q = rng.standard_normal((sum(lengths), heads, 64), dtype=np.float32)
+        k = rng.standard_normal((sum(lengths), heads, 64), dtype=np.float32)
+        want = np.empty(sum(heads * n * n for n in lengths), np.float32)
+        qq, kk, views = [], [], []
+        o = so = 0
+        for n in lengths:
+            qq.append(q[o:o + n].transpose(1, 0, 2))  # [h, n, 64]
+            kk.append(k[o:o + n].transpose(1, 2, 0))  # [h, 64, n]
+            views.append(want[so:so + heads * n * n].reshape(heads, n, n))
+            o += n
+            so += heads * n * n
+
+        def loop():
+            for a, c, w in zip(qq, kk, views):
+                np.matmul(a, c, out=w)
+        return {Q: q, K: k}, S, loop, want
+    return pipeline, shape, data
+
+
 def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--datasets", default=os.path.join(HERE, "..", "..", "shared", "datasets"))
@@ -131,7 +164,9 @@ def main(argv):
              ("token GEMM 768x768", token_gemm, "race", lengths["race"], "squad", lengths["squad"]),
              ("MoE T=1024 E=8 512x1024", grouped_gemm, "uniform", moe_counts["uniform"], "skewed (2 empty)",
               moe_counts["skewed (2 empty)"]),
-             ("AttnV 12 heads of 64", attn_v, "cola", lengths["cola"], "squad", lengths["squad"])]
+             ("AttnV 12 heads of 64", attn_v, "cola", lengths["cola"], "squad", lengths["squad"]),
+             ("QK^T 12 heads of 64", qk_t, "cola", lengths["cola"], "squad", lengths["squad"]),
+             ("QK^T 12 heads of 64", qk_t, "squad", lengths["squad"], "race", lengths["race"])]
     core = os.environ.get("OPENBLAS_CORETYPE", "detected by OpenBLAS")
     lines = ["# Tuned against default: held-out sizes", "",
              f"`bash bench/tune.sh`: each op written with no schedule; `Pipeline.tune` measured its candidate "
@@ -146,7 +181,7 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
         for name, build, tune_name, tune_sizes, run_name, run_sizes in cases:
             pipeline, shape, data = build()
-            result = pipeline.tune([shape(tune_sizes)], table=os.path.join(tmp, "tuning.txt"), reps=3)
+            result = pipeline.tune([shape(tune_sizes)], table=os.path.join(tmp, "tuning.txt"))
             default = pipeline.compile()
             s = shape(run_sizes)
             inputs, out, baseline, want = data(run_sizes, rng)

@@ -105,7 +105,12 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
     std::string fn = options.function_name.empty() ? per_target[0].name() : options.function_name;
     if (fn.empty() || ir::c_identifier(fn) != fn || std::isdigit((unsigned char)fn[0]))
         throw_compile_error("function name '", fn, "' is not a C identifier");
-    if (driver::names_cuda_target(options.target)) return driver::compile_cuda_library(per_target, fn, options);
+    if (driver::names_cuda_target(options.target)) {
+        if (!options.target_tiles.empty())
+            throw_compile_error("compile_to_library: target_tiles are register tiles of CPU targets, not of '",
+                                options.target, "'");
+        return driver::compile_cuda_library(per_target, fn, options);
+    }
     std::vector<TargetInfo> targets = parse_targets(options.target);
     if (per_target.size() != 1 && per_target.size() != targets.size())
         throw_compile_error("compile_to_library: ", per_target.size(), " pipelines for ", targets.size(),

@@ -19,6 +19,7 @@ DEFAULT_SCHEDULES = """# Default schedule and recipes vs naive loops
 | naive | 100.0 | 1.00x | 0.0e+00 |
 | old_nest | 90.0 | 1.11x | 0.0e+00 |
 | default | 4.0 | 25.00x | 0.0e+00 |
+| tuned | 3.6 | 27.78x | 0.0e+00 |
 | r1_tiles | 5.0 | 20.00x | 0.0e+00 |
 | r2_packed | 3.2 | 31.25x | 0.0e+00 |
 
@@ -60,9 +61,11 @@ def test_ratios_come_from_each_files_own_run(tmp_path):
     rows = {r[0]: r for r in rows_of(out)}
     gemm2 = rows["gemm (8 sentences, Y = max(X W + b, 0)), 2 threads"]
     assert gemm2[1] == "25.00x"                    # naive 100 / default 4
-    assert gemm2[2] == "0.80x (`r2_packed`)"       # the best hand step (3.2) / default (4.0)
+    assert gemm2[2] == "0.80x (`r2_packed`); tuned 0.89x"  # the best hand step (3.2) / default (4.0), / tuned (3.6)
+    assert gemm2[3] == "1.11x (same sizes)"        # default 4.0 / tuned 3.6
     gemm1 = rows["gemm (8 sentences, Y = max(X W + b, 0)), 1 thread"]
     assert gemm1[1] == "20.00x" and gemm1[2] == "-"  # no hand step in that run
+    assert gemm1[3] == "-"                           # nor a tuned variant
     moe = rows["MoE grouped GEMM, T=8, E=2"]
     assert moe[2] == "0.80x" and moe[4] == "1.20x" and moe[5] == "1.50x"
     bsr = rows["block-sparse linear 64^3, 32x32 blocks at 25%"]

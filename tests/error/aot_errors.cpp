@@ -50,6 +50,17 @@ TEST_CASE("per-target pipelines must define the same function", "[error][aot]") 
         REQUIRE_THROWS_WITH(compile_to_library({scale("In", 1, 1), scale("In", 1, 4)}, options("x86-64-v4")),
                             Contains("2 pipelines for 1 targets"));
     }
+    SECTION("tuned tiles: one map per CPU target") {
+        AotOptions o = options("x86-64-v4,x86-64-v3");
+        o.target_tiles.resize(3);
+        REQUIRE_THROWS_AS(compile_to_library(scale("In", 1, 1), o), CompileError);
+        REQUIRE_THROWS_WITH(compile_to_library(scale("In", 1, 1), o),
+                            Contains("contraction tiles for 3 targets, but 2 targets"));
+        AotOptions cuda = options("cuda-cpu-threads");
+        cuda.target_tiles.resize(1);
+        REQUIRE_THROWS_WITH(compile_to_library(scale("In", 1, 1), cuda),
+                            Contains("target_tiles are register tiles of CPU targets, not of 'cuda-cpu-threads'"));
+    }
 }
 
 TEST_CASE("generators learn their target's vector width", "[aot]") {
