@@ -251,7 +251,7 @@ TuneResult Pipeline::tune(const std::vector<TuneSample> &samples, const TuneOpti
         }
         if (runs.empty()) runs = prepare(*this, samples);
         std::vector<float> reference;
-        std::optional<ContractionTile> best, default_tile;
+        std::optional<ContractionTile> best;
         double best_ms = INFINITY, default_ms = NAN;
         std::ostringstream times;
         bool cut_short = false;
@@ -282,8 +282,7 @@ TuneResult Pipeline::tune(const std::vector<TuneSample> &samples, const TuneOpti
             measured++;
             std::vector<float> got = outputs_of(runs);
             if (ready.empty()) {
-                reference = got;
-                default_tile = cand;
+                reference = got; // the first candidate to run is the default tile
             } else if (double d = max_relative_difference(got, reference); !(d <= 1e-3)) {
                 times << ' ' << describe(cand) << " rejected (outputs differ from the default tile's by " << d << ");";
                 continue;
@@ -308,7 +307,6 @@ TuneResult Pipeline::tune(const std::vector<TuneSample> &samples, const TuneOpti
         }
         for (const Ready &r : ready) {
             times << ' ' << describe(r.tile) << ' ' << format_ms(r.ms) << ';';
-            if (r.tile == *default_tile) default_ms = r.ms;
             if (r.ms < best_ms) {
                 best_ms = r.ms;
                 best = r.tile;
@@ -320,10 +318,12 @@ TuneResult Pipeline::tune(const std::vector<TuneSample> &samples, const TuneOpti
             continue;
         }
         std::string kept;
-        if (*best != *default_tile && !(best_ms < default_ms * (1 - kMinGainOverDefault))) {
+        const Ready &default_tile = ready.front();
+        default_ms = default_tile.ms;
+        if (*best != default_tile.tile && !(best_ms < default_ms * (1 - kMinGainOverDefault))) {
             kept = "; the default tile kept: " + describe(*best) + " was less than " +
                    std::to_string(int(kMinGainOverDefault * 100)) + "% faster";
-            best = default_tile;
+            best = default_tile.tile;
             best_ms = default_ms;
         }
         chosen.contraction_tiles[c.func] = *best;
