@@ -753,8 +753,7 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
             REQUIRE_THAT(kern.lowered(), Contains(", (16, 16, 1)>>>"));
             const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},      {16, 16, 8}, {17, 33, 9},
                                                                   {15, 16, 0}, {100, 37, 100}, {32, 1, 24}};
-            testing::check_dense_gemm(p, kern, M, N, K, A, Bm, C, sizes);
-            testing::check_dense_gemm(p, testing::cuda_on_cpu(p), M, N, K, A, Bm, C, sizes);
+            testing::check_dense_gemm_kernels(p, M, N, K, A, Bm, C, sizes, kern, testing::cuda_on_cpu(p));
         }
     }
     SECTION("panels larger than a block's shared memory") {
@@ -799,8 +798,7 @@ TEST_CASE("float16 operands in shared memory, float32 accumulators, one rounding
             const std::vector<std::tuple<int, int, int>> sizes = {{0, 5, 3},   {1, 1, 1},   {32, 32, 8},
                                                                   {33, 65, 9}, {31, 32, 0}, {100, 37, 200}};
             Kernel emulated_kernel = p.compile(emulated());
-            testing::check_dense_gemm(p, emulated_kernel, M, N, K, A, Bm, C, sizes);
-            testing::check_dense_gemm(p, testing::cuda_on_cpu(p), M, N, K, A, Bm, C, sizes);
+            testing::check_dense_gemm_kernels(p, M, N, K, A, Bm, C, sizes, emulated_kernel, testing::cuda_on_cpu(p));
         }
     }
 }
@@ -828,15 +826,15 @@ TEST_CASE("accumulators across shared-memory k-panels: a block-level tile sliced
                                                           {33, 65, 9}, {31, 32, 0}, {100, 37, 200}};
     Kernel emulated_kernel = p.compile(emulated());
     REQUIRE_THAT(emulated_kernel.lowered(), Contains("C_tile[float32 * 1024]"));
-    testing::check_dense_gemm(p, emulated_kernel, M, N, K, A, Bm, C, sizes);
-    Kernel on_cpu = testing::cuda_on_cpu(p);
-    testing::check_dense_gemm(p, on_cpu, M, N, K, A, Bm, C, sizes);
+    testing::check_dense_gemm_kernels(p, M, N, K, A, Bm, C, sizes, emulated_kernel, testing::cuda_on_cpu(p));
 }
 
 TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated and as CUDA on CPU threads", "[gpu]") {
     // apps/trmm/trmm_gpu_def.h and apps/vgemm/vgemm_gpu_def.h: what `--device cuda` and the GPU
     // benchmark run. Sizes with partial tiles and panels, a triangle of one row, an empty matrix.
-    auto check = [](const Pipeline &p, const auto &kernel, const RaggedShape &s, const std::vector<Tensor> &inputs) {
+    // Both kernels (emulated, and the CUDA source on CPU threads) against one reference per shape.
+    auto check = [](const Pipeline &p, const Kernel &emulated_kernel, const Kernel &on_cpu, const RaggedShape &s,
+                    const std::vector<Tensor> &inputs) {
         std::vector<Buffer> in;
         std::vector<Binding> bindings;
         std::vector<std::pair<Tensor, const Buffer *>> ref_in;
@@ -848,10 +846,19 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
             bindings.emplace_back(inputs[i], in[i]);
             ref_in.emplace_back(inputs[i], &in[i]);
         }
-        Buffer out = Buffer::alloc(p.outputs()[0], s);
-        bindings.emplace_back(p.outputs()[0], out);
-        kernel.run(s, bindings);
-        testing::require_close(out, reference_evaluate(p, s, ref_in)[0]);
+        Buffer out_emulated = Buffer::alloc(p.outputs()[0], s), out_on_cpu = Buffer::alloc(p.outputs()[0], s);
+        std::vector<Binding> emulated_bindings = bindings;
+        emulated_bindings.emplace_back(p.outputs()[0], out_emulated);
+        bindings.emplace_back(p.outputs()[0], out_on_cpu);
+        emulated_kernel.run(s, emulated_bindings);
+        on_cpu.run(s, bindings);
+        const auto want = reference_evaluate(p, s, ref_in)[0];
+        {
+            INFO("emulated");
+            testing::require_close(out_emulated, want);
+        }
+        INFO("CUDA on CPU threads");
+        testing::require_close(out_on_cpu, want);
     };
     SECTION("trmm") {
         const int64_t tile = GENERATE(64, 128);
@@ -866,8 +873,7 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
             INFO("M " << size << " N " << size + 3);
             RaggedShape s;
             s.set(t.M, size).set(t.N, size + 3);
-            check(p, emulated_kernel, s, {t.L, t.X});
-            check(p, on_cpu, s, {t.L, t.X});
+            check(p, emulated_kernel, on_cpu, s, {t.L, t.X});
         }
     }
     SECTION("vgemm") {
@@ -884,8 +890,7 @@ TEST_CASE("the apps' GPU schedules (trmm, vgemm) match the reference, emulated a
             RaggedShape s;
             v.bind(s, shapes);
             INFO("first shape " << shapes[0][0] << " x " << shapes[0][1] << " x " << shapes[0][2]);
-            check(p, emulated_kernel, s, {v.X, v.Y});
-            check(p, on_cpu, s, {v.X, v.Y});
+            check(p, emulated_kernel, on_cpu, s, {v.X, v.Y});
         }
     }
 }

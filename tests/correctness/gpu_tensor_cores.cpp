@@ -23,8 +23,8 @@ namespace {
 /** `p` (a GEMM over gemm's tensors) against the reference, emulated and as CUDA on CPU threads. */
 void check_tiles(const Pipeline &p, const testing::TileGemm &gemm) {
     const std::vector<std::tuple<int, int, int>> sizes = {{0, 1, 1}, {1, 1, 0}, {1, 1, 1}, {2, 3, 2}, {3, 1, 5}};
-    testing::check_dense_gemm(p, p.compile(emulated()), gemm.Mb, gemm.Nb, gemm.Kb, gemm.A, gemm.B, gemm.C, sizes);
-    testing::check_dense_gemm(p, testing::cuda_on_cpu(p), gemm.Mb, gemm.Nb, gemm.Kb, gemm.A, gemm.B, gemm.C, sizes);
+    testing::check_dense_gemm_kernels(p, gemm.Mb, gemm.Nb, gemm.Kb, gemm.A, gemm.B, gemm.C, sizes,
+                                      p.compile(emulated()), testing::cuda_on_cpu(p));
 }
 
 /** The CUDA source of `p` compiled for sm_80 and sm_90, with tensor-core instructions in its PTX. */
