@@ -23,16 +23,20 @@
  * Where a block's rows are contiguous in `values` (BlockOrder::ColumnMajor, or any storage order
  * with the block's row dim innermost) the vector of outputs is one load of the user's buffer.
  * Row-major blocks (PyTorch's `values()` as it is; a block's columns innermost) would make it a
- * strided gather (0.10x dense); for them the block loop moves outside the token tiles and each
- * block's rows read by the tile are copied into a transposed stack tile (cache_read with the tile
- * order (rb, j, c, r)) once per chunk of 192 tokens, amortised over 32 tiles; the tile's partial
- * sums then live in Y between blocks (Y zeroed first, the epilogue applied after the last block).
+ * strided gather (0.10x dense); for them the block loop moves outside the token tiles, in groups
+ * of blocks (up to 256 columns and 4,096 elements: 4 blocks of 32x32, 16 of 16x16, 32 of 8x8),
+ * and each group's rows read by the tile are copied into a transposed stack tile (cache_read at
+ * the group loop with the tile order (rb, j, c, r)) once per chunk of 192 tokens, amortised over
+ * 32 tiles; the tile keeps its partial sums in registers across the group's blocks and in Y
+ * between groups (Y zeroed first, the epilogue applied after the last group). The group's block
+ * loop runs to min(group, blocks left) (the split's guard as the loop's bound: no branch).
  * With AVX-512 the tile holds a whole 32-row block row (6 x 32: 12 registers). Measured
- * (bench/block_sparse.sh, 3,430 tokens, 2 threads, AVX-512): 32x32 blocks at 25% 2.0-2.5x the
- * faster dense baseline over the BERT shapes and 4096^3 (the plain nest: 0.07x; column-major
- * blocks 3.0-3.7x; of the difference on 768 x 3072, 18% was the copy, the rest the block loop
- * outside the tiles); 8x8 blocks 0.2-1.3x at 50-25% (column-major 1.2-2.8x), where the tile's
- * loads and stores of its partial sums per 8-column block dominate: a gap left open.
+ * (bench/block_sparse.sh, 3,430 tokens, 2 threads, AVX-512, against the faster of sgemm and
+ * oneDNN in the same run): one block per group, 32x32 blocks at 25% ran at 2.0-2.5x dense over
+ * the BERT shapes and 4096^3 and 8x8 blocks at 0.2-1.3x at 50-25% (column-major 1.2-2.8x), the
+ * tile's loads and stores of its partial sums per 8-column block dominating; in groups, 2.5-3.8x
+ * and 0.9-1.2x / 1.1-1.8x (4096^3 8x8 at 50%: 3,986 ms -> 665 ms). Group width, 768 x 3072 at
+ * 50%, 8x8 blocks, one run: 32 / 128 / 256 / 512 columns 103 / 78 / 64 / 81 ms (dense 75-78 ms).
  * Large weights (over 16 MB dense) stream from memory once per chunk, so their chunks are 192
  * tokens (BsrTiling::for_matrix's rule, measured there).
  * Requires: step 1's fuse transforms in `fused` (the token loop `tokens`, then only n left).
@@ -41,6 +45,7 @@
  * nest at 128/256/512 bits, block shapes 32/16/8/4 and the ones left out, against the reference on
  * the edge-case batches and block patterns; and the random rounds with no schedule). */
 #include <algorithm>
+#include <tuple>
 
 #include "analysis/Simplify.h"
 #include "cora/Tensor.h"
@@ -59,6 +64,12 @@ constexpr int64_t kRowMajorChunk = 192;
 /** The vector registers a row-major tile may hold: a whole block row (6 tokens x 32 rows) when it
  * fits in this many, else a vector of rows as for column-major blocks. */
 constexpr int64_t kTileRegisters = 12;
+/** Row-major blocks are taken in groups of up to this many columns, whose copied tile holds at
+ * most kRowMajorGroupElements floats (16 KB: 128 columns of 32-row blocks, 256 of 8- or 16-row
+ * ones): the tile loads and stores its partial sums once per group, not once per block (the file
+ * comment has the measurements; 32x32 blocks ran alike in groups of 128, 256 and 512 columns). */
+constexpr int64_t kRowMajorGroupColumns = 256;
+constexpr int64_t kRowMajorGroupElements = 4096;
 
 /** `e` is v / c (Div) or v % c (Mod) with v the variable `v` and c the constant `c`. */
 template <typename Op> bool is_var_op_const(const Expr &e, const VarNode *v, int64_t *c) {
@@ -150,21 +161,34 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
     auto [blocks, block_cols] = split(kd, bc, "_o", "_i");
     s.annotations = {{chunks, ForKind::Parallel}, {tile_rows, ForKind::Unrolled}, {vector, ForKind::Vectorized}};
     s.order = {chunks, block_rows};
+    // Row-major blocks: the blocks of a row in groups (kRowMajorGroupColumns); each group
+    // is copied (transposed) once per chunk and the tile keeps its partial sums in registers
+    // across the group's blocks (see the file comment).
+    DimPtr groups = blocks, group_blocks;
+    const int64_t group = std::min(kRowMajorGroupColumns / bc, kRowMajorGroupElements / (br * bc));
+    if (row_major && group > 1) std::tie(groups, group_blocks) = split(blocks, group, "_g", "_j");
+    std::vector<DimPtr> block_loops{group_blocks, block_cols};
+    if (!group_blocks) block_loops.erase(block_loops.begin());
     if (!row_major) {
         if (vector_blocks) s.order.push_back(vector_blocks);
         s.order.insert(s.order.end(), {tiles, blocks, block_cols, tile_rows, vector});
     } else if (vector_blocks && tile_tokens * br * 32 <= kTileRegisters * target.vector_bits) {
         // The whole block row in the tile (6 x 32 rows: 12 of AVX-512's 32 registers): each block
         // copied once per chunk, and the chunk's X columns read once per block row, not per vector.
-        s.order.insert(s.order.end(), {blocks, tiles, block_cols, tile_rows, vector_blocks, vector});
+        s.order.insert(s.order.end(), {groups, tiles});
+        s.order.insert(s.order.end(), block_loops.begin(), block_loops.end());
+        s.order.insert(s.order.end(), {tile_rows, vector_blocks, vector});
         s.annotations.emplace_back(vector_blocks, ForKind::Unrolled);
     } else {
         if (vector_blocks) s.order.push_back(vector_blocks);
-        s.order.insert(s.order.end(), {blocks, tiles, block_cols, tile_rows, vector});
+        s.order.insert(s.order.end(), {groups, tiles});
+        s.order.insert(s.order.end(), block_loops.begin(), block_loops.end());
+        s.order.insert(s.order.end(), {tile_rows, vector});
     }
-    // Row-major blocks: the block's rows read inside the tile (a vector_blocks x vector box, or
-    // one vector), copied with the block's dims swapped, so a vector of rows is one load.
-    if (row_major) s.cache_reads.push_back(front::Schedule::CacheRead{values->tensor, blocks, {0, 1, 3, 2}});
+    // Row-major blocks: the group's rows read inside the tile (a vector_blocks x vector box, or
+    // one vector, of each of its blocks), copied with the block's dims swapped, so a vector of
+    // rows is one load.
+    if (row_major) s.cache_reads.push_back(front::Schedule::CacheRead{values->tensor, groups, {0, 1, 3, 2}});
     if (bc <= 8) s.annotations.emplace_back(block_cols, ForKind::Unrolled);
     s.cache_write_at = tiles;
     s.interior_at = tiles;

@@ -482,8 +482,9 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
     // column-major blocks get chunks x 6-token tiles x a vector of a block's rows (16, or 8 for
     // 8-row blocks and 128-bit vectors), the token tiles specialised (a copy without the tail's
     // guard); row-major blocks (PyTorch's order: a block's rows strided) the same tiles with the
-    // block loop outside them and each block's rows read by the tile (all 32 with 512-bit vectors)
-    // copied into a transposed tile once per 192-token chunk; blocks of fewer than 4 rows keep the
+    // block loop outside them (in groups of 128-256 columns) and each block's rows read by the tile
+    // (all 32 with 512-bit vectors) copied into a transposed tile once per 192-token chunk, the
+    // tile's sums kept in registers across a group's blocks; blocks of fewer than 4 rows keep the
     // plain nest. The buffers keep their
     // packed size (no pad rows), and every case matches the reference on the edge-case batches
     // and block patterns.
@@ -554,8 +555,13 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
                     REQUIRE(copy < innermost);
                     REQUIRE(ir.compare(innermost, 18, "for W_values_W_r_c") == 0);
                     REQUIRE((ir.find("for W_values_W_r_ci in") != std::string::npos) == (c.br >= 16));
-                    REQUIRE(ir.find("for k_o in") < innermost);
-                    REQUIRE(copy < ir.find("for b_s_t_o in", copy));
+                    // The blocks are copied in groups (k_o_g: 4 blocks of 32 columns, 16 of 16, 32
+                    // of 8), the tile staying in registers across a group's blocks (k_o_j, inside
+                    // the tile loop).
+                    REQUIRE(ir.find("for k_o_g in") < innermost);
+                    const size_t tile_loop = ir.find("for b_s_t_o in", copy);
+                    REQUIRE(copy < tile_loop);
+                    REQUIRE(ir.find("for k_o_j in", tile_loop) != std::string::npos);
                 }
                 REQUIRE((ir.find("unrolled for k_i in") != std::string::npos) == (c.bc <= 8));
             }
