@@ -21,7 +21,7 @@ namespace cora::testing {
 
 /** Batches of lengths in [0, max_len]: a batch of one (0, 1, max), all zeros, values equal to
  * and one past the padding multiple, the maximum, and random batches. The stages that re-run the
- * tests at a share of the cost (CORA_TEST_RANDOM_SCHEDULES: g++ 50%, sanitizers 25%) keep every
+ * tests at a share of the cost (CORA_TEST_RANDOM_SCHEDULES: g++ 35%, sanitizers 25%) keep every
  * edge case and the first share of the random batches (at least one): under the sanitizers the
  * reference interpreter on those batches was most of the encoder test's 92 s. */
 inline std::vector<std::vector<int32_t>> length_cases(int32_t max_len, int32_t pad, uint32_t seed,
