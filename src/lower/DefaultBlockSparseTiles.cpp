@@ -167,8 +167,9 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
     DimPtr groups = blocks, group_blocks;
     const int64_t group = std::min(kRowMajorGroupColumns / bc, kRowMajorGroupElements / (br * bc));
     if (row_major && group > 1) std::tie(groups, group_blocks) = split(blocks, group, "_g", "_j");
-    std::vector<DimPtr> block_loops{group_blocks, block_cols};
-    if (!group_blocks) block_loops.erase(block_loops.begin());
+    std::vector<DimPtr> block_loops; // inside the token tile: the group's blocks, a block's columns
+    if (group_blocks) block_loops.push_back(group_blocks);
+    block_loops.push_back(block_cols);
     if (!row_major) {
         if (vector_blocks) s.order.push_back(vector_blocks);
         s.order.insert(s.order.end(), {tiles, blocks, block_cols, tile_rows, vector});
