@@ -31,13 +31,18 @@ const char *kHelpers = R"(namespace {
 /* Workspaces: the heap block of each intermediate (one per allocation site) is kept after a call
    and reused by the next, grown when a larger one is needed, so repeated calls take no page faults
    and no fresh mappings (clearing new pages was 27% of an encoder batch; a ragged softmax over
-   10.3M elements took 35.7 ms instead of 48.2 ms). One block per site, whatever the number of threads: a
-   call that finds the block taken (another thread's call) allocates its own, and the block put
-   back last is kept. Freed when the kernel's code is unloaded or the process exits.
-   CORA_WORKSPACE=off: allocate and free on every call. */
+   10.3M elements took 35.7 ms instead of 48.2 ms). Up to cora_workspace_slots blocks per site: a
+   call, or an iteration of a parallel loop that allocates a compute_at producer's slice, takes a
+   kept block if one is free and allocates its own otherwise; a block given back is kept while a
+   slot is free, so each thread of a parallel loop finds its block again. Freed when the kernel's
+   code is unloaded or the process exits. CORA_WORKSPACE=off: allocate and free on every call. */
+constexpr int cora_workspace_slots = 16;
 struct CoraWorkspace {
-    std::atomic<void *> kept{nullptr};
-    ~CoraWorkspace() { std::free(kept.exchange(nullptr)); }
+    std::atomic<void *> kept[cora_workspace_slots] = {};
+    ~CoraWorkspace() {
+        for (std::atomic<void *> &k : kept)
+            std::free(k.exchange(nullptr));
+    }
 };
 constexpr size_t cora_block_header = 64; // the block's capacity, before 64-byte aligned data
 inline bool cora_keep_workspaces() {
@@ -48,7 +53,10 @@ inline bool cora_keep_workspaces() {
     return keep;
 }
 inline void *cora_workspace_acquire(CoraWorkspace &w, size_t bytes) {
-    char *block = static_cast<char *>(w.kept.exchange(nullptr, std::memory_order_acq_rel));
+    char *block = nullptr;
+    for (int k = 0; k < cora_workspace_slots && !block; k++)
+        if (w.kept[k].load(std::memory_order_relaxed))
+            block = static_cast<char *>(w.kept[k].exchange(nullptr, std::memory_order_acq_rel));
     if (block && *reinterpret_cast<size_t *>(block) < bytes) {
         std::free(block);
         block = nullptr;
@@ -64,11 +72,12 @@ inline void *cora_workspace_acquire(CoraWorkspace &w, size_t bytes) {
 }
 inline void cora_workspace_release(CoraWorkspace &w, void *data) {
     char *block = static_cast<char *>(data) - cora_block_header;
-    if (!cora_keep_workspaces()) {
-        std::free(block);
-        return;
-    }
-    std::free(w.kept.exchange(block, std::memory_order_acq_rel));
+    if (cora_keep_workspaces())
+        for (int k = 0; k < cora_workspace_slots; k++) {
+            void *empty = nullptr;
+            if (w.kept[k].compare_exchange_strong(empty, block, std::memory_order_acq_rel)) return;
+        }
+    std::free(block);
 }
 inline int64_t cora_div(int64_t a, int64_t b) {
     int64_t q = a / b, r = a % b;

@@ -230,6 +230,15 @@ void CodeGen_C::visit_node(const For *op) {
     // OpenMP allows no simd construct inside another: an inner vectorized loop that is not one
     // vector statement prints as a plain loop.
     bool simd = op->for_kind == ForKind::Vectorized && simd_depth == 0;
+    bool allocates = false; // a heap allocation per iteration (a compute_at producer's slice)
+    visit_stmts(op->body, [&](const Stmt &s) {
+        if (const Allocate *a = s.as<Allocate>()) allocates = allocates || a->memory == MemoryType::Heap;
+    });
+    if (par && allocates) {
+        parallel_failure_flag_ = "cora_failed_" + v;
+        parallel_allocations_.clear();
+        line("int " + parallel_failure_flag_ + " = 0;");
+    }
     if (par) {
         // A dynamic split takes chunks of about 1/16 of a thread's share (one at a time for short
         // loops, so that longest-first orders keep their effect; many short rows, as in a ragged
@@ -262,6 +271,18 @@ void CodeGen_C::visit_node(const For *op) {
     if (par) parallel_depth--;
     indent--;
     line("}");
+    if (par && allocates) {
+        std::string names;
+        for (const std::string &n : parallel_allocations_)
+            names += "\"" + c_escape(n, true) + "\", ";
+        line("if (" + parallel_failure_flag_ + ") {");
+        line("    static const char *const cora_names[] = {" + names + "};");
+        line("    std::snprintf(error, error_size, \"cannot allocate an iteration's slice of '%s'\", cora_names[" +
+             parallel_failure_flag_ + " - 1]);" + release_live_allocations());
+        line("    return 2;");
+        line("}");
+        parallel_failure_flag_.clear();
+    }
 }
 
 void CodeGen_C::visit_node(const Provide *op) {
@@ -343,6 +364,24 @@ void CodeGen_C::visit_node(const Allocate *op) {
     line("cora_ov |= " + b + "size > (int64_t)(INT64_MAX / sizeof(" + t + "));");
     line(t + " *__restrict__ " + b + " = cora_ov ? nullptr : static_cast<" + t + " *>(cora_workspace_acquire(" + b +
          "ws, sizeof(" + t + ") * (size_t)" + b + "size));");
+    if (parallel_depth > 0) {
+        // In an iteration of a parallel loop: a failure skips the body and is reported after the
+        // loop (the loop's allocations are released by their own iterations).
+        CORA_CHECK(!parallel_failure_flag_.empty(), "codegen: an allocation in a parallel loop without its flag");
+        parallel_allocations_.push_back(op->buffer->name);
+        line("if (!" + b + ") {");
+        line("#pragma omp atomic write");
+        line("    " + parallel_failure_flag_ + " = " + std::to_string(parallel_allocations_.size()) + ";");
+        line("} else {");
+        indent++;
+        visit(op->body);
+        line("cora_workspace_release(" + b + "ws, " + b + ");");
+        indent--;
+        line("}");
+        indent--;
+        line("}");
+        return;
+    }
     std::string release = release_live_allocations(); // on failure, give back what the enclosing ones hold
     line("if (!" + b + ") { std::snprintf(error, error_size, \"cannot allocate %lld elements for '" +
          c_escape(op->buffer->name, true) + "'%s\", (long long)" + b +

@@ -52,6 +52,11 @@ protected:
     int checked_ = 0; ///< > 0: integer + - * are emitted overflow-checked into `cora_ov`
     /** The statement releasing each enclosing heap allocation, innermost last. */
     std::vector<std::string> live_allocations_;
+    /** Inside a parallel loop whose body allocates (a sliced producer per iteration): the flag a
+     * failed allocation sets (its index in `parallel_allocations_` + 1), checked after the loop,
+     * since no iteration may return out of the OpenMP loop. */
+    std::string parallel_failure_flag_;
+    std::vector<std::string> parallel_allocations_;
     /** `{ declaration body }`: a variable visible in `body` only. */
     void scoped(const std::string &declaration, const Stmt &body);
     /** An address printed with its terms in loop order (IndexTerms.h): outer loops' first,

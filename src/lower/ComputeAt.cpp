@@ -14,6 +14,7 @@
  * Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
@@ -93,11 +94,47 @@ std::vector<DimPtr> dims_of_loop(const VarNode *v, const TensorNode &t, const fr
 
 namespace {
 
+/** Whether `f`, computed at `g`'s loops `outer` (over f's first `shared` dims, each loop one
+ * dim), can be stored one slice at a time: on the host (a GPU kernel's loops are threads and
+ * blocks), the loops plain (not dismantled, not fused from several dims), `g` not horizontally
+ * fused (its loop would become another), `f` not an output and written only by its own op, read
+ * only by `g` and by ops computed at `g` inside those loops (`inside_loops`), and the shared
+ * dims the outermost of f's storage, untransformed, so that one iteration's elements are one
+ * contiguous slice of the whole layout. */
+bool can_slice(const TensorPtr &f, const TensorPtr &g, const std::vector<const For *> &outer, size_t shared,
+               const std::vector<TensorPtr> &ops, const std::function<bool(const TensorNode &)> &inside_loops,
+               const LoweringContext &ctx) {
+    if (ctx.target != Target::Host || ctx.is_output(f.get()) || shared != outer.size()) return false;
+    for (const For *loop : outer)
+        if (loop->for_kind != ForKind::Serial && loop->for_kind != ForKind::Parallel &&
+            loop->for_kind != ForKind::Unrolled)
+            return false;
+    const front::Schedule &gs = ctx.schedule_of(*g);
+    if (!gs.hfuse.empty() || gs.hfuse_member) return false;
+    for (const TensorPtr &op : ops) {
+        if (op == f) continue;
+        if (&store_target(*op) == f.get()) return false;
+        if (op != g && reads(op, f, ctx) && !(ctx.schedule_of(*op).at_consumer.lock() == g && inside_loops(*op)))
+            return false;
+    }
+    Layout phys = physical_layout(ctx.aux, *f);
+    std::vector<Expr> logical;
+    for (const LayoutDim &ld : f->domain)
+        logical.push_back(var_expr(ld.dim->var));
+    std::vector<Expr> idx = physical_indices(ctx.aux, *f, logical);
+    if (phys.size() < shared || idx.size() < shared) return false;
+    for (size_t j = 0; j < shared; j++)
+        if (phys[j].dim != f->domain[j].dim || !equal(simplify(idx[j]), logical[j])) return false;
+    return true;
+}
+
 /** compute_at: takes the nest of `f` (with its own producers placed), strips the outermost
  * loops it shares with the consumer down to `at_loop`, and queues the rest for the start of
- * the body of the consumer's loop `at_loop`. */
-void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
-                     PendingInserts &pending, const LoweringContext &ctx) {
+ * the body of the consumer's loop `at_loop`. Returns whether f can be stored in slices
+ * (can_slice) and, if so, their loop and dims. */
+std::optional<SlicedStorage> compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops,
+                                             std::vector<Stmt> &nests, PendingInserts &pending,
+                                             const LoweringContext &ctx) {
     const TensorPtr g = ctx.schedule_of(*f).at_consumer.lock();
     const DimPtr &d = ctx.schedule_of(*f).at_loop;
     if (!g)
@@ -234,16 +271,23 @@ void compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std:
     }
     pending[gp][d->var.get()].push_back(inner);
     nests[fp] = Block::make({});
+    auto inside_loops = [&](const TensorNode &r) { return depth_at(r) >= depth; };
+    if (!can_slice(f, g, outer, shared, ops, inside_loops, ctx)) return std::nullopt;
+    return SlicedStorage{d->var.get(), shared};
 }
 
 } // namespace
 
-void apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, const LoweringContext &ctx) {
+SlicedStorageMap apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
+                                  const LoweringContext &ctx) {
     PendingInserts pending(ops.size());
+    SlicedStorageMap sliced;
     for (const TensorPtr &op : ops)
-        if (ctx.schedule_of(*op).has_compute_at()) compute_at_nest(op, ops, nests, pending, ctx);
+        if (ctx.schedule_of(*op).has_compute_at())
+            if (std::optional<SlicedStorage> s = compute_at_nest(op, ops, nests, pending, ctx)) sliced[op.get()] = *s;
     for (size_t k = 0; k < ops.size(); k++)
         place_pending(k, nests, pending);
+    return sliced;
 }
 
 } // namespace cora::ir

@@ -14,10 +14,12 @@
  *      vloop extents are UF calls
  *   3. lower_reductions: reductions become accumulator loops
  *   4. storage_lowering: storage transforms, dimension graph -> flat offsets through prefix-sum aux
- *      arrays, simplified (fusion maps cancel against prefix sums)
+ *      arrays, simplified (fusion maps cancel against prefix sums); a compute_at producer that
+ *      apply_compute_at found sliceable is indexed within one iteration's slice
  *   4b. dismantle_loops: dismantled loops expanded, one body per index, values known when
  *      compiling (static sparsity patterns) folded into each
- *   5. allocate_intermediates: sizes computed by the library
+ *   5. allocate_intermediates: sizes computed by the library; a sliced producer per iteration of
+ *      its consumer's loop
  *   6. infer_arguments, then add_argument_checks (AOT: build_aux_arrays after the param and
  *      length checks, so callers pass no aux arrays, and a size query function)
  *   7. materialize_ufs: UF calls become loads of argument arrays
@@ -161,13 +163,14 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
         }
     });
     ctx.prover->set_context("compute_at, hfuse and storage lowering");
-    pass.run_step("compute_at", [&] { apply_compute_at(ops, nests, ctx); });
+    SlicedStorageMap sliced; // compute_at producers stored one iteration's slice at a time
+    pass.run_step("compute_at", [&] { sliced = apply_compute_at(ops, nests, ctx); });
     pass.run_step("specialize_interior", [&] { apply_specialize_interior(ops, nests, ctx); });
     Stmt s = pass.run("hfuse", Stage::Scheduled, [&] { return apply_hfuse(ops, nests, ctx); });
     s = pass.run("lower_reductions", Stage::ReductionsLowered, [&] { return lower_reductions(s); });
     StorageMap storage; // every tensor's buffer and layout, from storage lowering on
     s = pass.run("storage_lowering", Stage::StorageLowered, [&] {
-        StorageLowered lowered = storage_lowering(s, ctx);
+        StorageLowered lowered = storage_lowering(s, ctx, sliced);
         storage = std::move(lowered.storage);
         return lowered.body;
     });

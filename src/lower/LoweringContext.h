@@ -34,11 +34,26 @@ struct TunableContraction {
     int default_vectors = 0; ///< vectors per tile row of the default tile (default_tile_vectors)
 };
 
+/** A producer computed at a consumer's loop (compute_at) and stored one slice at a time: its
+ * buffer holds only the elements of the current iteration of the loops it shares with the
+ * consumer, allocated in that loop's body (per thread when the loop is parallel). ComputeAt.cpp
+ * decides which producers are sliced; storage lowering indexes within the slice. */
+struct SlicedStorage {
+    const VarNode *loop = nullptr; ///< the consumer's loop whose body holds one slice
+    size_t shared_dims = 0;        ///< the producer's outermost dims a slice fixes (the loops down to `loop`)
+};
+/** The producers stored in slices (apply_compute_at's result). */
+using SlicedStorageMap = std::map<const TensorNode *, SlicedStorage>;
+
 /** Per-tensor storage facts decided by StorageLowering. */
 struct TensorStorage {
     VarPtr buffer;
     Layout layout; ///< physical layout (storage transforms applied)
     FlatLayout flat;
+    /** A sliced producer (SlicedStorage): the loop whose body allocates one slice, and the slice's
+     * element count in terms of the dims it fixes; null / undefined when stored whole. */
+    const VarNode *slice_loop = nullptr;
+    Expr slice_size;
 };
 /** Schedules chosen by lowering, by op (choose_default_schedules' result). */
 using ScheduleMap = std::map<const TensorNode *, front::Schedule>;

@@ -15,13 +15,13 @@ InlineSelection select_inlined(const LoweringContext &ctx);
 /** `e` with every read of an inlined Func replaced by its definition (InlineFuncs.cpp). */
 Expr inline_reads(const Expr &e, const LoweringContext &ctx);
 Stmt lower_reductions(const Stmt &s);
-/** Provide/Access become Store/Load at flat offsets; `storage` gets every input's and Func's
- * buffer and layout (StorageLowering.cpp). */
+/** Provide/Access become Store/Load at flat offsets (a sliced producer's within its slice);
+ * `storage` gets every input's and Func's buffer and layout (StorageLowering.cpp). */
 struct StorageLowered {
     Stmt body;
     StorageMap storage;
 };
-StorageLowered storage_lowering(const Stmt &s, const LoweringContext &ctx);
+StorageLowered storage_lowering(const Stmt &s, const LoweringContext &ctx, const SlicedStorageMap &sliced = {});
 /** Dismantled loops expanded, values known when compiling (the static values of the tensors in
  * `storage` among them) folded (DismantleLoops.cpp). */
 Stmt dismantle_loops(const Stmt &s, const StorageMap &storage);

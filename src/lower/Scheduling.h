@@ -182,8 +182,10 @@ int step_of(const Expr &index, const VarPtr &k);
 std::vector<DimPtr> dims_of_loop(const VarNode *v, const TensorNode &t, const front::Schedule &s);
 /** Whether op `consumer` reads what op `producer` writes. (ComputeAt.cpp) */
 bool reads(const TensorPtr &consumer, const TensorPtr &producer, const LoweringContext &ctx);
-/** Moves each compute_at producer's nest into its consumer's loop. (ComputeAt.cpp) */
-void apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, const LoweringContext &ctx);
+/** Moves each compute_at producer's nest into its consumer's loop; returns the producers whose
+ * storage can hold one iteration's slice (ComputeAt.cpp). */
+SlicedStorageMap apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
+                                  const LoweringContext &ctx);
 /** Each op's specialize_interior loop gets a copy of its body without the border checks that
  * provably hold inside it, run when they do. (SpecializeInterior.cpp) */
 void apply_specialize_interior(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, const LoweringContext &ctx);

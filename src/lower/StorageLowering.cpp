@@ -20,7 +20,7 @@ namespace {
 
 class Flattener : public IRMutator {
 public:
-    explicit Flattener(const LoweringContext &ctx) : ctx_(ctx) {}
+    Flattener(const LoweringContext &ctx, const SlicedStorageMap &sliced) : ctx_(ctx), sliced_(sliced) {}
 
     const TensorStorage &storage_of(const TensorPtr &t) {
         auto it = storage.find(t.get());
@@ -29,6 +29,18 @@ public:
         st.buffer = make_var(t->name, VarRole::Buffer, t->type);
         st.layout = physical_layout(ctx_.aux, *t);
         st.flat = flatten_layout(ctx_.aux, st.layout);
+        if (auto s = sliced_.find(t.get()); s != sliced_.end()) {
+            // One slice: from the element at the slice's first index to the next slice's first
+            // (the fixed dims are the storage's outermost, so the slices are consecutive).
+            const size_t k = s->second.shared_dims;
+            std::vector<Expr> next;
+            for (size_t j = 0; j < k; j++)
+                next.push_back(var_expr(t->domain[j].dim->var));
+            next.back() = next.back() + 1;
+            st.slice_loop = s->second.loop;
+            st.slice_size = simplify(whole_offset(st, *t, slice_start(*t, next)) -
+                                     whole_offset(st, *t, slice_start(*t, domain_vars(*t, k))));
+        }
         return storage.emplace(t.get(), st).first->second;
     }
 
@@ -60,9 +72,30 @@ protected:
     }
 
 private:
-    /** Simplified here, while fusion-map calls are still UF calls: P(fo(t)) + fi(t) -> t. */
+    static std::vector<Expr> domain_vars(const TensorNode &t, size_t k) {
+        std::vector<Expr> v;
+        for (size_t j = 0; j < k; j++)
+            v.push_back(var_expr(t.domain[j].dim->var));
+        return v;
+    }
+    /** The indices of the first element of the slice at `fixed` (the fixed dims' indices). */
+    static std::vector<Expr> slice_start(const TensorNode &t, std::vector<Expr> fixed) {
+        while (fixed.size() < t.domain.size())
+            fixed.push_back(IntImm::make(0));
+        return fixed;
+    }
+    Expr whole_offset(const TensorStorage &st, const TensorNode &t, const std::vector<Expr> &idx) {
+        return flat_offset(st.flat, st.layout, physical_indices(ctx_.aux, t, idx));
+    }
+    /** Simplified here, while fusion-map calls are still UF calls: P(fo(t)) + fi(t) -> t. A sliced
+     * producer's offset is counted from its slice's first element. */
     Expr offset_of(const TensorStorage &st, const TensorNode &t, const std::vector<Expr> &idx) {
-        Expr offset = simplify(flat_offset(st.flat, st.layout, physical_indices(ctx_.aux, t, idx)));
+        Expr whole = whole_offset(st, t, idx);
+        if (st.slice_loop) {
+            std::vector<Expr> fixed(idx.begin(), idx.begin() + (std::ptrdiff_t)sliced_.at(&t).shared_dims);
+            whole = whole - whole_offset(st, t, slice_start(t, fixed));
+        }
+        Expr offset = simplify(whole);
         size_t before = count_div_mod(offset);
         if (before == 0 || lets_.empty()) return offset;
         Expr in_loops = offset;
@@ -77,6 +110,7 @@ private:
         return n;
     }
     const LoweringContext &ctx_;
+    const SlicedStorageMap &sliced_;
 
 public:
     StorageMap storage; ///< the result: every tensor's buffer and layout
@@ -88,8 +122,8 @@ private:
 
 } // namespace
 
-StorageLowered storage_lowering(const Stmt &s, const LoweringContext &ctx) {
-    Flattener f(ctx);
+StorageLowered storage_lowering(const Stmt &s, const LoweringContext &ctx, const SlicedStorageMap &sliced) {
+    Flattener f(ctx, sliced);
     for (auto &t : ctx.inputs)
         f.storage_of(t);
     for (auto &t : ctx.funcs)

@@ -427,8 +427,8 @@ TEST_CASE("allocate_intermediates: every Func but the outputs, producers outermo
     ctx.outputs = {H.node()};
     StorageMap storage;
     for (const TensorPtr &t : ctx.funcs)
-        storage[t.get()] =
-            TensorStorage{make_var(t->name, VarRole::Buffer, Int64), t->storage, flatten_layout(ctx.aux, t->storage)};
+        storage[t.get()] = TensorStorage{
+            make_var(t->name, VarRole::Buffer, Int64), t->storage, flatten_layout(ctx.aux, t->storage), {}, {}};
     Stmt body = Store::make(storage[H.node().get()].buffer, c(0), c(1));
     Stmt out = allocate_intermediates(body, ctx, storage);
     INFO(print(out));
