@@ -195,7 +195,10 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         Func Mx("Mx", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}});
         Func E("E", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}, {D.j, keys(D.i)}});
         Func Sum("Sum", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}});
-        Func A("A", {{D.b, D.B}, {D.i, D.len(D.b)}, {D.h, D.NH}, {D.d, kHeadDim}});
+        // Full attention: A's loops over the item and head come first, so that everything before
+        // it is computed per (item, head) inside them (below); stored as packed tokens either way.
+        Func A = triangle ? Func("A", {{D.b, D.B}, {D.i, D.len(D.b)}, {D.h, D.NH}, {D.d, kHeadDim}})
+                          : Func("A", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}, {D.d, kHeadDim}});
         KT.compute([&](Expr b, Expr h, Expr d, Expr j) { return QKV(b, j, H + h * kHeadDim + d); });
         S.compute([&](Expr b, Expr h, Expr i, Expr j) {
             Expr score = sum(D.r, kHeadDim, QKV(b, i, h * kHeadDim + D.r) * KT(b, h, D.r, j)) * scale;
@@ -232,10 +235,16 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         Mx.compute([&](Expr b, Expr h, Expr i) { return maximum(D.r, triangle ? i + 1 : D.len(b), S(b, h, i, D.r)); });
         E.compute([&](Expr b, Expr h, Expr i, Expr j) { return exp(S(b, h, i, j) - Mx(b, h, i)); });
         Sum.compute([&](Expr b, Expr h, Expr i) { return sum(D.r, triangle ? i + 1 : D.len(b), E(b, h, i, D.r)); });
-        A.compute([&](Expr b, Expr i, Expr h, Expr d) {
+        auto attend = [&](Expr b, Expr i, Expr h, Expr d) {
             Expr extent = triangle ? i + 1 : D.len(b);
             return sum(D.r, extent, E(b, h, i, D.r) * QKV(b, D.r, 2 * H + h * kHeadDim + d)) / Sum(b, h, i);
-        });
+        };
+        if (triangle) {
+            A.compute(attend);
+        } else {
+            A.compute([&](Expr b, Expr h, Expr i, Expr d) { return attend(b, i, h, d); });
+            A.reorder_storage({D.b, D.i, D.h, D.d});
+        }
         A.fuse_storage(D.b, D.i, D.tok, kTokenPad);
         if (triangle) {
             // AttnV over the triangle: one parallel loop over the batch's tokens; per (token,
@@ -255,8 +264,16 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
                 .unroll(D.ii)
                 .cache_write(D.dout)
                 .parallel(D.b);
-            rows_left.reorder({D.b, D.i, D.h, D.r, D.d}).vectorize(D.d).cache_write(D.h).parallel(D.b);
+            rows_left.reorder({D.b, D.h, D.i, D.r, D.d}).vectorize(D.d).cache_write(D.i).parallel(D.b);
             k->funcs.push_back(rows_left);
+            // Fused attention: K^T, the scores (both row parts), the softmax's max, exponentials
+            // and sums of one (item, head) are computed inside A's loop over heads, right before
+            // its AttnV tiles (and its rows' tail) read them, and each is stored one (item, head)
+            // at a time (compute_at slices, per thread): the scores of a 512-token item are 1 MB
+            // per head, not the whole batch's 4-byte scores per key (130 MB for RACE's first 32
+            // items, written and streamed three times).
+            for (Func *f : {&KT, &S, &Mx, &E, &Sum})
+                f->compute_at(A, D.h);
         }
         k->inputs = {QKV};
         k->funcs.insert(k->funcs.end(), {KT, S, Mx, E, Sum, A});

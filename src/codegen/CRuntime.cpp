@@ -32,9 +32,9 @@ const char *kHelpers = R"(namespace {
    and reused by the next, grown when a larger one is needed, so repeated calls take no page faults
    and no fresh mappings (clearing new pages was 27% of an encoder batch; a ragged softmax over
    10.3M elements took 35.7 ms instead of 48.2 ms). Up to cora_workspace_slots blocks per site: a
-   call, or an iteration of a parallel loop that allocates a compute_at producer's slice, takes a
-   kept block if one is free and allocates its own otherwise; a block given back is kept while a
-   slot is free, so each thread of a parallel loop finds its block again. Freed when the kernel's
+   call, or a thread of a parallel loop whose iterations allocate a compute_at producer's slice
+   (CoraScratch), takes a kept block if one is free and allocates its own otherwise; a block given
+   back is kept while a slot is free, so each thread finds a block again on the next call. Freed when the kernel's
    code is unloaded or the process exits. CORA_WORKSPACE=off: allocate and free on every call. */
 constexpr int cora_workspace_slots = 16;
 struct CoraWorkspace {
@@ -78,6 +78,21 @@ inline void cora_workspace_release(CoraWorkspace &w, void *data) {
             if (w.kept[k].compare_exchange_strong(empty, block, std::memory_order_acq_rel)) return;
         }
     std::free(block);
+}
+/* A thread's block for the allocations of a parallel loop's iterations: reserved per iteration
+   (grown when too small, else reused as is), given back to the site's workspace after the loop. */
+struct CoraScratch {
+    char *data = nullptr;
+};
+inline void *cora_scratch_reserve(CoraScratch &s, CoraWorkspace &w, size_t bytes) {
+    if (s.data && *reinterpret_cast<size_t *>(s.data - cora_block_header) >= bytes) return s.data;
+    if (s.data) std::free(s.data - cora_block_header);
+    s.data = static_cast<char *>(cora_workspace_acquire(w, bytes));
+    return s.data;
+}
+inline void cora_scratch_release(CoraScratch &s, CoraWorkspace &w) {
+    if (s.data) cora_workspace_release(w, s.data);
+    s.data = nullptr;
 }
 inline int64_t cora_div(int64_t a, int64_t b) {
     int64_t q = a / b, r = a % b;

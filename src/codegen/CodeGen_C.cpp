@@ -230,22 +230,38 @@ void CodeGen_C::visit_node(const For *op) {
     // OpenMP allows no simd construct inside another: an inner vectorized loop that is not one
     // vector statement prints as a plain loop.
     bool simd = op->for_kind == ForKind::Vectorized && simd_depth == 0;
-    bool allocates = false; // a heap allocation per iteration (a compute_at producer's slice)
-    visit_stmts(op->body, [&](const Stmt &s) {
-        if (const Allocate *a = s.as<Allocate>()) allocates = allocates || a->memory == MemoryType::Heap;
-    });
-    if (par && allocates) {
+    // Heap allocations inside a parallel loop (a compute_at producer's slice per iteration):
+    // each thread keeps a scratch block for the whole loop, grown when an iteration needs more,
+    // taken from and given back to the site's workspace once (CRuntime.cpp), so iterations take
+    // no lock, no atomic and no allocator call.
+    std::vector<const Allocate *> scratch;
+    if (par)
+        visit_stmts(op->body, [&](const Stmt &s) {
+            if (const Allocate *a = s.as<Allocate>(); a && a->memory == MemoryType::Heap) scratch.push_back(a);
+        });
+    if (!scratch.empty()) {
         parallel_failure_flag_ = "cora_failed_" + v;
         parallel_allocations_.clear();
         line("int " + parallel_failure_flag_ + " = 0;");
+        line("{");
+        indent++;
+        for (const Allocate *a : scratch)
+            line("static CoraWorkspace " + name_of(a->buffer.get()) + "ws;");
+        line("#pragma omp parallel num_threads(cora_threads())");
+        line("{");
+        indent++;
+        for (const Allocate *a : scratch)
+            line("CoraScratch " + name_of(a->buffer.get()) + "scratch;");
     }
     if (par) {
         // A dynamic split takes chunks of about 1/16 of a thread's share (one at a time for short
         // loops, so that longest-first orders keep their effect; many short rows, as in a ragged
         // copy, do not queue on the shared counter one by one).
+        const std::string construct = scratch.empty() ? "parallel for" : "for";
+        const std::string threads = scratch.empty() ? " num_threads(cora_threads())" : "";
         line(op->work_split == WorkSplit::Dynamic
-                 ? "#pragma omp parallel for schedule(dynamic, cora_chunk(" + ext + ")) num_threads(cora_threads())"
-                 : "#pragma omp parallel for schedule(static) num_threads(cora_threads())");
+                 ? "#pragma omp " + construct + " schedule(dynamic, cora_chunk(" + ext + "))" + threads
+                 : "#pragma omp " + construct + " schedule(static)" + threads);
     } else if (simd) {
         line("#pragma omp simd");
     } else if (op->for_kind == ForKind::Unrolled) {
@@ -271,7 +287,15 @@ void CodeGen_C::visit_node(const For *op) {
     if (par) parallel_depth--;
     indent--;
     line("}");
-    if (par && allocates) {
+    if (!scratch.empty()) {
+        for (const Allocate *a : scratch) {
+            std::string b = name_of(a->buffer.get());
+            line("cora_scratch_release(" + b + "scratch, " + b + "ws);");
+        }
+        indent--;
+        line("}");
+        indent--;
+        line("}");
         std::string names;
         for (const std::string &n : parallel_allocations_)
             names += "\"" + c_escape(n, true) + "\", ";
@@ -355,18 +379,20 @@ void CodeGen_C::visit_node(const Allocate *op) {
         return;
     }
     // The size is overflow-checked, and so is its byte count: the allocator never gets a wrapped
-    // size. The block comes from this site's workspace (kept between calls: CRuntime.cpp).
-    line("static CoraWorkspace " + b + "ws;");
+    // size. The block comes from this site's workspace (kept between calls: CRuntime.cpp); in a
+    // parallel loop, from the thread's scratch block (declared with the loop).
+    if (parallel_depth == 0) line("static CoraWorkspace " + b + "ws;");
     line("bool cora_ov = false;");
     checked_++;
     line("const int64_t " + b + "size = std::max<int64_t>(" + expr(op->size) + ", 1);");
     checked_--;
     line("cora_ov |= " + b + "size > (int64_t)(INT64_MAX / sizeof(" + t + "));");
-    line(t + " *__restrict__ " + b + " = cora_ov ? nullptr : static_cast<" + t + " *>(cora_workspace_acquire(" + b +
-         "ws, sizeof(" + t + ") * (size_t)" + b + "size));");
+    const std::string get = parallel_depth > 0 ? "cora_scratch_reserve(" + b + "scratch, " : "cora_workspace_acquire(";
+    line(t + " *__restrict__ " + b + " = cora_ov ? nullptr : static_cast<" + t + " *>(" + get + b + "ws, sizeof(" + t +
+         ") * (size_t)" + b + "size));");
     if (parallel_depth > 0) {
         // In an iteration of a parallel loop: a failure skips the body and is reported after the
-        // loop (the loop's allocations are released by their own iterations).
+        // loop, which cannot be left by a return.
         CORA_CHECK(!parallel_failure_flag_.empty(), "codegen: an allocation in a parallel loop without its flag");
         parallel_allocations_.push_back(op->buffer->name);
         line("if (!" + b + ") {");
@@ -375,7 +401,6 @@ void CodeGen_C::visit_node(const Allocate *op) {
         line("} else {");
         indent++;
         visit(op->body);
-        line("cora_workspace_release(" + b + "ws, " + b + ");");
         indent--;
         line("}");
         indent--;

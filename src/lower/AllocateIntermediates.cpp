@@ -7,6 +7,8 @@
  * kStackSliceBytes of constant size lives on the stack (registers, for a scalar per row).
  * Tests: tests/pass/passes.cpp (the pass alone), tests/correctness/pipeline.cpp,
  * tests/correctness/compute_at.cpp (sliced storage). */
+#include <set>
+
 #include "analysis/Simplify.h"
 #include "ir/IRVisitor.h"
 #include "lower/Passes.h"
@@ -19,41 +21,91 @@ namespace {
 /** The largest constant slice kept on the stack. */
 constexpr int64_t kStackSliceBytes = 4096;
 
-/** Wraps the body of every loop over `loop` that stores to `buffer` in the slice's allocation. */
+/** Where each slice is allocated: the body of each loop over the slice loop that writes the
+ * buffer, moved out to the body of an enclosing loop while the slice's size does not change
+ * there: the loop left is not parallel (each thread needs its own slice), and the size uses no
+ * variable bound inside it. A row's exponentials E[len(b)] are then allocated once per sentence,
+ * not once per row. No move out of a branch (the size may read what the branch guards). */
+class SlicePlacement : public IRVisitor {
+public:
+    explicit SlicePlacement(const TensorStorage &st) : st_(st) {
+        visit_exprs(st.slice_size, [&](const Expr &e) {
+            if (const VarNode *v = e.as<VarNode>()) size_vars_.insert(v);
+        });
+    }
+    std::set<const For *> targets; ///< the loops whose bodies allocate a slice
+
+    using IRVisitor::visit_node;
+    void visit_node(const For *op) override {
+        frames_.push_back(Frame{op, {op->var.get()}});
+        if (op->var.get() == st_.slice_loop && stores_buffer(op->body)) {
+            size_t k = frames_.size() - 1; // the slice loop itself: its body allocates
+            while (k > 0 && frames_[k].loop && frames_[k].loop->for_kind != ForKind::Parallel &&
+                   !uses_any(frames_[k].bound) && frames_[k - 1].loop)
+                k--;
+            targets.insert(frames_[k].loop);
+        } else {
+            IRVisitor::visit_node(op);
+        }
+        frames_.pop_back();
+    }
+    void visit_node(const LetStmt *op) override {
+        bind(op->var.get(), [&] { IRVisitor::visit_node(op); });
+    }
+    void visit_node(const LocalVar *op) override {
+        bind(op->var.get(), [&] { IRVisitor::visit_node(op); });
+    }
+    void visit_node(const IfThenElse *op) override {
+        frames_.push_back(Frame{nullptr, {}}); // a barrier: nothing moves out of a branch
+        IRVisitor::visit_node(op);
+        frames_.pop_back();
+    }
+
+private:
+    struct Frame {
+        const For *loop;                 ///< null: a branch
+        std::set<const VarNode *> bound; ///< the variables bound in its body (its own index included)
+    };
+    template <typename F> void bind(const VarNode *v, F &&visit_body) {
+        if (!frames_.empty()) frames_.back().bound.insert(v);
+        visit_body();
+        if (!frames_.empty()) frames_.back().bound.erase(v);
+    }
+    bool uses_any(const std::set<const VarNode *> &vars) const {
+        for (const VarNode *v : vars)
+            if (size_vars_.count(v)) return true;
+        return false;
+    }
+    bool stores_buffer(const Stmt &s) const {
+        bool found = false;
+        visit_stmts(s, [&](const Stmt &x) {
+            if (const Store *st = x.as<Store>()) found = found || st->buffer.get() == st_.buffer.get();
+        });
+        return found;
+    }
+    const TensorStorage &st_;
+    std::set<const VarNode *> size_vars_;
+    std::vector<Frame> frames_;
+};
+
+/** Wraps the bodies of the placement's loops in the slice's allocation. */
 class AllocateSlices : public IRMutator {
 public:
-    AllocateSlices(const TensorStorage &st) : st_(st) {
+    AllocateSlices(const TensorStorage &st, std::set<const For *> targets) : st_(st), targets_(std::move(targets)) {
         const int64_t *n = as_const_int(st.slice_size);
         if (n && *n * st.buffer->type.bytes() <= kStackSliceBytes) memory_ = MemoryType::Stack;
     }
-    int placed = 0;
 
 protected:
     Stmt mutate_node(const For *op, const Stmt &self) override {
         Stmt s = IRMutator::mutate_node(op, self);
-        if (op->var.get() != st_.slice_loop || !stores_buffer(op->body)) return s;
-        placed++;
+        if (!targets_.count(op)) return s;
         return s.as<For>()->with([&](For &f) { f.body = Allocate::make(st_.buffer, st_.slice_size, f.body, memory_); });
     }
 
 private:
-    bool stores_buffer(const Stmt &s) const {
-        bool found = false;
-        struct Stores : IRVisitor {
-            const VarNode *buffer;
-            bool *found;
-            using IRVisitor::visit_node;
-            void visit_node(const Store *st) override {
-                *found = *found || st->buffer.get() == buffer;
-                IRVisitor::visit_node(st);
-            }
-        } v;
-        v.buffer = st_.buffer.get();
-        v.found = &found;
-        v.visit(s);
-        return found;
-    }
     const TensorStorage &st_;
+    std::set<const For *> targets_;
     MemoryType memory_ = MemoryType::Heap;
 };
 
@@ -65,9 +117,10 @@ Stmt allocate_intermediates(const Stmt &s, const LoweringContext &ctx, const Sto
         if (ctx.is_output(it->get())) continue;
         const TensorStorage &st = storage.at(it->get());
         if (st.slice_loop) {
-            AllocateSlices slices(st);
-            body = slices.mutate(body);
-            CORA_CHECK(slices.placed > 0, "the slice loop of '" + (*it)->name + "' vanished");
+            SlicePlacement placement(st);
+            placement.visit(body);
+            CORA_CHECK(!placement.targets.empty(), "the slice loop of '" + (*it)->name + "' vanished");
+            body = AllocateSlices(st, placement.targets).mutate(body);
             continue;
         }
         body = Allocate::make(st.buffer, st.flat.size, body);

@@ -10,7 +10,13 @@
  * the same extent: a default's fused row loop (DefaultRowFusion.cpp), or a user's. The schedules
  * are the context's (a default may compute_at). Producers first: a Func computed at a consumer
  * that is itself computed at another moves along with it (when it sits inside the loops the
- * consumer keeps).
+ * consumer keeps). A producer's op-split tails move with it (after it); a consumer's tails that
+ * read such producers move into the consumer's loop after them (move_consumer_tails), when their
+ * nests start with the same loops.
+ * Sliced storage: apply_compute_at returns the producers that need only one iteration's slice
+ * (can_slice: host target, plain loops, read and written only inside those loops, shared dims
+ * outermost in storage); StorageLowering.cpp indexes within the slice and
+ * AllocateIntermediates.cpp allocates it in the loop.
  * Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
 #include <algorithm>
 #include <functional>
@@ -94,47 +100,63 @@ std::vector<DimPtr> dims_of_loop(const VarNode *v, const TensorNode &t, const fr
 
 namespace {
 
-/** Whether `f`, computed at `g`'s loops `outer` (over f's first `shared` dims, each loop one
- * dim), can be stored one slice at a time: on the host (a GPU kernel's loops are threads and
- * blocks), the loops plain (not dismantled, not fused from several dims), `g` not horizontally
- * fused (its loop would become another), `f` not an output and written only by its own op, read
- * only by `g` and by ops computed at `g` inside those loops (`inside_loops`), and the shared
- * dims the outermost of f's storage, untransformed, so that one iteration's elements are one
+/** Where compute_at put an op: inside `g`'s loops down to `loop` (`depth` of them); `plain`: each
+ * of those loops is over one dim and runs as a loop (serial, parallel or unrolled). */
+struct Placement {
+    TensorPtr g;
+    const VarNode *loop = nullptr;
+    size_t depth = 0;
+    bool plain = false;
+};
+using Placements = std::map<const TensorNode *, Placement>;
+
+/** Every op-split tail of `f` (tails of tails included), in pipeline order. */
+std::vector<TensorPtr> split_tails(const TensorNode &f) {
+    std::vector<TensorPtr> tails;
+    for (const front::OpSplit &s : front::schedule_of(f).op_splits) {
+        tails.push_back(s.tail);
+        std::vector<TensorPtr> more = split_tails(*s.tail);
+        tails.insert(tails.end(), more.begin(), more.end());
+    }
+    return tails;
+}
+
+/** Whether `f`, placed at `at`, can be stored one slice at a time: on the host (a GPU kernel's
+ * loops are threads and blocks), the loops plain, the consumer not horizontally fused (its loop
+ * would become another), `f` not an output and written only by its own op and its tails (which
+ * move with it), read only by the consumer and by ops placed inside the same loops (producers
+ * computed at the consumer, the consumer's tails that moved into its loop), and the shared dims
+ * the outermost of f's storage, untransformed, so that one iteration's elements are one
  * contiguous slice of the whole layout. */
-bool can_slice(const TensorPtr &f, const TensorPtr &g, const std::vector<const For *> &outer, size_t shared,
-               const std::vector<TensorPtr> &ops, const std::function<bool(const TensorNode &)> &inside_loops,
+bool can_slice(const TensorPtr &f, const Placement &at, const Placements &placed, const std::vector<TensorPtr> &ops,
                const LoweringContext &ctx) {
-    if (ctx.target != Target::Host || ctx.is_output(f.get()) || shared != outer.size()) return false;
-    for (const For *loop : outer)
-        if (loop->for_kind != ForKind::Serial && loop->for_kind != ForKind::Parallel &&
-            loop->for_kind != ForKind::Unrolled)
-            return false;
-    const front::Schedule &gs = ctx.schedule_of(*g);
+    if (ctx.target != Target::Host || ctx.is_output(f.get()) || !at.plain) return false;
+    const front::Schedule &gs = ctx.schedule_of(*at.g);
     if (!gs.hfuse.empty() || gs.hfuse_member) return false;
     for (const TensorPtr &op : ops) {
         if (op == f) continue;
-        if (&store_target(*op) == f.get()) return false;
-        if (op != g && reads(op, f, ctx) && !(ctx.schedule_of(*op).at_consumer.lock() == g && inside_loops(*op)))
-            return false;
+        auto p = placed.find(op.get());
+        bool inside = op == at.g || (p != placed.end() && p->second.g == at.g && p->second.depth >= at.depth);
+        if (&store_target(*op) == f.get() && !(p != placed.end() && p->second.loop == at.loop)) return false;
+        if (!inside && reads(op, f, ctx)) return false;
     }
     Layout phys = physical_layout(ctx.aux, *f);
     std::vector<Expr> logical;
     for (const LayoutDim &ld : f->domain)
         logical.push_back(var_expr(ld.dim->var));
     std::vector<Expr> idx = physical_indices(ctx.aux, *f, logical);
-    if (phys.size() < shared || idx.size() < shared) return false;
-    for (size_t j = 0; j < shared; j++)
+    if (phys.size() < at.depth || idx.size() < at.depth) return false;
+    for (size_t j = 0; j < at.depth; j++)
         if (phys[j].dim != f->domain[j].dim || !equal(simplify(idx[j]), logical[j])) return false;
     return true;
 }
 
 /** compute_at: takes the nest of `f` (with its own producers placed), strips the outermost
  * loops it shares with the consumer down to `at_loop`, and queues the rest for the start of
- * the body of the consumer's loop `at_loop`. Returns whether f can be stored in slices
- * (can_slice) and, if so, their loop and dims. */
-std::optional<SlicedStorage> compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops,
-                                             std::vector<Stmt> &nests, PendingInserts &pending,
-                                             const LoweringContext &ctx) {
+ * the body of the consumer's loop `at_loop`; the nests of f's op-split tails (which write f's
+ * storage) move the same way, after f's. Returns where f went. */
+Placement compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
+                          PendingInserts &pending, const LoweringContext &ctx) {
     const TensorPtr g = ctx.schedule_of(*f).at_consumer.lock();
     const DimPtr &d = ctx.schedule_of(*f).at_loop;
     if (!g)
@@ -143,10 +165,11 @@ std::optional<SlicedStorage> compute_at_nest(const TensorPtr &f, const std::vect
     auto fail = [&](auto &&...msg) {
         throw_compile_error("compute_at of Func '", f->name, "' in '", g->name, "' at '", d->name, "': ", msg...);
     };
-    if (!ctx.schedule_of(*f).op_splits.empty())
-        fail("its op is split (split_op), so it runs as several loop nests (head and tails), while compute_at moves ",
-             "one nest into the consumer's loop; drop compute_at (it then runs on its own before '", g->name,
-             "') or drop split_op");
+    const std::vector<TensorPtr> tails = split_tails(*f);
+    for (const TensorPtr &m : tails)
+        if (!ctx.schedule_of(*m).hfuse.empty() || ctx.schedule_of(*m).hfuse_member)
+            fail("its op-split tail '", m->name, "' is horizontally fused (hfuse), while compute_at moves the tails ",
+                 "into a loop of '", g->name, "' with the op; drop one of the two");
     if (!ctx.schedule_of(*f).hfuse.empty() || ctx.schedule_of(*f).hfuse_member)
         fail("it is horizontally fused (hfuse), so its loop runs with other ops' loops, while compute_at moves it ",
              "inside a loop of '", g->name, "'; drop one of the two");
@@ -206,6 +229,18 @@ std::optional<SlicedStorage> compute_at_nest(const TensorPtr &f, const std::vect
             fail("the consumer's loop '", fd.dim->name, "' runs to ", print(outer[j]->extent), ", not over its extent ",
                  print(fd.extent));
     }
+    // A split op moves as its parts, each inside the same loops: every split must be inside them.
+    std::vector<TensorPtr> parts = tails;
+    parts.insert(parts.begin(), f);
+    for (const TensorPtr &part : parts)
+        for (const front::OpSplit &sp : front::schedule_of(*part).op_splits)
+            for (size_t j = 0; j < shared; j++)
+                if (sp.dim == f->domain[j].dim)
+                    fail("its op is split (split_op) at dim '", sp.dim->name, "', one of the dims it shares with '",
+                         g->name, "''s loops down to '", d->name,
+                         "', so its parts do not run over the same loops; split it at a dim inside them, or drop "
+                         "compute_at (it then runs on its own before '",
+                         g->name, "') or split_op");
     // An op between f and g that reads f must run after f: computed at g at least as deep.
     auto depth_at = [&](const TensorNode &r) {
         const DimPtr &at = ctx.schedule_of(r).at_loop;
@@ -230,7 +265,11 @@ std::optional<SlicedStorage> compute_at_nest(const TensorPtr &f, const std::vect
     };
     for (size_t k = fp + 1; k < gp; k++) {
         if (!reads(ops[k], f, ctx)) continue;
-        if (!(ctx.schedule_of(*ops[k]).at_consumer.lock() == g && depth_at(*ops[k]) >= depth))
+        // An op-split tail runs where its op runs.
+        TensorPtr placed_as = ops[k];
+        while (placed_as->is_split_tail)
+            placed_as = split_head(*placed_as);
+        if (!(ctx.schedule_of(*placed_as).at_consumer.lock() == g && depth_at(*placed_as) >= depth))
             fail("'", ops[k]->name, "', computed before '", g->name, "', reads it");
         read_at_current(ops[k]);
     }
@@ -250,30 +289,87 @@ std::optional<SlicedStorage> compute_at_nest(const TensorPtr &f, const std::vect
                  "inside the iterations of '", g->name, "'");
     // The consumer reads f only at its current indices of those dims.
     read_at_current(g);
-    // f's own outermost loops must be the same, unguarded.
-    place_pending(fp, nests, pending);
-    Stmt inner = nests[fp];
-    for (size_t j = 0; j < depth; j++) {
-        const For *loop = inner.as<For>();
-        if (covered[j].size() > 1 && (!loop || loop->var != outer[j]->var ||
-                                      dims_of_loop(loop->var.get(), *f, ctx.schedule_of(*f)) != covered[j] ||
-                                      !equal(simplify(loop->extent), simplify(outer[j]->extent))))
-            fail("the consumer's loop '", outer[j]->var->name,
-                 "' fuses several of its dims, and its own nest does not ",
-                 "start with the same fused loop over the same extent; ", rule);
-        if (!loop || loop->var != outer[j]->var)
-            fail("its own loop nest must start with its dims down to '", d->name,
-                 "', unsplit and unguarded (schedule only the loops inside them)");
-        if (!equal(simplify(loop->extent), simplify(outer[j]->extent)))
-            fail("the consumer's loop '", outer[j]->var->name, "' runs to ", print(outer[j]->extent), ", its own to ",
-                 print(loop->extent));
-        inner = loop->body;
+    // f's own outermost loops must be the same, unguarded; so must each tail's.
+    auto move = [&](const TensorPtr &op) {
+        size_t p = (size_t)(std::find(ops.begin(), ops.end(), op) - ops.begin());
+        CORA_CHECK(p < ops.size(), "compute_at: op '", op->name, "' is not in the pipeline");
+        place_pending(p, nests, pending);
+        const std::string whose = op == f ? "its own" : concat("its op-split tail '", op->name, "''s");
+        Stmt inner = nests[p];
+        for (size_t j = 0; j < depth; j++) {
+            const For *loop = inner.as<For>();
+            if (covered[j].size() > 1 && (!loop || loop->var != outer[j]->var ||
+                                          dims_of_loop(loop->var.get(), *op, ctx.schedule_of(*op)) != covered[j] ||
+                                          !equal(simplify(loop->extent), simplify(outer[j]->extent))))
+                fail("the consumer's loop '", outer[j]->var->name, "' fuses several of its dims, and ", whose,
+                     " nest does not start with the same fused loop over the same extent; ", rule);
+            if (!loop || loop->var != outer[j]->var)
+                fail(whose, " loop nest must start with its dims down to '", d->name,
+                     "', unsplit and unguarded (schedule only the loops inside them)");
+            if (!equal(simplify(loop->extent), simplify(outer[j]->extent)))
+                fail("the consumer's loop '", outer[j]->var->name, "' runs to ", print(outer[j]->extent), ", ", whose,
+                     " to ", print(loop->extent));
+            inner = loop->body;
+        }
+        pending[gp][d->var.get()].push_back(inner);
+        nests[p] = Block::make({});
+    };
+    move(f);
+    for (const TensorPtr &t : tails)
+        move(t);
+    Placement at{g, d->var.get(), depth, shared == depth};
+    for (const For *loop : outer)
+        at.plain = at.plain && (loop->for_kind == ForKind::Serial || loop->for_kind == ForKind::Parallel ||
+                                loop->for_kind == ForKind::Unrolled);
+    return at;
+}
+
+/** The op-split tails of a consumer that read what is computed inside its loops run inside them
+ * too, after those producers, so that the producers can be stored one iteration's slice at a
+ * time: each such tail moves into the deepest of the consumer's loops that it reads a producer
+ * of, when its own nest starts with the same loops over the same extents (it writes other
+ * elements than the consumer, so it may run in any order with it); otherwise it stays a nest of
+ * its own and those producers are stored whole. */
+void move_consumer_tails(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests, PendingInserts &pending,
+                         const Placements &producers, Placements &placed, const LoweringContext &ctx) {
+    for (size_t gp = 0; gp < ops.size(); gp++) {
+        const TensorPtr &g = ops[gp];
+        for (const TensorPtr &tail : split_tails(*g)) {
+            // The deepest loop it reads a producer of; it must read each only at the current
+            // indices of the loops the producer is computed in.
+            const Placement *deepest = nullptr;
+            bool current = true;
+            for (const TensorPtr &f : ops) {
+                auto at = producers.find(f.get());
+                if (at == producers.end() || at->second.g != g || !reads(tail, f, ctx)) continue;
+                if (!deepest || at->second.depth > deepest->depth) deepest = &at->second;
+                visit_exprs(inline_reads(tail->value, ctx), [&](const Expr &e) {
+                    const Access *a = e.as<Access>();
+                    if (!a || a->tensor != f) return;
+                    for (size_t j = 0; j < at->second.depth && j < a->indices.size(); j++)
+                        current = current && equal(a->indices[j], var_expr(f->domain[j].dim->var));
+                });
+            }
+            if (!current) continue;
+            size_t p = (size_t)(std::find(ops.begin(), ops.end(), tail) - ops.begin());
+            if (!deepest || p == ops.size()) continue;
+            std::vector<const For *> outer;
+            for (const For *loop = nests[gp].as<For>(); loop && outer.size() < deepest->depth;
+                 loop = loop->body.as<For>())
+                outer.push_back(loop);
+            Stmt inner = nests[p];
+            bool same = outer.size() == deepest->depth;
+            for (size_t j = 0; same && j < outer.size(); j++) {
+                const For *loop = inner.as<For>();
+                same = loop && loop->var == outer[j]->var && equal(simplify(loop->extent), simplify(outer[j]->extent));
+                if (same) inner = loop->body;
+            }
+            if (!same) continue;
+            pending[gp][deepest->loop].push_back(inner);
+            nests[p] = Block::make({});
+            placed[tail.get()] = *deepest;
+        }
     }
-    pending[gp][d->var.get()].push_back(inner);
-    nests[fp] = Block::make({});
-    auto inside_loops = [&](const TensorNode &r) { return depth_at(r) >= depth; };
-    if (!can_slice(f, g, outer, shared, ops, inside_loops, ctx)) return std::nullopt;
-    return SlicedStorage{d->var.get(), shared};
 }
 
 } // namespace
@@ -281,12 +377,21 @@ std::optional<SlicedStorage> compute_at_nest(const TensorPtr &f, const std::vect
 SlicedStorageMap apply_compute_at(const std::vector<TensorPtr> &ops, std::vector<Stmt> &nests,
                                   const LoweringContext &ctx) {
     PendingInserts pending(ops.size());
-    SlicedStorageMap sliced;
+    Placements placed;
     for (const TensorPtr &op : ops)
-        if (ctx.schedule_of(*op).has_compute_at())
-            if (std::optional<SlicedStorage> s = compute_at_nest(op, ops, nests, pending, ctx)) sliced[op.get()] = *s;
+        if (ctx.schedule_of(*op).has_compute_at()) {
+            placed[op.get()] = compute_at_nest(op, ops, nests, pending, ctx);
+            for (const TensorPtr &tail : split_tails(*op)) // moved with it
+                placed[tail.get()] = placed[op.get()];
+        }
+    const Placements producers = placed;
+    move_consumer_tails(ops, nests, pending, producers, placed, ctx);
     for (size_t k = 0; k < ops.size(); k++)
         place_pending(k, nests, pending);
+    SlicedStorageMap sliced;
+    for (const TensorPtr &op : ops)
+        if (auto p = producers.find(op.get()); p != producers.end() && can_slice(op, p->second, placed, ops, ctx))
+            sliced[op.get()] = SlicedStorage{p->second.loop, p->second.depth};
     return sliced;
 }
 

@@ -38,8 +38,8 @@ public:
                 next.push_back(var_expr(t->domain[j].dim->var));
             next.back() = next.back() + 1;
             st.slice_loop = s->second.loop;
-            st.slice_size = simplify(whole_offset(st, *t, slice_start(*t, next)) -
-                                     whole_offset(st, *t, slice_start(*t, domain_vars(*t, k))));
+            st.slice_size = simplify(distribute(whole_offset(st, *t, slice_start(*t, next)) -
+                                                whole_offset(st, *t, slice_start(*t, domain_vars(*t, k)))));
         }
         return storage.emplace(t.get(), st).first->second;
     }
@@ -72,6 +72,22 @@ protected:
     }
 
 private:
+    /** Integer products distributed over sums, so that the simplifier's linear form cancels
+     * the terms of a slice's two ends: (i + 1) * len(b) - i * len(b) -> len(b), a size that
+     * does not change with i (the allocation then moves out of the row loop). */
+    static Expr distribute(const Expr &e) {
+        if (const Add *a = e.as<Add>()) return distribute(a->a) + distribute(a->b);
+        if (const Sub *d = e.as<Sub>()) return distribute(d->a) - distribute(d->b);
+        if (const Mul *m = e.as<Mul>(); m && m->type.is_int()) {
+            Expr x = distribute(m->a), y = distribute(m->b);
+            if (const Add *a = x.as<Add>()) return distribute(a->a * y) + distribute(a->b * y);
+            if (const Sub *d = x.as<Sub>()) return distribute(d->a * y) - distribute(d->b * y);
+            if (const Add *a = y.as<Add>()) return distribute(x * a->a) + distribute(x * a->b);
+            if (const Sub *d = y.as<Sub>()) return distribute(x * d->a) - distribute(x * d->b);
+            return x * y;
+        }
+        return e;
+    }
     static std::vector<Expr> domain_vars(const TensorNode &t, size_t k) {
         std::vector<Expr> v;
         for (size_t j = 0; j < k; j++)

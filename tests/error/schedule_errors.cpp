@@ -407,8 +407,10 @@ TEST_CASE("illegal compute_at is rejected with clear messages", "[error][schedul
         F3.split_op(seq, floor_mult(len(batch), 4));
         F3.compute_at(G3, seq);
         REQUIRE_THROWS_WITH(Pipeline({G3}).compile(),
-                            Contains("its op is split (split_op), so it runs as several loop nests") &&
-                                Contains("drop compute_at (it then runs on its own before 'G') or drop split_op"));
+                            Contains("its op is split (split_op) at dim 'seq', one of the dims it shares with 'G''s "
+                                     "loops down to 'seq'") &&
+                                Contains("split it at a dim inside them, or drop compute_at (it then runs on its own "
+                                         "before 'G') or split_op"));
     }
     {
         Func F = plus_one(A, batch, seq, B, len);
