@@ -74,3 +74,98 @@ TEST_CASE("compute_at inside a fused loop that the producer fuses the same way",
         REQUIRE_THROWS_WITH(Pipeline({G2}).compile(), Contains("the consumer's loop 'bq' fuses several of its dims"));
     }
 }
+
+namespace {
+/** Position of `needle` in `text` (npos when absent), for the order of lines in the lowered IR. */
+size_t at(const std::string &text, const std::string &needle) { return text.find(needle); }
+} // namespace
+
+TEST_CASE("a producer computed at a consumer's loop is stored one slice per iteration", "[compute_at]") {
+    Dim batch("batch"), q("q"), kv("kv"), r("r"), ko("ko"), ki("ki");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 24);
+    Tensor S("S", {{batch, B}, {q, len(batch)}, {kv, len(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    SECTION("at the row: the row's statistics on the stack, its exponentials one row, allocated per sentence") {
+        testing::RowSoftmax sm(S, batch, q, kv, r, B, len);
+        for (Func *f : {&sm.Mx, &sm.E, &sm.Sum})
+            f->compute_at(sm.P, q);
+        Pipeline p({sm.P}, "sliced_rows");
+        Kernel k = p.compile();
+        const std::string ir = k.lowered();
+        INFO(ir);
+        // E(batch, q, kv) at P's q: a row of len(batch) elements, the same for every row of a
+        // sentence, so allocated once per sentence inside the parallel loop (one per thread).
+        REQUIRE(at(ir, "allocate E[float32 * int64(len[batch])]") != std::string::npos);
+        REQUIRE(at(ir, "parallel for batch") < at(ir, "allocate E["));
+        REQUIRE(at(ir, "allocate E[") < at(ir, "for q in"));
+        REQUIRE(at(ir, "allocate on stack Mx[float32 * 1]") != std::string::npos);
+        REQUIRE(at(ir, "allocate on stack Sum[float32 * 1]") != std::string::npos);
+        check_against_reference(p, k, {S}, bind, 24, 8, 91);
+    }
+    SECTION("at the sentence, its inner loop split: one sentence's elements") {
+        testing::RowSoftmax sm(S, batch, q, kv, r, B, len);
+        sm.E.split(kv, ko, ki, 4).compute_at(sm.P, batch);
+        sm.Mx.compute_at(sm.P, batch);
+        sm.Sum.compute_at(sm.P, batch);
+        Pipeline p({sm.P}, "sliced_sentences");
+        Kernel k = p.compile();
+        const std::string ir = k.lowered();
+        INFO(ir);
+        // One sentence's elements: the difference of two consecutive entries of the prefix sums.
+        REQUIRE(at(ir, "allocate E[float32 * (prefix_batch2[(batch + 1)] - prefix_batch2[batch])]") !=
+                std::string::npos);
+        REQUIRE(at(ir, "allocate Mx[float32 * (prefix_batch[(batch + 1)] - prefix_batch[batch])]") !=
+                std::string::npos);
+        REQUIRE(at(ir, "parallel for batch") < at(ir, "allocate E["));
+        check_against_reference(p, k, {S}, bind, 24, 8, 92);
+    }
+    SECTION("read by another op outside the consumer's loop: stored whole") {
+        testing::RowSoftmax sm(S, batch, q, kv, r, B, len);
+        Func Twice("Twice", {{batch, B}, {q, len(batch)}, {kv, len(batch)}});
+        Twice.compute([&](Expr b, Expr i, Expr j) { return sm.E(b, i, j) * 2.0f; });
+        for (Func *f : {&sm.Mx, &sm.E, &sm.Sum})
+            f->compute_at(sm.P, q);
+        Pipeline p({sm.P, Twice}, "sliced_read_outside");
+        Kernel k = p.compile();
+        const std::string ir = k.lowered();
+        INFO(ir);
+        REQUIRE(at(ir, "allocate E[float32 * int64(len[batch])]") == std::string::npos);
+        REQUIRE(at(ir, "allocate E[") < at(ir, "parallel for"));
+        REQUIRE(at(ir, "allocate on stack Mx[float32 * 1]") != std::string::npos);
+        check_against_reference(p, k, {S}, bind, 24, 8, 93);
+    }
+}
+
+TEST_CASE("op-split parts run inside the consumer's loop: the producer's with it, the consumer's after it",
+          "[compute_at]") {
+    // Attention-like: scores S(b, i, j) = X(b, i) X(b, j) in tiles of 4 rows, the last rows split
+    // off (split_op); P(b, i) = sum_j S(b, i, j) X(b, j), its rows split the same way. S is
+    // computed at P's b: both parts of S, then P's tail (which reads S) run inside P's loop, and S
+    // is stored one sentence at a time.
+    Dim b("b"), i("i"), j("j"), r("r"), io("io"), ii("ii");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 40);
+    Tensor X("X", {{b, B}, {i, len(b)}});
+    Func S("S", {{b, B}, {i, len(b)}, {j, len(b)}}), P("P", {{b, B}, {i, len(b)}});
+    S.compute([&](Expr bb, Expr ii_, Expr jj) { return X(bb, ii_) * X(bb, jj); });
+    P.compute([&](Expr bb, Expr ii_) { return sum(r, len(bb), S(bb, ii_, r) * X(bb, r)); });
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    Func s_rows = S.split_op(i, floor_mult(len(b), 4));
+    S.split(i, io, ii, 4).reorder({b, io, j, ii}).unroll(ii);
+    Func p_rows = P.split_op(i, floor_mult(len(b), 4));
+    P.split(i, io, ii, 4).reorder({b, io, ii}).parallel(b);
+    (void)s_rows;
+    (void)p_rows;
+    S.compute_at(P, b);
+    Pipeline p({P}, "split_parts_at");
+    Kernel k = p.compile();
+    const std::string ir = k.lowered();
+    INFO(ir);
+    REQUIRE(count_occurrences(ir, "parallel for") == 1u);
+    // S's slice (one sentence's len(b)^2 scores) allocated inside the parallel loop over b, then
+    // both parts of S, then P's tail, then P's own tiles.
+    REQUIRE(at(ir, "parallel for b") < at(ir, "allocate S["));
+    REQUIRE(at(ir, "allocate S[float32 * prefix_b[B]") == std::string::npos);
+    check_against_reference(p, k, {X}, bind, 40, 8, 94);
+}

@@ -201,3 +201,34 @@ TEST_CASE("make_args gives the raw ABI arguments of a run", "[error][runtime]") 
     REQUIRE(s.k.run_raw(args, &err) == CORA_ERROR_ARGUMENT);
     REQUIRE_THAT(err, Contains("inconsistent with the lengths"));
 }
+
+TEST_CASE("a compute_at slice too large to allocate is a RuntimeError naming it, and nothing is written",
+          "[error][runtime]") {
+    // F(b, i, j, k) computed at G's b is stored one sentence at a time: len^3 elements, which
+    // for a sentence of 2^20 tokens is 2^62 bytes, which no allocator gives.
+    Dim b("b"), i("i"), j("j"), k("k"), r("r");
+    Param B("B", 1, 4);
+    LengthArray len("len", B, 0, 1 << 22);
+    Tensor X("X", {{b, B}, {i, len(b)}});
+    for (bool parallel : {true, false}) {
+        DYNAMIC_SECTION((parallel ? "in a parallel loop" : "in a serial loop")) {
+            Func F("F", {{b, B}, {i, len(b)}, {j, len(b)}, {k, len(b)}}), G("G", {{b, B}, {i, len(b)}});
+            F.compute([&](Expr bb, Expr ii, Expr jj, Expr kk) { return X(bb, ii) * X(bb, jj) + X(bb, kk); });
+            G.compute([&](Expr bb, Expr ii) { return sum(r, len(bb), F(bb, ii, r, 0)); });
+            F.compute_at(G, b);
+            G.parallel(parallel ? b : i); // the slice allocated in the parallel loop, or before it
+            Kernel kernel = Pipeline({G}, parallel ? "huge_slice_parallel" : "huge_slice_serial").compile();
+            REQUIRE_THAT(kernel.lowered(), Contains("allocate F["));
+            const int32_t n = 1 << 20; // 2^60 elements: past any address space, and no overflow
+            RaggedShape shape;
+            shape.set(B, 1).set(len, std::vector<int32_t>{n});
+            Buffer x = Buffer::alloc(X, shape), g = sentinel_buffer(n);
+            REQUIRE_THROWS_AS(kernel.run(shape, {{X, x}, {G, g}}), RuntimeError);
+            REQUIRE_THROWS_WITH(
+                kernel.run(shape, {{X, x}, {G, g}}),
+                Contains(parallel ? "cannot allocate an iteration's slice of 'F'" : "cannot allocate") &&
+                    Contains("'F'"));
+            REQUIRE(untouched(g));
+        }
+    }
+}
