@@ -20,7 +20,6 @@
  * Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
 #include <algorithm>
 #include <functional>
-#include <optional>
 
 #include "analysis/Simplify.h"
 #include "ir/IRPrinter.h"
@@ -389,9 +388,9 @@ SlicedStorageMap apply_compute_at(const std::vector<TensorPtr> &ops, std::vector
     for (size_t k = 0; k < ops.size(); k++)
         place_pending(k, nests, pending);
     SlicedStorageMap sliced;
-    for (const TensorPtr &op : ops)
-        if (auto p = producers.find(op.get()); p != producers.end() && can_slice(op, p->second, placed, ops, ctx))
-            sliced[op.get()] = SlicedStorage{p->second.loop, p->second.depth};
+    for (const TensorPtr &op : ops) // the producers themselves (their tails write their storage)
+        if (ctx.schedule_of(*op).has_compute_at() && can_slice(op, producers.at(op.get()), placed, ops, ctx))
+            sliced[op.get()] = SlicedStorage{producers.at(op.get()).loop, producers.at(op.get()).depth};
     return sliced;
 }
 

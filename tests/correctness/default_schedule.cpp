@@ -392,6 +392,11 @@ TEST_CASE("default schedule: a jagged softmax computes each row's max and sum at
     REQUIRE(testing::count_occurrences(ir, "local acc_k_p7") == 2);
     REQUIRE_THAT(ir, Contains("Mx_h"));
     REQUIRE_THAT(ir, Contains("Z_h"));
+    // Each holds one row (compute_at slices): the statistics on the stack, the exponentials a
+    // row per iteration of the parallel loop, never an array over all rows.
+    REQUIRE_THAT(ir, Contains("allocate on stack Mx[float32 * 1]") && Contains("allocate on stack Z[float32 * 1]") &&
+                         Contains("allocate E[float32 * (prefix_row[(row + 1)] - prefix_row[row])]"));
+    REQUIRE(ir.find("parallel for row in") < ir.find("allocate E["));
     auto bind = [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, R, len, l); };
     testing::check_against_reference(p, kern, {X}, bind, 40, 16, 906);
 
