@@ -33,9 +33,7 @@ public:
             // One slice: from the element at the slice's first index to the next slice's first
             // (the fixed dims are the storage's outermost, so the slices are consecutive).
             const size_t k = s->second.shared_dims;
-            std::vector<Expr> next;
-            for (size_t j = 0; j < k; j++)
-                next.push_back(var_expr(t->domain[j].dim->var));
+            std::vector<Expr> next = domain_vars(*t, k);
             next.back() = next.back() + 1;
             st.slice_loop = s->second.loop;
             st.slice_size = simplify(distribute(whole_offset(st, *t, slice_start(*t, next)) -
