@@ -40,6 +40,9 @@ struct EncoderOptions {
      * instead of iterating only the triangle; the baseline the triangle is measured against. */
     bool mask_full = false;
     int vector_bits = 0; ///< the target's vector width (Generator::vector_bits); 0: this CPU's
+    /** GPU schedules (CUDA blocks and threads; run by the backends "cuda", "cuda-emulated" and
+     * "cuda-cpu-threads") instead of the CPU's; vector_bits is then unused. */
+    bool gpu = false;
 };
 
 /** Floats per vector register of a `vector_bits` target (at least 4). */
@@ -109,6 +112,28 @@ struct EncoderDims {
             .cache_write(to);
         if (wide) f.cache_read(W, ko);
     }
+    /** The token GEMM's GPU schedule: a block per 48 packed tokens (the storage's padding, so no
+     * tile is partial) x 64 outputs; 12 x 16 threads, each a 4 x 4 register tile (cache_write);
+     * per k-panel of 16, the block's 16 x 64 tile of W in shared memory, copied by all its
+     * threads; the epilogue at the register tiles' write-back. The tokens' panel is read from
+     * global memory (the 16 threads of a row read the same address): a cache_read of the packed
+     * tokens at `ko` is refused, since its region in the item dim depends on the thread loop. */
+    void schedule_token_gemm_gpu(Func &f, const Tensor &W) const {
+        static_assert(kTokenPad % 48 == 0, "the GPU tiles of 48 tokens must fit the storage padding");
+        f.fuse(b, s, tok).pad_loop(tok, 48).fuse_storage(b, s, tok, kTokenPad);
+        f.split(tok, to, ti, 48)
+            .split(ti, tio, tii, 4)
+            .split(n, no, ni, 64)
+            .split(ni, co, ci, 4)
+            .split(r, ko, ki, 16)
+            .reorder({to, no, ko, tio, co, ki, tii, ci})
+            .gpu_blocks(no, to)
+            .gpu_threads(co, tio)
+            .cache_read(W, ko)
+            .unroll(tii)
+            .unroll(ci)
+            .cache_write(no);
+    }
 };
 
 /** One kernel of the layer: its inputs (in argument order), output and the Funcs it keeps alive. */
@@ -123,7 +148,7 @@ namespace detail {
 
 /** LayerNorm over the features of Y (packed tokens, `width` features): per token, mean, then 1 / std, then
  * the normalised, scaled and shifted output stored as packed tokens. */
-inline void layer_norm(EncoderKernelDef &k, const Func &Y, const Tensor &gamma, const Tensor &beta) {
+inline void layer_norm(EncoderKernelDef &k, const Func &Y, const Tensor &gamma, const Tensor &beta, bool gpu) {
     EncoderDims &D = k.dims;
     Expr width = D.hidden();
     Expr inv_width = 1.0f / cast(Float32, width);
@@ -136,20 +161,30 @@ inline void layer_norm(EncoderKernelDef &k, const Func &Y, const Tensor &gamma, 
         return 1.0f / sqrt(sum(D.r, width, centered * centered) * inv_width + kLayerNormEps);
     });
     Out.compute([&](Expr b, Expr s, Expr c) { return (Y(b, s, c) - Mean(b, s)) * Rstd(b, s) * gamma(c) + beta(c); });
-    // Mean and 1 / std computed at each token of the output, so the three passes over a token's
-    // row read it from L1 and Y streams from memory once, not three times: out_norm over RACE's
-    // first 128 sequences (46k tokens) 158 -> 148 ms on a 2-core Zen 3. The loop over items is
-    // parallel (dynamic: items differ in length) rather than over packed tokens, because
-    // compute_at names a declared dim; a batch of one runs its LayerNorm on one thread.
-    for (Func *f : {&Mean, &Rstd})
-        f->compute_at(Out, D.s);
     Out.fuse_storage(D.b, D.s, D.tok, kTokenPad);
-    Out.parallel(D.b).split(D.c, D.co, D.ci, 16).vectorize(D.ci);
+    if (gpu) {
+        // GPU: a block of one warp per token (launched over items x their longest length; blocks
+        // past an item's length do nothing); the mean and the variance reduced across the warp's
+        // lanes (each sums every 32nd feature; warp shuffles in CUDA), then 64 threads write the
+        // token's features, 64 at a time.
+        for (Func *f : {&Mean, &Rstd})
+            f->split(D.r, D.ko, D.ki, 32).reorder({D.b, D.s, D.ki, D.ko}).gpu_blocks(D.s, D.b).gpu_threads(D.ki);
+        Out.split(D.c, D.co, D.ci, kHeadDim).reorder({D.b, D.s, D.ci, D.co}).gpu_blocks(D.s, D.b).gpu_threads(D.ci);
+    } else {
+        // Mean and 1 / std computed at each token of the output, so the three passes over a token's
+        // row read it from L1 and Y streams from memory once, not three times: out_norm over RACE's
+        // first 128 sequences (46k tokens) 158 -> 148 ms on a 2-core Zen 3. The loop over items is
+        // parallel (dynamic: items differ in length) rather than over packed tokens, because
+        // compute_at names a declared dim; a batch of one runs its LayerNorm on one thread.
+        for (Func *f : {&Mean, &Rstd})
+            f->compute_at(Out, D.s);
+        Out.parallel(D.b).split(D.c, D.co, D.ci, 16).vectorize(D.ci);
+    }
     k.funcs.insert(k.funcs.end(), {Mean, Rstd, Out});
 }
 
 /** Y = In . W + bias + Residual (a token GEMM with its epilogue), then LayerNorm. */
-inline void projection_norm(EncoderKernelDef &k, const Expr &in_width, int vector_bits, bool deep) {
+inline void projection_norm(EncoderKernelDef &k, const Expr &in_width, int vector_bits, bool deep, bool gpu) {
     EncoderDims &D = k.dims;
     Tensor In = D.tokens("In", in_width), Residual = D.tokens("Residual", D.hidden());
     Tensor W = D.weight(in_width, D.hidden()), bias("bias", {{D.n, D.hidden()}});
@@ -158,10 +193,13 @@ inline void projection_norm(EncoderKernelDef &k, const Expr &in_width, int vecto
     Y.compute([&](Expr b, Expr s, Expr n) {
         return sum(D.r, in_width, In(b, s, D.r) * W(D.r, n)) + bias(n) + Residual(b, s, n);
     });
-    D.schedule_token_gemm(Y, W, vector_bits, deep);
+    if (gpu)
+        D.schedule_token_gemm_gpu(Y, W);
+    else
+        D.schedule_token_gemm(Y, W, vector_bits, deep);
     k.inputs = {In, Residual, W, bias, gamma, beta};
     k.funcs = {Y};
-    layer_norm(k, Y, gamma, beta);
+    layer_norm(k, Y, gamma, beta, gpu);
 }
 
 } // namespace detail
@@ -177,7 +215,10 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         Tensor W = D.weight(D.hidden(), 3 * D.hidden()), bias("bias", {{D.n, 3 * D.hidden()}});
         Func QKV = D.token_gemm("QKV", 3 * D.hidden());
         QKV.compute([&](Expr b, Expr s, Expr n) { return sum(D.r, D.hidden(), X(b, s, D.r) * W(D.r, n)) + bias(n); });
-        D.schedule_token_gemm(QKV, W, vector_bits);
+        if (opt.gpu)
+            D.schedule_token_gemm_gpu(QKV, W);
+        else
+            D.schedule_token_gemm(QKV, W, vector_bits);
         k->inputs = {X, W, bias};
         k->funcs = {QKV};
         break;
@@ -205,32 +246,34 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
             // A masked key scores -1e30: exp(-1e30 - max) is 0, as PyTorch's -inf mask gives.
             return opt.causal && opt.mask_full ? select(j > i, -1e30f, score) : score;
         });
-        // Key tiles of two vectors; the triangle keeps 16-key tiles (its rows differ in length,
-        // so each query row is its own tile; see below).
-        const int64_t key_tile = triangle ? kKeyTile : 2 * float_lanes(vector_bits);
-        KT.pad_storage(D.j, key_tile);
-        S.pad_storage(D.j, key_tile);
-        auto key_tiles = [&](Func &f) { f.pad_loop(D.j, key_tile).split(D.j, D.jo, D.ji, key_tile); };
-        if (triangle) {
-            // QK^T over the triangle: per query row, tiles of 16 keys (the last padded: only this
-            // row's own keys, up to the next multiple of 16) accumulate over the 64 features.
-            key_tiles(S);
-            S.reorder({D.b, D.h, D.i, D.jo, D.r, D.ji}).vectorize(D.ji).cache_write(D.jo);
-        } else {
-            // QK^T: register tiles of kScoreRows query rows x two vectors of keys (12 accumulators)
-            // accumulate over the 64 features: each K^T vector loaded feeds kScoreRows FMAs
-            // (one row per tile ran at 0.6x this speed: a load per FMA). The rows past the last
-            // whole tile are their own op, one row per tile, so no tile checks its rows.
-            Func rows_left = S.split_op(D.i, floor_mult(D.len(D.b), kScoreRows));
-            key_tiles(S);
-            key_tiles(rows_left);
-            S.split(D.i, D.io, D.ii, kScoreRows)
-                .reorder({D.b, D.h, D.io, D.jo, D.r, D.ii, D.ji})
-                .vectorize(D.ji)
-                .unroll(D.ii)
-                .cache_write(D.jo);
-            rows_left.reorder({D.b, D.h, D.i, D.jo, D.r, D.ji}).vectorize(D.ji).cache_write(D.jo);
-            k->funcs.push_back(rows_left);
+        if (!opt.gpu) {
+            // Key tiles of two vectors; the triangle keeps 16-key tiles (its rows differ in length,
+            // so each query row is its own tile; see below).
+            const int64_t key_tile = triangle ? kKeyTile : 2 * float_lanes(vector_bits);
+            KT.pad_storage(D.j, key_tile);
+            S.pad_storage(D.j, key_tile);
+            auto key_tiles = [&](Func &f) { f.pad_loop(D.j, key_tile).split(D.j, D.jo, D.ji, key_tile); };
+            if (triangle) {
+                // QK^T over the triangle: per query row, tiles of 16 keys (the last padded: only this
+                // row's own keys, up to the next multiple of 16) accumulate over the 64 features.
+                key_tiles(S);
+                S.reorder({D.b, D.h, D.i, D.jo, D.r, D.ji}).vectorize(D.ji).cache_write(D.jo);
+            } else {
+                // QK^T: register tiles of kScoreRows query rows x two vectors of keys (12 accumulators)
+                // accumulate over the 64 features: each K^T vector loaded feeds kScoreRows FMAs
+                // (one row per tile ran at 0.6x this speed: a load per FMA). The rows past the last
+                // whole tile are their own op, one row per tile, so no tile checks its rows.
+                Func rows_left = S.split_op(D.i, floor_mult(D.len(D.b), kScoreRows));
+                key_tiles(S);
+                key_tiles(rows_left);
+                S.split(D.i, D.io, D.ii, kScoreRows)
+                    .reorder({D.b, D.h, D.io, D.jo, D.r, D.ii, D.ji})
+                    .vectorize(D.ji)
+                    .unroll(D.ii)
+                    .cache_write(D.jo);
+                rows_left.reorder({D.b, D.h, D.i, D.jo, D.r, D.ji}).vectorize(D.ji).cache_write(D.jo);
+                k->funcs.push_back(rows_left);
+            }
         }
         Mx.compute([&](Expr b, Expr h, Expr i) { return maximum(D.r, triangle ? i + 1 : D.len(b), S(b, h, i, D.r)); });
         E.compute([&](Expr b, Expr h, Expr i, Expr j) { return exp(S(b, h, i, j) - Mx(b, h, i)); });
@@ -246,7 +289,22 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
             A.reorder_storage({D.b, D.i, D.h, D.d});
         }
         A.fuse_storage(D.b, D.i, D.tok, kTokenPad);
-        if (triangle) {
+        if (opt.gpu) {
+            // GPU, one launch per Func: K^T read in place (inlined); the scores and the
+            // exponentials a block per (head, query, item) and a thread per key; the row max and
+            // sum one warp per row, each lane over every 32nd key (warp shuffles in CUDA); AttnV a
+            // block per (head, query, item) and a thread per head feature, summing over the keys
+            // (a V row read by the 64 threads together). Blocks past an item's length do nothing.
+            KT.compute_inline();
+            for (Func *f : {&S, &E})
+                f->gpu_blocks(D.h, D.i, D.b).gpu_threads(D.j);
+            for (Func *f : {&Mx, &Sum})
+                f->split(D.r, D.ko, D.ki, 32)
+                    .reorder({D.b, D.h, D.i, D.ki, D.ko})
+                    .gpu_blocks(D.h, D.i, D.b)
+                    .gpu_threads(D.ki);
+            A.gpu_blocks(D.h, D.i, D.b).gpu_threads(D.d);
+        } else if (triangle) {
             // AttnV over the triangle: one parallel loop over the batch's tokens; per (token,
             // head) a register tile of the 64 head features accumulates over the token's keys
             // (the division by Sum at its write-back).
@@ -279,7 +337,7 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         k->funcs.insert(k->funcs.end(), {KT, S, Mx, E, Sum, A});
         break;
     }
-    case EncoderKernel::OutNorm: detail::projection_norm(*k, D.hidden(), vector_bits, false); break;
+    case EncoderKernel::OutNorm: detail::projection_norm(*k, D.hidden(), vector_bits, false, opt.gpu); break;
     case EncoderKernel::FeedForward1: {
         Tensor X = D.tokens("X", D.hidden());
         Tensor W = D.weight(D.hidden(), D.ff()), bias("bias", {{D.n, D.ff()}});
@@ -288,12 +346,15 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
             Expr x = sum(D.r, D.hidden(), X(b, s, D.r) * W(D.r, n)) + bias(n);
             return opt.gelu ? 0.5f * x * (1.0f + erf(x * 0.70710678118654752f)) : max(x, 0.0f);
         });
-        D.schedule_token_gemm(F, W, vector_bits);
+        if (opt.gpu)
+            D.schedule_token_gemm_gpu(F, W);
+        else
+            D.schedule_token_gemm(F, W, vector_bits);
         k->inputs = {X, W, bias};
         k->funcs = {F};
         break;
     }
-    case EncoderKernel::FeedForward2Norm: detail::projection_norm(*k, D.ff(), vector_bits, true); break;
+    case EncoderKernel::FeedForward2Norm: detail::projection_norm(*k, D.ff(), vector_bits, true, opt.gpu); break;
     }
     return k;
 }

@@ -1,6 +1,8 @@
 // The transformer encoder's five kernels (apps/transformer/encoder_def.h), each JIT-compiled with
 // its schedule and checked against the reference on the edge-case batches (lengths 0, 1, the
 // token padding and one past, the maximum, a batch of one), causal and not, ReLU and GELU.
+#include "common/cuda_on_cpu.h"
+#include "common/nvrtc_checks.h"
 #include "common/ragged_testing.h"
 #include "driver/Compiler.h"
 
@@ -24,13 +26,14 @@ const char *kernel_name(EncoderKernel k) {
     return "?";
 }
 
+/** `backend`: where the kernel runs ("cpu", or with opt.gpu a backend that runs GPU schedules). */
 void check_kernel(EncoderKernel which, const EncoderOptions &opt, int64_t heads, int64_t ff_blocks, uint32_t seed,
-                  int32_t max_len = 17, int32_t pad = 16) {
+                  int32_t max_len = 17, int32_t pad = 16, const std::string &backend = "cpu") {
     auto def = cora::apps::make_encoder_kernel(which, opt);
     std::string name = std::string("encoder_") + kernel_name(which) + (opt.causal ? "_causal" : "") +
-                       (opt.mask_full ? "_masked" : "") + (opt.gelu ? "_gelu" : "");
+                       (opt.mask_full ? "_masked" : "") + (opt.gelu ? "_gelu" : "") + (opt.gpu ? "_gpu" : "");
     Pipeline p({def->output()}, name);
-    Kernel k = p.compile();
+    Kernel k = p.compile(backend);
     auto &D = def->dims;
     auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) {
         s.set(D.B, (int64_t)l.size()).set(D.len, l).set(D.NH, heads).set(D.FB, ff_blocks);
@@ -79,5 +82,50 @@ TEST_CASE("encoder kernels match the reference", "[encoder]") {
                     check_kernel(which, {false, false, false, bits}, 1, 5, 320 + (uint32_t)bits / 128, 49,
                                  (int32_t)cora::apps::kTokenPad);
                 }
+    }
+}
+
+TEST_CASE("encoder kernels' GPU schedules match the reference, emulated and as CUDA on CPU threads", "[encoder][gpu]") {
+    // Every kernel with EncoderOptions::gpu: token GEMMs in 48-token x 64-output blocks with
+    // shared k-panels (FF2 at FB = 5: 20 panels of 16, in widths 64 and 320), LayerNorm with a warp per
+    // token, attention a block per (head, query, item). Lengths up to 49: the storage padding (48)
+    // and one past it, so a block's last tile runs into the padding.
+    EncoderOptions gpu;
+    gpu.gpu = true;
+    for (const char *backend : {"cuda-emulated", "cuda-cpu-threads"}) {
+        for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::OutNorm, EncoderKernel::FeedForward1,
+                                    EncoderKernel::FeedForward2Norm, EncoderKernel::Attention})
+            DYNAMIC_SECTION(kernel_name(which) << " on " << backend) {
+                check_kernel(which, gpu, 1, 5, 330 + (uint32_t)which, 49, (int32_t)cora::apps::kTokenPad, backend);
+            }
+        DYNAMIC_SECTION("two heads, GELU, causal and masked attention on " << backend) {
+            EncoderOptions o = gpu;
+            check_kernel(EncoderKernel::Attention, o, 2, 1, 340, 33, 32, backend);
+            o.causal = true;
+            check_kernel(EncoderKernel::Attention, o, 2, 1, 341, 33, 32, backend);
+            o.mask_full = true;
+            check_kernel(EncoderKernel::Attention, o, 2, 1, 342, 33, 32, backend);
+            o = gpu;
+            o.gelu = true;
+            check_kernel(EncoderKernel::FeedForward1, o, 2, 1, 343, 49, (int32_t)cora::apps::kTokenPad, backend);
+            check_kernel(EncoderKernel::OutNorm, gpu, 2, 1, 344, 49, (int32_t)cora::apps::kTokenPad, backend);
+        }
+    }
+    SECTION("NVRTC compiles every kernel for sm_80 and sm_90") {
+        // What runs on a GPU: the W panels in shared memory, the LayerNorm's and the softmax's
+        // reductions as warp shuffles.
+        for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::OutNorm, EncoderKernel::FeedForward1,
+                                    EncoderKernel::FeedForward2Norm, EncoderKernel::Attention}) {
+            auto def = cora::apps::make_encoder_kernel(which, gpu);
+            CudaProgram cp = testing::require_cuda_compiles(Pipeline({def->output()}, "encoder_gpu_nvrtc"));
+            if (which == EncoderKernel::Attention) {
+                REQUIRE_THAT(cp.source, Catch::Matchers::Contains("cora_warp_max("));
+                REQUIRE_THAT(cp.source, Catch::Matchers::Contains("cora_warp_sum("));
+            } else {
+                REQUIRE_THAT(cp.source, Catch::Matchers::Contains("__shared__"));
+            }
+            if (which == EncoderKernel::OutNorm || which == EncoderKernel::FeedForward2Norm)
+                REQUIRE_THAT(cp.source, Catch::Matchers::Contains("cora_warp_sum("));
+        }
     }
 }
