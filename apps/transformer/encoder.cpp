@@ -1,12 +1,16 @@
 // The transformer encoder over ragged batches: N post-LN layers, each five AOT kernels generated
 // by cora (encoder_def.h), run on packed tokens and — in the same process, with the same kernels —
 // on the batch padded to its longest item, with a check against a double-precision reference.
+// With --device (cuda, cuda-emulated, cuda-cpu-threads) the same five kernels with their GPU
+// schedules, compiled just in time for that backend (encoder_device.h).
 #include "common/cli.h"
-#include "common/error_check.h"
 #include "common/data_files.h"
+#include "common/device.h"
+#include "common/error_check.h"
 #include "common/heap.h"
 #include "common/length_profile.h"
 #include "common/timing.h"
+#include "encoder_device.h"
 #include "encoder_model.h"
 
 #include <encoder_attention.h>
@@ -40,8 +44,9 @@ void ok(int32_t status, const char *kernel, const char *error) {
     if (status != 0) throw std::runtime_error(std::string(kernel) + ": " + error);
 }
 
-/** The encoder on one batch shape: buffers sized by the kernels' size queries, reused across runs. */
-class Encoder {
+/** The encoder on one batch shape with the CPU's AOT kernels: buffers sized by the kernels' size
+ * queries, reused across runs. */
+class Encoder : public EncoderRun {
 public:
     /** `w`: the weights in the kernels' layout (kernel_weights). `mask_full`: causal attention
      * computed as full attention with a mask (the baseline). */
@@ -62,50 +67,39 @@ public:
         ok(encoder_qkv_buffer_sizes(B_, NH_, len_.data(), B_, qsizes, err_, sizeof err_), "encoder_qkv", err_);
         qkv_.resize((size_t)qsizes[encoder_qkv_size_QKV]);
     }
-    /** Packed rows (tokens, padded to a multiple of kTokenPad) x hidden. */
-    int64_t rows() const { return tokens_count_ / c_.hidden; }
-    std::vector<float> &input() { return x_; }
-    /** Seconds spent in each of the five kernels by run() since construction (when profiling). */
-    std::array<double, 5> kernel_seconds{};
-    int64_t profiled_runs = 0;
-    bool profile = false;
+    int64_t token_floats() const override { return tokens_count_; }
+    void set_input(const std::vector<float> &tokens) override { x_ = tokens; }
+    std::vector<float> output() override { return x_; }
 
-    /** Runs every layer on input(); the result replaces it. */
-    void run() {
+    void run() override {
         const int32_t *len = len_.data();
         const int64_t H = c_.hidden, F = c_.ff, n = tokens_count_;
         if (profile) profiled_runs++;
         auto t = std::chrono::steady_clock::now();
-        auto lap = [&](int k) {
-            if (!profile) return;
-            auto now = std::chrono::steady_clock::now();
-            kernel_seconds[(size_t)k] += std::chrono::duration<double>(now - t).count();
-            t = now;
-        };
         for (const LayerWeights &l : w_) {
             ok(encoder_qkv(B_, NH_, len, B_, x_.data(), n, l.wqkv.data(), H * 3 * H, l.bqkv.data(), 3 * H, qkv_.data(),
                            (int64_t)qkv_.size(), err_, sizeof err_),
                "encoder_qkv", err_);
-            lap(0);
+            lap(t, 0);
             auto attention =
                 !c_.causal ? encoder_attention : (mask_full_ ? encoder_attention_masked : encoder_attention_causal);
             ok(attention(B_, NH_, len, B_, qkv_.data(), (int64_t)qkv_.size(), a_.data(), n, err_, sizeof err_),
                "encoder_attention", err_);
-            lap(1);
+            lap(t, 1);
             ok(encoder_out_norm(B_, NH_, len, B_, a_.data(), n, l.wo.data(), H * H, l.bo.data(), H, x_.data(), n,
                                 l.ln1_gamma.data(), H, l.ln1_beta.data(), H, x1_.data(), n, err_, sizeof err_),
                "encoder_out_norm", err_);
-            lap(2);
+            lap(t, 2);
             auto ff1 = c_.gelu ? encoder_ff1_gelu : encoder_ff1;
             ok(ff1(B_, FB_, NH_, len, B_, x1_.data(), n, l.w1.data(), H * F, l.b1.data(), F, f_.data(),
                    (int64_t)f_.size(), err_, sizeof err_),
                "encoder_ff1", err_);
-            lap(3);
+            lap(t, 3);
             ok(encoder_ff2_norm(B_, FB_, NH_, len, B_, f_.data(), (int64_t)f_.size(), l.w2.data(), F * H, l.b2.data(),
                                 H, x1_.data(), n, l.ln2_gamma.data(), H, l.ln2_beta.data(), H, x_.data(), n, err_,
                                 sizeof err_),
                "encoder_ff2_norm", err_);
-            lap(4);
+            lap(t, 4);
         }
     }
     /** Seconds of the kernels' own shape work per batch (argument checks and aux arrays, which
@@ -147,7 +141,7 @@ double layer_macs(const EncoderConfig &c, int64_t n) {
 int run(int argc, char **argv) {
     EncoderConfig cfg;
     int64_t batch = 32, batches = 3, runs = 3, threads = 0;
-    std::string lengths_file, weights_file, input_file, dump_file;
+    std::string lengths_file, weights_file, input_file, dump_file, device_name = "cpu";
     bool no_check = false, bert_base = false, profile = false;
     CommandLine cli("transformer_encoder",
                     "A post-LN transformer encoder over ragged batches, written in cora and built ahead of time: "
@@ -168,8 +162,13 @@ int run(int argc, char **argv) {
         .toggle("--no-check", &no_check, "skip the check of the first batch against the reference")
         .toggle("--profile", &profile, "print each kernel's time, ragged and padded, beside its work ratio")
         .integer("--runs", &runs, 1, 1000, "timed runs per batch (the best is reported)")
-        .integer("--threads", &threads, 0, 1024, "threads (0: all cores)");
+        .integer("--threads", &threads, 0, 1024, "threads (0: all cores)")
+        .text("--device", &device_name, "cpu|cuda|cuda-emulated|cuda-cpu-threads",
+              "where the kernels run: the CPU (ahead-of-time kernels), a CUDA GPU, the GPU schedules emulated on "
+              "the CPU, or their CUDA source on CPU threads (the last three compiled just in time)");
     if (!cli.parse(argc, argv)) return 0;
+    const cora::Backend &device = parse_device(device_name);
+    const bool on_gpu = device.runs_gpu_schedules();
     const bool check = !no_check;
     if (bert_base) {
         if (cli.given("--heads") || cli.given("--ff") || cli.given("--gelu"))
@@ -198,6 +197,17 @@ int run(int argc, char **argv) {
         weights = random_weights(cfg, 1);
     }
     const std::vector<LayerWeights> panels = kernel_weights(cfg, weights); // the kernels' layout
+    // GPU schedules: the kernels compiled for the device once, the weights copied there once.
+    std::unique_ptr<DeviceEncoderKernels> device_kernels, device_kernels_masked;
+    if (on_gpu) {
+        device_kernels = std::make_unique<DeviceEncoderKernels>(device, cfg, panels);
+        if (cfg.causal) device_kernels_masked = std::make_unique<DeviceEncoderKernels>(device, cfg, panels, true);
+    }
+    auto make_encoder = [&](const std::vector<int32_t> &lengths, bool mask_full) -> std::unique_ptr<EncoderRun> {
+        if (on_gpu)
+            return std::make_unique<DeviceEncoder>(mask_full ? *device_kernels_masked : *device_kernels, lengths);
+        return std::make_unique<Encoder>(cfg, panels, lengths, mask_full);
+    };
     std::vector<int32_t> all_lengths;
     std::string source = "built-in MNLI length profile";
     if (!lengths_file.empty()) {
@@ -214,6 +224,7 @@ int run(int argc, char **argv) {
     std::printf("lengths: %s; %lld batches of %lld; weights: %s; %d threads\n", source.c_str(), (long long)batches,
                 (long long)batch, weights_file.empty() ? "random (seed 1)" : weights_file.c_str(),
                 threads > 0 ? (int)threads : hw);
+    if (on_gpu) std::printf("device: '%s' (%s), GPU schedules\n", device.name().c_str(), device.description().c_str());
 
     double total_ragged = 0, total_padded = 0, total_prelude = 0, useful_macs = 0, padded_macs = 0;
     int64_t total_tokens = 0;
@@ -222,10 +233,12 @@ int run(int argc, char **argv) {
         std::vector<int32_t> len(all_lengths.begin() + bi * batch, all_lengths.begin() + (bi + 1) * batch);
         const int32_t max_len = *std::max_element(len.begin(), len.end());
         const int64_t tokens = std::accumulate(len.begin(), len.end(), int64_t(0));
-        Encoder ragged(cfg, panels, len), padded(cfg, panels, std::vector<int32_t>(len.size(), max_len));
+        std::unique_ptr<EncoderRun> ragged_run = make_encoder(len, false),
+                                    padded_run = make_encoder(std::vector<int32_t>(len.size(), max_len), false);
+        EncoderRun &ragged = *ragged_run, &padded = *padded_run;
 
         // Input tokens: the file's for the first batch, else deterministic random embeddings.
-        std::vector<float> input((size_t)ragged.input().size());
+        std::vector<float> input((size_t)ragged.token_floats());
         if (bi == 0 && !input_file.empty()) {
             std::ifstream f(input_file, std::ios::binary);
             if (!f) throw UsageError("cannot open input file '" + input_file + "'");
@@ -241,14 +254,18 @@ int run(int argc, char **argv) {
                 input[(size_t)k] = nd(rng);
         }
         // The padded batch: item b's tokens at rows [b * max_len, b * max_len + len(b)), zeros after.
-        std::vector<float> padded_input(padded.input().size(), 0.0f);
+        std::vector<float> padded_input((size_t)padded.token_floats(), 0.0f);
         for (int64_t b = 0, from = 0; b < (int64_t)len.size(); from += len[(size_t)b], b++)
             std::copy(input.begin() + from * cfg.hidden, input.begin() + (from + len[(size_t)b]) * cfg.hidden,
                       padded_input.begin() + b * max_len * cfg.hidden);
 
-        ragged.input() = input;
+        // On a device: the shape's arrays copied there by the first run and by the timed runs.
+        auto shape_transfers = [&] { return on_gpu ? static_cast<DeviceEncoder &>(ragged).shape_transfers() : 0; };
+        const int64_t transfers_before = shape_transfers();
+        ragged.set_input(input);
         ragged.run();
-        std::vector<float> output = ragged.input();
+        const int64_t transfers_first = shape_transfers() - transfers_before;
+        std::vector<float> output = ragged.output();
         if (bi == 0 && !dump_file.empty()) {
             std::ofstream f(dump_file, std::ios::binary);
             f.write(reinterpret_cast<const char *>(output.data()), (std::streamsize)(tokens * cfg.hidden * 4));
@@ -278,30 +295,32 @@ int run(int argc, char **argv) {
         }
 
         ragged.profile = padded.profile = profile;
-        double t_ragged = best_seconds((int)runs, [&] {
-            ragged.input() = input;
-            ragged.run();
-        });
+        // Timed: the layers over tokens already in place (each run continues from the last one's
+        // output; the work does not depend on the values).
+        double t_ragged = best_seconds((int)runs, [&] { ragged.run(); });
+        const int64_t transfers_timed = shape_transfers() - transfers_before - transfers_first;
         let_thread_pools_sleep();
-        double t_padded = best_seconds((int)runs, [&] {
-            padded.input() = padded_input;
-            padded.run();
-        });
-        double t_prelude = ragged.prelude_seconds((int)runs);
+        padded.set_input(padded_input);
+        double t_padded = best_seconds((int)runs, [&] { padded.run(); });
+        double t_prelude = on_gpu ? 0.0 : static_cast<Encoder &>(ragged).prelude_seconds((int)runs);
+        if (on_gpu)
+            std::printf("  the batch's shape arrays copied to the device: %lld time(s) in the first run, %lld in the "
+                        "%lld timed runs (%lld kernels each)\n",
+                        (long long)transfers_first, (long long)transfers_timed, (long long)runs,
+                        (long long)(5 * cfg.layers));
         if (cfg.causal) {
             // The same model with causal attention computed as full attention and a mask.
-            Encoder masked(cfg, panels, len, true);
-            masked.input() = input;
+            std::unique_ptr<EncoderRun> masked_run = make_encoder(len, true);
+            EncoderRun &masked = *masked_run;
+            masked.set_input(input);
             masked.run();
+            const std::vector<float> masked_output = masked.output();
             ErrorCheck agreement;
             for (int64_t k = 0; k < tokens * cfg.hidden; k++)
-                agreement.add(masked.input()[(size_t)k], output[(size_t)k]);
+                agreement.add(masked_output[(size_t)k], output[(size_t)k]);
             const double diff = agreement.mismatches() ? INFINITY : agreement.max_rel();
             let_thread_pools_sleep();
-            double t_masked = best_seconds((int)runs, [&] {
-                masked.input() = input;
-                masked.run();
-            });
+            double t_masked = best_seconds((int)runs, [&] { masked.run(); });
             std::printf("  causal attention over the triangle: %.2f ms; full attention with a mask: %.2f ms; %.2fx "
                         "(outputs differ by %.1e relative)\n",
                         t_ragged * 1e3, t_masked * 1e3, t_masked / t_ragged, diff);
@@ -315,8 +334,7 @@ int run(int argc, char **argv) {
             "batch %lld: %lld tokens (max length %d), padded/useful work %.2fx; ragged %.2f ms (%.0f tokens/s), "
             "padded %.2f ms, speed-up %.2fx\n",
             (long long)bi, (long long)tokens, max_len, batch_work_ratio, t_ragged * 1e3,
-            per_second((double)tokens, t_ragged),
-            t_padded * 1e3, t_padded / t_ragged);
+            per_second((double)tokens, t_ragged), t_padded * 1e3, t_padded / t_ragged);
         if (profile) {
             // Per kernel: ragged and padded milliseconds per run (mean over the runs) and their
             // ratio, beside the work ratio it should track (token-linear kernels save the padded
@@ -349,11 +367,11 @@ int run(int argc, char **argv) {
                 "padded/useful work %.2fx; speed-up %.2fx\n",
                 (long long)total_tokens, total_ragged * 1e3, per_second((double)total_tokens, total_ragged),
                 per_second(2 * useful_macs, total_ragged) * 1e-9, total_padded * 1e3,
-                work_ratio(padded_macs, useful_macs),
-                total_padded / total_ragged);
-    std::printf("shape work (argument checks + aux arrays, built inside each AOT kernel; timed through the size "
-                "queries): %.1f us, %.3f%% of the ragged time\n",
-                total_prelude * 1e6, 100.0 * total_prelude / total_ragged);
+                work_ratio(padded_macs, useful_macs), total_padded / total_ragged);
+    if (!on_gpu)
+        std::printf("shape work (argument checks + aux arrays, built inside each AOT kernel; timed through the size "
+                    "queries): %.1f us, %.3f%% of the ragged time\n",
+                    total_prelude * 1e6, 100.0 * total_prelude / total_ragged);
     return all_ok ? 0 : 1;
 }
 
