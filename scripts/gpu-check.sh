@@ -7,7 +7,8 @@
 #     the GPU against the reference (exit 77 = no device: skipped);
 #   - the same device tests on CPU threads (the CUDA source run with a fiber per CUDA thread);
 #   - the apps with --device cuda: trmm 4096, vgemm on the dataset's shapes, ragged attention
-#     (ragged against padded) on MNLI lengths;
+#     (ragged against padded) on MNLI lengths, the transformer encoder (GPU schedules, fp32 and
+#     fp16) on MNLI and RACE batches of 32, each checked against its double-precision reference;
 #   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS, vgemm and a square GEMM on
 #     tensor cores against cublasGemmEx), its schedules emulated
 #     first; its table is appended to the report; then again with element-by-element copies into
@@ -89,7 +90,7 @@ run_env() {
 }
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64" # cuBLAS for the benchmark
 # A library the bundle lacks here shows up as one line, not as every step failing the same way.
-missing=$(for b in ./correctness_tests ./gpu_tests ./cora_gpu_bench ./trmm ./vgemm ./ragged_attention; do
+missing=$(for b in ./correctness_tests ./gpu_tests ./cora_gpu_bench ./trmm ./vgemm ./ragged_attention ./transformer_encoder; do
   [[ -x $b ]] && ldd "$b" | grep "not found" | sed "s|^|$b: |"
 done)
 [[ -n "$missing" ]] && { echo "- missing libraries: $(echo "$missing" | tr '\n' ';')" >>"$report"; echo "$missing"; }
@@ -109,6 +110,21 @@ if [[ "$mode" != "--cpu-only" ]]; then
   run device_mma_vgemm ./gpu_tests -d yes "vgemm on tensor cores*"
   run device_shared_kernels ./gpu_tests -d yes "kernels sharing a device*"
   run device_spatial_conv ./gpu_tests -d yes "convolutions over active tiles*"
+  # The encoder first (the newest GPU work; a short lease still measures it): ragged against
+  # padded, per kernel (--profile synchronises after each), on the datasets' first 32 items; the
+  # 6-layer model of the CoRA paper, fp32 and float16 (--fp16: token GEMMs on tensor cores).
+  enc_apps=()
+  for data in mnli race; do
+    enc_lengths=()
+    [[ -f ${data}_train_lengths.txt ]] && enc_lengths=(--lengths ${data}_train_lengths.txt)
+    for precision in fp32 fp16; do
+      flag=()
+      [[ $precision == fp16 ]] && flag=(--fp16)
+      run app_encoder_cuda_${data}_$precision ./transformer_encoder --device cuda --batch 32 --batches 1 --runs 5 \
+        --profile "${flag[@]}" "${enc_lengths[@]}"
+      enc_apps+=(app_encoder_cuda_${data}_$precision)
+    done
+  done
   if [[ -x ./cora_gpu_bench ]]; then
     shapes=()
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
@@ -151,7 +167,7 @@ if [[ "$mode" != "--cpu-only" ]]; then
   lengths=()
   [[ -f mnli_train_lengths.txt ]] && lengths=(--lengths mnli_train_lengths.txt)
   run app_attention_cuda ./ragged_attention --batch 128 --heads 8 --runs 10 --device cuda "${lengths[@]}"
-  for app in app_trmm_cuda app_vgemm_cuda app_attention_cuda; do
+  for app in app_trmm_cuda app_vgemm_cuda app_attention_cuda "${enc_apps[@]}"; do
     [[ -f "results/$app.log" ]] || continue
     { echo; echo "\`$app\`:"; echo '```'; tail -n 40 "results/$app.log"; echo '```'; } >>"$report"
   done

@@ -26,6 +26,7 @@
 #include <cora/cora.h>
 
 #include <memory>
+#include <optional>
 
 #include "encoder_limits.h"
 
@@ -43,6 +44,10 @@ struct EncoderOptions {
     /** GPU schedules (CUDA blocks and threads; run by the backends "cuda", "cuda-emulated" and
      * "cuda-cpu-threads") instead of the CPU's; vector_bits is then unused. */
     bool gpu = false;
+    /** With gpu: the token tensors and weight matrices in float16 (biases, LayerNorm's scale and
+     * shift, and every intermediate in float32), the token GEMMs on tensor cores (mma.sync, float32
+     * sums, one rounding per output). */
+    bool fp16 = false;
 };
 
 /** Floats per vector register of a `vector_bits` target (at least 4). */
@@ -52,7 +57,10 @@ inline int64_t float_lanes(int vector_bits) { return vector_bits >= 128 ? vector
 struct EncoderDims {
     Dim b{"b"}, s{"s"}, tok{"tok"}, c{"c"}, n{"n"}, r{"r"}, h{"h"}, i{"i"}, j{"j"}, d{"d"}, to{"to"}, ti{"ti"},
         tio{"tio"}, tii{"tii"}, no{"no"}, ni{"ni"}, co{"co"}, ci{"ci"}, ko{"ko"}, ki{"ki"}, tb{"tb"}, tt{"tt"},
-        jo{"jo"}, ji{"ji"}, io{"io"}, ii{"ii"}, dout{"dout"}, din{"din"}, wo{"wo"}, wi{"wi"};
+        jo{"jo"}, ji{"ji"}, io{"io"}, ii{"ii"}, dout{"dout"}, din{"din"}, wo{"wo"}, wi{"wi"}, tw{"tw"}, tm{"tm"},
+        th{"th"}, tg{"tg"}, nj{"nj"}, nm{"nm"}, nt{"nt"}, nl{"nl"};
+    /** The element type of token tensors and weight matrices (EncoderOptions::fp16). */
+    Type storage = Float32;
     Param B{"B", 1, 4096};
     LengthArray len{"len", B, 0, kMaxLen};
     Param NH{"NH", 1, 32};  ///< attention heads
@@ -62,7 +70,7 @@ struct EncoderDims {
 
     /** A tensor of packed tokens, `width` features each. */
     Tensor tokens(const std::string &name, const Expr &width) const {
-        Tensor t(name, {{b, B}, {s, len(b)}, {c, width}});
+        Tensor t(name, {{b, B}, {s, len(b)}, {c, width}}, storage);
         t.fuse_storage(b, s, tok, kTokenPad);
         return t;
     }
@@ -70,13 +78,14 @@ struct EncoderDims {
      * [out / kWeightPanel][in][kWeightPanel], so that a panel's k-rows are contiguous (read as
      * [in][out], a panel's rows were each a cache line on its own page, out * 4 bytes apart). */
     Tensor weight(const Expr &in, const Expr &out) const {
-        Tensor w("W", {{r, in}, {n, out}});
+        Tensor w("W", {{r, in}, {n, out}}, storage);
         w.split_storage(n, wo, wi, kWeightPanel).reorder_storage({wo, r, wi});
         return w;
     }
-    /** The output of a token GEMM (n < width); schedule_token_gemm schedules it. */
-    Func token_gemm(const std::string &name, const Expr &width) const {
-        return Func(name, {{b, B}, {s, len(b)}, {n, width}});
+    /** The output of a token GEMM (n < width), of type `type` (default: the token storage's);
+     * schedule_token_gemm schedules it. */
+    Func token_gemm(const std::string &name, const Expr &width, std::optional<Type> type = {}) const {
+        return Func(name, {{b, B}, {s, len(b)}, {n, width}}, type.value_or(storage));
     }
     /** Blocks of packed tokens (256 on AVX-512, 240 on AVX2: a block of X, about 512 KB at
      * hidden 512, stays in L2 while every column panel passes over it; with the panels outermost,
@@ -121,6 +130,27 @@ struct EncoderDims {
     void schedule_token_gemm_gpu(Func &f, const Tensor &W) const {
         static_assert(kTokenPad % 48 == 0, "the GPU tiles of 48 tokens must fit the storage padding");
         f.fuse(b, s, tok).pad_loop(tok, 48).fuse_storage(b, s, tok, kTokenPad);
+        if (storage == Float16) {
+            // Tensor cores (docs/gpu.md, "Tensor cores"): blocks of 48 tokens x 32 outputs, three
+            // warps along the tokens, each 16 tokens x 4 tiles of 8 outputs in mma.sync.m16n8k16's
+            // layout (thread (nt, tg) holds tokens tg + 8 th, outputs 2 nt + nl); per k-panel of
+            // 16, W's 16 x 32 panel in shared memory; the tokens' fragments read from global
+            // memory; float32 sums across the panels, the epilogue at their write-back.
+            f.split(tok, to, ti, 48)
+                .split(ti, tw, tm, 16)
+                .split(tm, th, tg, 8)
+                .split(n, no, ni, 32)
+                .split(ni, nj, nm, 8)
+                .split(nm, nt, nl, 2)
+                .split(r, ko, ki, 16)
+                .reorder({to, no, ko, tw, tg, nt, nj, ki, th, nl})
+                .gpu_blocks(no, to)
+                .gpu_threads(nt, tg, tw)
+                .cache_read(W, ko)
+                .cache_write(no)
+                .gpu_mma(ki);
+            return;
+        }
         f.split(tok, to, ti, 48)
             .split(ti, tio, tii, 4)
             .split(n, no, ni, 64)
@@ -154,7 +184,7 @@ inline void layer_norm(EncoderKernelDef &k, const Func &Y, const Tensor &gamma, 
     Expr inv_width = 1.0f / cast(Float32, width);
     Func Mean("Mean", {{D.b, D.B}, {D.s, D.len(D.b)}});
     Func Rstd("Rstd", {{D.b, D.B}, {D.s, D.len(D.b)}});
-    Func Out("Out", {{D.b, D.B}, {D.s, D.len(D.b)}, {D.c, width}});
+    Func Out("Out", {{D.b, D.B}, {D.s, D.len(D.b)}, {D.c, width}}, D.storage);
     Mean.compute([&](Expr b, Expr s) { return sum(D.r, width, Y(b, s, D.r)) * inv_width; });
     Rstd.compute([&](Expr b, Expr s) {
         Expr centered = Y(b, s, D.r) - Mean(b, s);
@@ -189,7 +219,7 @@ inline void projection_norm(EncoderKernelDef &k, const Expr &in_width, int vecto
     Tensor In = D.tokens("In", in_width), Residual = D.tokens("Residual", D.hidden());
     Tensor W = D.weight(in_width, D.hidden()), bias("bias", {{D.n, D.hidden()}});
     Tensor gamma("gamma", {{D.c, D.hidden()}}), beta("beta", {{D.c, D.hidden()}});
-    Func Y = D.token_gemm("Y", D.hidden());
+    Func Y = D.token_gemm("Y", D.hidden(), Float32); // LayerNorm's input: not rounded to the storage type
     Y.compute([&](Expr b, Expr s, Expr n) {
         return sum(D.r, in_width, In(b, s, D.r) * W(D.r, n)) + bias(n) + Residual(b, s, n);
     });
@@ -209,6 +239,9 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
     auto k = std::make_unique<EncoderKernelDef>();
     EncoderDims &D = k->dims;
     const int vector_bits = opt.vector_bits > 0 ? opt.vector_bits : host_vector_bits();
+    if (opt.fp16 && !opt.gpu)
+        throw CompileError("encoder kernels: float16 storage (EncoderOptions::fp16) has GPU schedules only");
+    D.storage = opt.fp16 ? Float16 : Float32;
     switch (which) {
     case EncoderKernel::Qkv: {
         Tensor X = D.tokens("X", D.hidden());
@@ -238,8 +271,8 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         Func Sum("Sum", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}});
         // Full attention: A's loops over the item and head come first, so that everything before
         // it is computed per (item, head) inside them (below); stored as packed tokens either way.
-        Func A = triangle ? Func("A", {{D.b, D.B}, {D.i, D.len(D.b)}, {D.h, D.NH}, {D.d, kHeadDim}})
-                          : Func("A", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}, {D.d, kHeadDim}});
+        Func A = triangle ? Func("A", {{D.b, D.B}, {D.i, D.len(D.b)}, {D.h, D.NH}, {D.d, kHeadDim}}, D.storage)
+                          : Func("A", {{D.b, D.B}, {D.h, D.NH}, {D.i, D.len(D.b)}, {D.d, kHeadDim}}, D.storage);
         KT.compute([&](Expr b, Expr h, Expr d, Expr j) { return QKV(b, j, H + h * kHeadDim + d); });
         S.compute([&](Expr b, Expr h, Expr i, Expr j) {
             Expr score = sum(D.r, kHeadDim, QKV(b, i, h * kHeadDim + D.r) * KT(b, h, D.r, j)) * scale;

@@ -7,7 +7,8 @@
  * the batch, all kernels share one device state (Kernel::share_device_with), so the ragged
  * shape's arrays go to the device once per batch for all kernels of all layers, and the launches
  * are queued on one stream with no synchronisation until the batch's end. "cuda-emulated" runs
- * the same kernels on host buffers. */
+ * the same kernels on host buffers. With fp16 the token tensors and weight matrices are float16
+ * (converted here from and to the app's float32, rounding to nearest even). */
 #pragma once
 
 #include <cora/cora.h>
@@ -50,45 +51,72 @@ protected:
     }
 };
 
+/** `values` as the element type of `t` (float32, or float16 rounded to nearest even). */
+inline Buffer typed_buffer(const Tensor &t, const std::vector<float> &values) {
+    Buffer b(t.type(), (int64_t)values.size());
+    for (size_t i = 0; i < values.size(); i++)
+        if (t.type() == Float16)
+            b.data<uint16_t>()[i] = cora_float_to_half(values[i]);
+        else
+            b.data<float>()[i] = values[i];
+    return b;
+}
+
+/** A float32 or float16 buffer's values as float32. */
+inline std::vector<float> float_values(const Buffer &b) {
+    std::vector<float> v((size_t)b.size());
+    for (size_t i = 0; i < v.size(); i++)
+        v[i] = b.type() == Float16 ? cora_half_to_float(b.data<uint16_t>()[i]) : b.data<float>()[i];
+    return v;
+}
+
 /** The five kernels compiled for a backend, with the model's weights where they read them;
  * shared by every batch's DeviceEncoder. */
 class DeviceEncoderKernels {
 public:
     /** `panels`: the weights in the kernels' layout (kernel_weights). `mask_full`: causal attention
-     * computed as full attention with a mask. RuntimeError when the backend cannot run here. */
+     * computed as full attention with a mask. `fp16`: float16 token tensors and weight matrices
+     * (EncoderOptions::fp16). RuntimeError when the backend cannot run here. */
     DeviceEncoderKernels(const Backend &device, const EncoderConfig &c, const std::vector<LayerWeights> &panels,
-                         bool mask_full = false)
-        : config(c), weights(panels), on_device(device.name() != "cuda-emulated") {
+                         bool mask_full = false, bool fp16 = false)
+        : config(c), on_device(device.name() != "cuda-emulated") {
         EncoderOptions o;
         o.causal = c.causal;
         o.gelu = c.gelu;
         o.mask_full = mask_full;
         o.gpu = true;
+        o.fp16 = fp16;
         const char *names[5] = {"qkv", "attention", "out_norm", "ff1", "ff2_norm"};
         for (size_t k = 0; k < 5; k++) {
             defs[k] = make_encoder_kernel(kOrder[k], o);
             kernels.push_back(Pipeline({defs[k]->output()}, std::string("encoder_gpu_") + names[k] +
                                                                 (c.causal ? (mask_full ? "_masked" : "_causal") : "") +
-                                                                (c.gelu && k == 3 ? "_gelu" : ""))
+                                                                (c.gelu && k == 3 ? "_gelu" : "") +
+                                                                (fp16 ? "_fp16" : ""))
                                   .compile(device.name()));
             if (k > 0 && on_device) kernels[k].share_device_with(kernels[0]);
         }
-        if (!on_device) return;
-        // The weights on the device, once: per layer and kernel, one buffer per weight argument.
+        // The weights as the kernels take them (float16 matrices with fp16), once per model; on a
+        // device backend copied there, once.
         RaggedShape model = shape({1});
-        for (const LayerWeights &l : weights) {
-            LayerBuffers lb;
+        for (const LayerWeights &l : panels) {
+            LayerBuffers host;
+            DeviceLayerBuffers dev;
             for (size_t k = 0; k < 5; k++) {
                 const std::vector<Tensor> &in = defs[k]->inputs;
                 for (size_t a = 0; a < in.size(); a++) {
                     const std::vector<float> *w = weight_of(l, k, a);
                     if (!w) continue;
-                    DeviceBuffer d = kernels[k].alloc(in[a], model);
-                    d.upload(Buffer::view(in[a], model, w->data(), (int64_t)w->size()));
-                    lb[k].push_back(d);
+                    host[k].push_back(typed_buffer(in[a], *w));
+                    if (!on_device) continue;
+                    dev[k].push_back(kernels[k].alloc(in[a], model));
+                    dev[k].back().upload(host[k].back());
                 }
             }
-            device_weights.push_back(std::move(lb));
+            if (on_device)
+                device_weights.push_back(std::move(dev));
+            else
+                host_weights.push_back(std::move(host));
         }
     }
 
@@ -136,13 +164,15 @@ public:
     static constexpr EncoderKernel kOrder[5] = {EncoderKernel::Qkv, EncoderKernel::Attention, EncoderKernel::OutNorm,
                                                 EncoderKernel::FeedForward1, EncoderKernel::FeedForward2Norm};
     EncoderConfig config;
-    const std::vector<LayerWeights> &weights;
     const bool on_device; ///< device memory (not "cuda-emulated", which runs on host buffers)
     std::array<std::unique_ptr<EncoderKernelDef>, 5> defs;
     std::vector<Kernel> kernels;
-    using LayerBuffers = std::array<std::vector<DeviceBuffer>, 5>; ///< per kernel, its weights in argument order
-    /** Per layer (mutable: a DeviceBinding takes a non-const buffer; the kernels only read them). */
-    mutable std::vector<LayerBuffers> device_weights;
+    /** Per kernel, its weight arguments in order: on the host ("cuda-emulated") or on the device.
+     * Per layer; mutable since a binding takes a non-const buffer (the kernels only read them). */
+    using LayerBuffers = std::array<std::vector<Buffer>, 5>;
+    using DeviceLayerBuffers = std::array<std::vector<DeviceBuffer>, 5>;
+    mutable std::vector<LayerBuffers> host_weights;
+    mutable std::vector<DeviceLayerBuffers> device_weights;
 };
 
 /** The encoder over one batch on the kernels' backend: the token tensors on the device (or on the
@@ -153,49 +183,36 @@ public:
         : k_(k), shape_(k.shape(lengths)) {
         for (int t = 0; t < DeviceEncoderKernels::kTokenTensors; t++) {
             const Tensor tensor = k_.token_tensor(t);
-            host_[(size_t)t].assign((size_t)shape_.size_of(tensor), 0.0f);
+            host_[(size_t)t] = Buffer::alloc(tensor, shape_);
             if (k_.on_device) device_[(size_t)t] = k_.kernels[producer(t)].alloc(tensor, shape_);
         }
     }
-    int64_t token_floats() const override { return (int64_t)host_[DeviceEncoderKernels::X].size(); }
+    int64_t token_floats() const override { return host_[DeviceEncoderKernels::X].size(); }
     void set_input(const std::vector<float> &tokens) override {
-        std::vector<float> &x = host_[DeviceEncoderKernels::X];
-        if (tokens.size() != x.size())
+        Buffer &x = host_[DeviceEncoderKernels::X];
+        if ((int64_t)tokens.size() != x.size())
             throw RuntimeError("encoder input: " + std::to_string(tokens.size()) + " floats, the batch takes " +
                                std::to_string(x.size()));
-        x = tokens;
-        if (k_.on_device)
-            device_[DeviceEncoderKernels::X]->upload(
-                Buffer::view(k_.token_tensor(DeviceEncoderKernels::X), shape_, x.data(), (int64_t)x.size()));
+        x = typed_buffer(k_.token_tensor(DeviceEncoderKernels::X), tokens);
+        if (k_.on_device) device_[DeviceEncoderKernels::X]->upload(x);
     }
     void run() override {
         if (profile) profiled_runs++;
         auto t = std::chrono::steady_clock::now();
         for (size_t l = 0; l < (size_t)k_.config.layers; l++)
             for (size_t k = 0; k < 5; k++) {
+                size_t w = 0;
                 if (k_.on_device) {
                     std::vector<DeviceBinding> b;
-                    size_t w = 0;
                     for_each_argument(k, [&](const Tensor &tensor, int tok) {
                         b.emplace_back(tensor, tok >= 0 ? *device_[(size_t)tok] : k_.device_weights[l][k][w++]);
                     });
                     k_.kernels[k].run(shape_, b);
                     if (profile) k_.kernels[k].synchronize();
                 } else {
-                    std::vector<Buffer> views;
-                    views.reserve(8);
                     std::vector<Binding> b;
-                    size_t a = 0;
                     for_each_argument(k, [&](const Tensor &tensor, int tok) {
-                        if (tok >= 0) {
-                            std::vector<float> &v = host_[(size_t)tok];
-                            views.push_back(Buffer::view(tensor, shape_, v.data(), (int64_t)v.size()));
-                        } else {
-                            const std::vector<float> *w = DeviceEncoderKernels::weight_of(k_.weights[l], k, a);
-                            views.push_back(Buffer::view(tensor, shape_, w->data(), (int64_t)w->size()));
-                        }
-                        b.emplace_back(tensor, views.back());
-                        a++;
+                        b.emplace_back(tensor, tok >= 0 ? host_[(size_t)tok] : k_.host_weights[l][k][w++]);
                     });
                     k_.kernels[k].run(shape_, b);
                 }
@@ -204,13 +221,12 @@ public:
         if (k_.on_device) k_.kernels[0].synchronize();
     }
     std::vector<float> output() override {
-        std::vector<float> &x = host_[DeviceEncoderKernels::X];
-        if (k_.on_device) {
-            Buffer view = Buffer::view(k_.token_tensor(DeviceEncoderKernels::X), shape_, x.data(), (int64_t)x.size());
-            device_[DeviceEncoderKernels::X]->download(view);
-        }
-        return x;
+        Buffer &x = host_[DeviceEncoderKernels::X];
+        if (k_.on_device) device_[DeviceEncoderKernels::X]->download(x);
+        return float_values(x);
     }
+    /** Whether the tensors live in device memory (not "cuda-emulated"). */
+    bool on_device() const { return k_.on_device; }
     /** Transfers of the shape's arrays to the device so far, for all kernels together. */
     int64_t shape_transfers() const { return k_.on_device ? k_.kernels[0].shape_transfers() : 0; }
 
@@ -232,7 +248,7 @@ private:
 
     const DeviceEncoderKernels &k_;
     RaggedShape shape_;
-    std::array<std::vector<float>, DeviceEncoderKernels::kTokenTensors> host_;
+    std::array<Buffer, DeviceEncoderKernels::kTokenTensors> host_;
     std::array<std::optional<DeviceBuffer>, DeviceEncoderKernels::kTokenTensors> device_;
 };
 

@@ -31,7 +31,8 @@ void check_kernel(EncoderKernel which, const EncoderOptions &opt, int64_t heads,
                   int32_t max_len = 17, int32_t pad = 16, const std::string &backend = "cpu") {
     auto def = cora::apps::make_encoder_kernel(which, opt);
     std::string name = std::string("encoder_") + kernel_name(which) + (opt.causal ? "_causal" : "") +
-                       (opt.mask_full ? "_masked" : "") + (opt.gelu ? "_gelu" : "") + (opt.gpu ? "_gpu" : "");
+                       (opt.mask_full ? "_masked" : "") + (opt.gelu ? "_gelu" : "") + (opt.gpu ? "_gpu" : "") +
+                       (opt.fp16 ? "_fp16" : "");
     Pipeline p({def->output()}, name);
     Kernel k = p.compile(backend);
     auto &D = def->dims;
@@ -110,6 +111,32 @@ TEST_CASE("encoder kernels' GPU schedules match the reference, emulated and as C
                 check_kernel(EncoderKernel::FeedForward1, o, 2, 1, 343, 49, (int32_t)cora::apps::kTokenPad, backend);
                 check_kernel(EncoderKernel::OutNorm, gpu, 2, 1, 344, 49, (int32_t)cora::apps::kTokenPad, backend);
             }
+    }
+    SECTION("float16 storage, token GEMMs on tensor cores") {
+        // Token tensors and weights in float16, float32 sums (mma.sync's layout emulated lane by
+        // lane on CPU threads), intermediates in float32; the outputs rounded once (1e-3 relative).
+        EncoderOptions half = gpu;
+        half.fp16 = true;
+        for (const char *backend : {"cuda-emulated", "cuda-cpu-threads"})
+            for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::OutNorm, EncoderKernel::FeedForward1,
+                                        EncoderKernel::FeedForward2Norm, EncoderKernel::Attention})
+                DYNAMIC_SECTION(kernel_name(which) << " on " << backend) {
+                    check_kernel(which, half, 1, 5, 350 + (uint32_t)which, 49, (int32_t)cora::apps::kTokenPad, backend);
+                }
+        SECTION("the GEMMs' PTX has mma.sync") {
+            for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::FeedForward2Norm}) {
+                auto def = cora::apps::make_encoder_kernel(which, half);
+                testing::require_cuda_compiles(Pipeline({def->output()}, "encoder_gpu_fp16_nvrtc"),
+                                               "mma.sync.aligned.m16n8k16");
+            }
+        }
+        SECTION("on the CPU it is a compile error") {
+            EncoderOptions cpu_half;
+            cpu_half.fp16 = true;
+            REQUIRE_THROWS_WITH(
+                cora::apps::make_encoder_kernel(EncoderKernel::Qkv, cpu_half),
+                Catch::Matchers::Contains("float16 storage (EncoderOptions::fp16) has GPU schedules only"));
+        }
     }
     SECTION("NVRTC compiles every kernel for sm_80 and sm_90") {
         // What runs on a GPU: the W panels in shared memory, the LayerNorm's and the softmax's
