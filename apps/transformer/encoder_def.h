@@ -193,12 +193,12 @@ inline void layer_norm(EncoderKernelDef &k, const Func &Y, const Tensor &gamma, 
     Out.compute([&](Expr b, Expr s, Expr c) { return (Y(b, s, c) - Mean(b, s)) * Rstd(b, s) * gamma(c) + beta(c); });
     Out.fuse_storage(D.b, D.s, D.tok, kTokenPad);
     if (gpu) {
-        // GPU: a block of one warp per token (launched over items x their longest length; blocks
-        // past an item's length do nothing); the mean and the variance reduced across the warp's
-        // lanes (each sums every 32nd feature; warp shuffles in CUDA), then 64 threads write the
-        // token's features, 64 at a time.
+        // GPU, one launch: a block per token (launched over items x their longest length; blocks
+        // past an item's length do nothing); the mean, then the variance, reduced across the
+        // block's first warp (each lane sums every 32nd feature), computed at the block's loop
+        // (compute_at), then 64 threads write the token's features, 64 at a time.
         for (Func *f : {&Mean, &Rstd})
-            f->split(D.r, D.ko, D.ki, 32).reorder({D.b, D.s, D.ki, D.ko}).gpu_blocks(D.s, D.b).gpu_threads(D.ki);
+            f->split(D.r, D.ko, D.ki, 32).reorder({D.b, D.s, D.ki, D.ko}).gpu_threads(D.ki).compute_at(Out, D.s);
         Out.split(D.c, D.co, D.ci, kHeadDim).reorder({D.b, D.s, D.ci, D.co}).gpu_blocks(D.s, D.b).gpu_threads(D.ci);
     } else {
         // Mean and 1 / std computed at each token of the output, so the three passes over a token's
@@ -323,20 +323,24 @@ inline std::unique_ptr<EncoderKernelDef> make_encoder_kernel(EncoderKernel which
         }
         A.fuse_storage(D.b, D.i, D.tok, kTokenPad);
         if (opt.gpu) {
-            // GPU, one launch per Func: K^T read in place (inlined); the scores and the
-            // exponentials a block per (head, query, item) and a thread per key; the row max and
-            // sum one warp per row, each lane over every 32nd key (warp shuffles in CUDA); AttnV a
-            // block per (head, query, item) and a thread per head feature, summing over the keys
-            // (a V row read by the 64 threads together). Blocks past an item's length do nothing.
+            // GPU, one launch: a block per (head, query, item) computes the query's row: its
+            // scores and exponentials a thread per key (K^T read in place: inlined), the row's
+            // max and sum reduced across the block's first warp (each lane over every 32nd key),
+            // then AttnV a thread per head feature summing over the keys (a V row read by the 64
+            // threads together). The row's producers are computed at AttnV's block loop i
+            // (compute_at); they communicate through global memory, so CUDA gets a barrier
+            // between the phases (codegen/CudaPhaseBarriers.h). The triangle too: A's loops are
+            // reordered to (item, head, query) like its producers'. Blocks past an item's length
+            // do nothing. (The scores are still written to global memory: an online softmax over
+            // key tiles is the next step.)
             KT.compute_inline();
             for (Func *f : {&S, &E})
-                f->gpu_blocks(D.h, D.i, D.b).gpu_threads(D.j);
+                f->gpu_threads(D.j);
             for (Func *f : {&Mx, &Sum})
-                f->split(D.r, D.ko, D.ki, 32)
-                    .reorder({D.b, D.h, D.i, D.ki, D.ko})
-                    .gpu_blocks(D.h, D.i, D.b)
-                    .gpu_threads(D.ki);
-            A.gpu_blocks(D.h, D.i, D.b).gpu_threads(D.d);
+                f->split(D.r, D.ko, D.ki, 32).reorder({D.b, D.h, D.i, D.ki, D.ko}).gpu_threads(D.ki);
+            A.reorder({D.b, D.h, D.i, D.d}).gpu_blocks(D.h, D.i, D.b).gpu_threads(D.d);
+            for (Func *f : {&S, &Mx, &E, &Sum})
+                f->compute_at(A, D.i);
         } else if (triangle) {
             // AttnV over the triangle: one parallel loop over the batch's tokens; per (token,
             // head) a register tile of the 64 head features accumulates over the token's keys

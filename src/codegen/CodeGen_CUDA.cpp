@@ -7,6 +7,7 @@
 #include "analysis/MmaTile.h"
 #include "analysis/Simplify.h"
 #include "codegen/CRuntime.h"
+#include "codegen/CudaPhaseBarriers.h"
 #include "codegen/EntryFunction.h"
 #include "ir/IRVisitor.h"
 #include "util/Error.h"
@@ -166,8 +167,19 @@ protected:
             visit(op->body);
         lets_.erase(op->var.get());
     }
+    /** Inside a thread loop (not at the block level, where the phases are). */
+    bool in_thread_loop() const { return thread_loops_[0] || thread_loops_[1] || thread_loops_[2]; }
     void visit_node(const For *op) override {
         if (is_gpu_thread(op->for_kind)) {
+            const bool phase = !in_thread_loop();
+            if (phase) { // a phase of the block: a barrier first when it depends on earlier ones
+                const PhaseAccesses accesses = phase_accesses(op->body, per_thread_);
+                if (phase_order_.needs_barrier(accesses)) {
+                    line("__syncthreads(); // the phases before this one wrote or read what it uses");
+                    phase_order_.barrier();
+                }
+                phase_order_.add(accesses);
+            }
             const For *&slot = thread_loops_[gpu_axis(op->for_kind)];
             const For *saved = slot;
             slot = op;
@@ -189,6 +201,7 @@ protected:
             indent--;
             line("}");
             line("__syncthreads();");
+            phase_order_.barrier();
             return;
         }
         CORA_CHECK(op->for_kind != ForKind::Parallel, "codegen_cuda: a parallel loop in a kernel");
@@ -196,13 +209,47 @@ protected:
         if (op->for_kind != ForKind::Serial && as_const_int(op->extent)) line("#pragma unroll");
         line("for (" + index_type() + " " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
         indent++;
+        const bool block_phases = !in_thread_loop() && has_block_phases(op->body);
+        const PhaseOrder before = phase_order_;
         visit(op->body);
+        if (block_phases) {
+            // The next iteration's first phases against this one's last (CudaPhaseBarriers.h);
+            // after the loop, what no iteration or the last one left.
+            if (loop_back_needs_barrier(op->body, phase_order_, per_thread_)) {
+                line("__syncthreads(); // the next iteration's phases use what this one's wrote or read");
+                phase_order_.barrier();
+            }
+            phase_order_.merge(before);
+        }
         indent--;
         line("}");
+    }
+    void visit_node(const IfThenElse *op) override {
+        const bool branches_have_phases =
+            has_block_phases(op->then_case) || (op->else_case.defined() && has_block_phases(op->else_case));
+        if (in_thread_loop() || !branches_have_phases) return CodeGen_C::visit_node(op);
+        // A block-level branch (its condition is the same for the whole block): each branch starts
+        // from the phases before it; after it, what either left.
+        const PhaseOrder before = phase_order_;
+        line("if (" + expr(op->cond) + ") {");
+        indent++;
+        visit(op->then_case);
+        indent--;
+        const PhaseOrder after_then = phase_order_;
+        phase_order_ = before;
+        if (op->else_case.defined()) {
+            line("} else {");
+            indent++;
+            visit(op->else_case);
+            indent--;
+        }
+        line("}");
+        phase_order_.merge(after_then);
     }
     void visit_node(const Allocate *op) override {
         CORA_CHECK(op->memory != MemoryType::Heap, "codegen_cuda: a heap allocation in a kernel");
         local_.insert(op->buffer.get()); // not global memory (a vector copy's source must be)
+        if (op->memory != MemoryType::GpuShared) per_thread_.insert(op->buffer.get()); // private to a thread
         line("{");
         indent++;
         // Shared tiles 16-byte aligned: four neighbouring floats at an index the compiler sees
@@ -296,7 +343,9 @@ private:
         line("}");
         return true;
     }
-    std::set<const VarNode *> local_; ///< buffers allocated in the kernel (shared or per thread)
+    std::set<const VarNode *> local_;      ///< buffers allocated in the kernel (shared or per thread)
+    std::set<const VarNode *> per_thread_; ///< of those, the ones each thread has its own of
+    PhaseOrder phase_order_;               ///< the block's phases since its last barrier
     const For *thread_loops_[3] = {nullptr, nullptr, nullptr};
     std::map<const VarNode *, Expr> lets_;
     bool narrow_ = false; ///< the kernel computes in 32 bits
