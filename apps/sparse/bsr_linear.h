@@ -37,6 +37,18 @@ struct BsrTiling {
     /** With a static pattern (BsrMatrix from BsrData): dismantle the block rows and each row's
      * present blocks, so the pattern is in the code (no column loads, constant offsets). */
     bool dismantle = false;
+    /** A GPU schedule (CUDA blocks and threads) instead of the CPU's: a block per (block row of W,
+     * chunk of chunk_tokens tokens), a thread per (row of the block row, token), each summing over
+     * its block row's present blocks (schedule_gpu). chunk_tokens is then at most 32. */
+    bool gpu = false;
+
+    /** The GPU tiling: chunks of 32 tokens (also the storage's bulk padding). */
+    static BsrTiling for_gpu() {
+        BsrTiling t;
+        t.gpu = true;
+        t.chunk_tokens = 32;
+        return t;
+    }
 
     /** The tiling for `W`: chunks of 24 tokens keep a chunk's X rows in L2 (K = 3072: 295 KB) while
      * the present blocks stream from L2/L3; a weight too large for the last-level cache (dense
@@ -102,10 +114,11 @@ public:
             Expr e = elements->row_times(k2_, n, [&](Expr kk) { return read_x(b, s, kk); });
             return epilogue(e + blocks(b, s, n), n);
         });
-        Y.fuse(D.b, D.s, D.tok)
-            .pad_loop(D.tok, tiling.chunk_tokens)
-            .fuse_storage(D.b, D.s, D.tok, tiling.chunk_tokens)
-            .parallel(D.tok);
+        Y.fuse(D.b, D.s, D.tok).pad_loop(D.tok, tiling.chunk_tokens).fuse_storage(D.b, D.s, D.tok, tiling.chunk_tokens);
+        if (tiling.gpu)
+            Y.split(D.tok, tc_, tt_, tiling.chunk_tokens).gpu_blocks(tc_).gpu_threads(tt_);
+        else
+            Y.parallel(D.tok);
     }
 
     Func Y;
@@ -113,7 +126,29 @@ public:
 private:
     std::optional<Func> blocks_;
 
+    /** GPU: a block per (block row nb, chunk of tokens); its threads (row r of the block row,
+     * token) each sum over the block row's present blocks (the same count for the whole block)
+     * and their columns: W's values read by consecutive threads at consecutive rows (coalesced in
+     * column-major blocks), X's element broadcast to a token's threads. Block rows taller than 32
+     * give each thread every 32nd row. */
+    void schedule_gpu(Func &f, const TokenDims &D, const BsrMatrix &W, const BsrTiling &t) {
+        if (t.chunk_tokens > 32)
+            throw CompileError("BsrLinear GPU schedule: chunk_tokens must be at most 32, got " +
+                               std::to_string(t.chunk_tokens));
+        f.fuse(D.b, D.s, D.tok).pad_loop(D.tok, t.chunk_tokens).fuse_storage(D.b, D.s, D.tok, t.chunk_tokens);
+        f.split(D.tok, tc_, tt_, t.chunk_tokens).split(n_, nb_, r_, W.block_rows()).split(k_, ko_, ki_, W.block_cols());
+        if (W.block_rows() > 32) {
+            f.split(r_, ro_, ri_, 32)
+                .reorder({tc_, nb_, tt_, ri_, ro_, ko_, ki_})
+                .gpu_blocks(nb_, tc_)
+                .gpu_threads(ri_, tt_);
+            return;
+        }
+        f.reorder({tc_, nb_, tt_, r_, ko_, ki_}).gpu_blocks(nb_, tc_).gpu_threads(r_, tt_);
+    }
+
     void schedule(Func &f, const TokenDims &D, const BsrMatrix &W, const BsrTiling &t) {
+        if (t.gpu) return schedule_gpu(f, D, W, t);
         const int64_t rows = std::min(t.vector_rows, W.block_rows());
         const bool unroll = t.unroll_block_cols < 0 ? W.block_cols() <= 8 : t.unroll_block_cols > 0;
         f.fuse(D.b, D.s, D.tok).pad_loop(D.tok, t.chunk_tokens).fuse_storage(D.b, D.s, D.tok, t.chunk_tokens);

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <mutex>
+#include <optional>
 
 #include "codegen/CRuntime.h"
 #include "codegen/CodeGen_C.h"
@@ -140,6 +142,12 @@ struct DeviceBuffer::Impl {
     Type type = Float32;
     int64_t count = 0;
     bool owned = true; ///< false: a view of the caller's device memory (Kernel::view), never freed here
+    /** Allocated for an index tensor (Tensor::index_range): uploads are checked against its range. */
+    std::shared_ptr<const ir::TensorNode> index_tensor;
+    /** The smallest and largest value the host saw go in (an integer buffer uploaded, or zeroed by
+     * alloc); none when the device wrote it or cora never saw its values (a view). An index
+     * tensor's argument is accepted only when this lies within the tensor's declared range. */
+    std::optional<std::pair<int64_t, int64_t>> known_values;
     ~Impl() {
         if (owned) kernel->kernel_device->release(ptr);
     }
@@ -148,6 +156,30 @@ struct DeviceBuffer::Impl {
 const std::shared_ptr<DeviceBuffer::Impl> &device_buffer_impl(const DeviceBuffer &b) { return b.impl_; }
 
 namespace {
+
+/** The smallest and largest of `count` values of an integer `type` at `data` ({max, min}: none);
+ * nothing for other types. */
+std::optional<std::pair<int64_t, int64_t>> integer_extremes(const void *data, Type type, int64_t count) {
+    if (type != Int32 && type != Int64) return std::nullopt;
+    std::pair<int64_t, int64_t> r{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t v =
+            type == Int32 ? (int64_t) static_cast<const int32_t *>(data)[i] : static_cast<const int64_t *>(data)[i];
+        r = {std::min(r.first, v), std::max(r.second, v)};
+    }
+    return r;
+}
+
+/** Index tensor `t`'s check of host values (the CPU entry's, lower/AddArgumentChecks.cpp): throws
+ * naming the first element outside its declared range. */
+void check_index_values(const ir::TensorNode &t, const Buffer &host) {
+    for (int64_t i = 0; i < host.size(); i++) {
+        const int64_t v = host.type() == Int32 ? (int64_t)host.data<int32_t>()[i] : host.data<int64_t>()[i];
+        if (v < t.min_value || v > t.max_value)
+            throw_runtime_error("index tensor '", t.name, "': element ", i, " (packed position) is ", v,
+                                ", outside its declared range [", t.min_value, ", ", t.max_value, "]");
+    }
+}
 
 /** Calls the host entry on `args` (tensor pointers on the device), launches queued on `stream`. */
 void call_entry(const CudaRuntimeKernel &k, const std::vector<cora_arg_t> &args, void *stream) {
@@ -224,10 +256,10 @@ Kernel driver::compile_cuda_runtime_kernel(const Pipeline &p, CompileOptions opt
     }
     impl->module = driver::lower_for_cuda(p, opts, limits);
     for (const ir::ModuleArg &a : impl->module.entry().args)
-        if (a.tensor && a.tensor->has_value_range)
+        if (a.tensor && a.tensor->static_values)
             throw_compile_error("pipeline '", p.name(), "': index tensor '", a.name,
-                                "' is checked on the host, and the CUDA runtime passes tensors in device memory; "
-                                "index tensors are not supported on CUDA yet");
+                                "' has values known when compiling (index_values), which the CUDA runtime cannot "
+                                "check in device memory; give it a range (index_range) instead");
     impl->cuda = driver::cuda_program(impl->module, archs, opts);
     const int debug = opts.debug >= 0 ? opts.debug : 0;
     const driver::JitOptions jo{opts.cache_dir, opts.cxx, debug};
@@ -294,6 +326,7 @@ DeviceBuffer CudaRuntimeKernel::view(const Tensor &t, const RaggedShape &shape, 
     b->count = count;
     b->ptr = device_pointer;
     b->owned = false;
+    if (t.node()->has_value_range) b->index_tensor = t.node(); // its values unknown until uploaded
     return DeviceBuffer(b);
 }
 
@@ -306,6 +339,11 @@ DeviceBuffer CudaRuntimeKernel::alloc(const Tensor &t, const RaggedShape &shape)
     const size_t bytes = (size_t)b->count * (size_t)b->type.bytes();
     b->ptr = kernel_device->alloc(bytes);
     kernel_device->zero(b->ptr, bytes);
+    if (t.node()->has_value_range) b->index_tensor = t.node();
+    if (b->count > 0)
+        b->known_values = std::make_pair(int64_t(0), int64_t(0)); // zeroed
+    else
+        b->known_values = integer_extremes(nullptr, Int64, 0);
     return DeviceBuffer(b);
 }
 
@@ -319,7 +357,9 @@ void DeviceBuffer::upload(const Buffer &host) {
     if (host.type() != impl_->type || host.size() != impl_->count)
         throw_runtime_error("DeviceBuffer::upload: the host buffer holds ", host.size(), " ", host.type().str(),
                             " elements, the device buffer ", impl_->count, " ", impl_->type.str());
+    if (impl_->index_tensor) check_index_values(*impl_->index_tensor, host); // nothing uploaded if not
     impl_->kernel->kernel_device->upload(impl_->ptr, host.raw(), (size_t)impl_->count * (size_t)impl_->type.bytes());
+    impl_->known_values = integer_extremes(host.raw(), host.type(), host.size());
 }
 
 void DeviceBuffer::download(Buffer &host) const {
@@ -341,7 +381,30 @@ void CudaRuntimeKernel::run(const RaggedShape &shape, const std::vector<DeviceBi
                                 "share the kernels' device (Kernel::share_device_with)");
         memory.push_back({b.tensor, b.buffer->type(), b.buffer->device_pointer(), b.buffer->size(), false});
     }
+    // Index tensors: the entry cannot read device memory, so their values are checked where they
+    // came through the host (DeviceBuffer::upload); a buffer whose values cora has not seen is
+    // refused, not trusted.
+    std::vector<DeviceBuffer::Impl *> written;
+    for (const DeviceBinding &b : bindings)
+        for (const ir::ModuleArg &a : module.entry().args) {
+            if (a.tensor != b.tensor.node()) continue;
+            DeviceBuffer::Impl &impl = *device_buffer_impl(*b.buffer);
+            if (a.kind == ir::ModuleArg::Kind::Output) written.push_back(&impl);
+            if (a.kind != ir::ModuleArg::Kind::Input || !a.tensor->has_value_range) continue;
+            if (!impl.known_values)
+                throw_runtime_error("kernel '", module.name, "': index tensor '", a.name,
+                                    "': cora has not seen the values of its device buffer (a view of device memory, "
+                                    "or written on the device), and cannot check them there; fill it with "
+                                    "DeviceBuffer::upload, which checks them, or run on host buffers");
+            const auto [lo, hi] = *impl.known_values;
+            if (lo <= hi && (lo < a.tensor->min_value || hi > a.tensor->max_value))
+                throw_runtime_error(
+                    "kernel '", module.name, "': index tensor '", a.name, "': its device buffer holds values in [", lo,
+                    ", ", hi, "], outside its declared range [", a.tensor->min_value, ", ", a.tensor->max_value, "]");
+        }
     call_entry(*this, driver::make_args(module, shape, memory), stream);
+    for (DeviceBuffer::Impl *impl : written)
+        impl->known_values.reset(); // the device wrote it
 }
 
 void CudaRuntimeKernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {

@@ -7,7 +7,9 @@
  * exactly its layout's size, and every element of an index tensor (Tensor::index_range, e.g. BSR
  * column indices) is within its declared range; length arrays and index tensors with values known
  * when compiling (LengthArray::constant, Tensor::index_values) hold exactly those values, compared
- * with constant arrays the function declares; every remap array is a permutation. A failed
+ * with constant arrays the function declares; every remap array is a permutation (on
+ * Target::Cuda, whose entry gets device pointers, the CUDA runtime checks index tensors
+ * instead). A failed
  * check stops the kernel with a message naming the argument, expected and actual values.
  * (Argument count and element types are checked by the generated entry before this.)
  * AOT kernels (build_aux_in_kernel) build their aux arrays after the param and length checks
@@ -138,8 +140,12 @@ CheckedBodies add_argument_checks(const Stmt &s, const std::vector<ModuleArg> &a
             checks.push_back(Assert::make(EQ::make(var_expr(a.count_var), a.expected_count),
                                           {"buffer for tensor '" + a.name + "' has ", " elements, expected ", ""},
                                           {var_expr(a.count_var), a.expected_count}));
-            if (a.kind == ModuleArg::Kind::Input && a.tensor->has_value_range) checks.push_back(check_index_range(a));
-            if (a.kind == ModuleArg::Kind::Input && a.tensor->static_values) {
+            // On Target::Cuda the entry gets tensors in device memory, which the host cannot read:
+            // the CUDA runtime checks an index tensor's values where they pass through the host
+            // (driver/CudaRuntime.cpp: DeviceBuffer::upload, Kernel::run on host buffers).
+            if (a.kind == ModuleArg::Kind::Input && a.tensor->has_value_range && ctx.target != Target::Cuda)
+                checks.push_back(check_index_range(a));
+            if (a.kind == ModuleArg::Kind::Input && a.tensor->static_values && ctx.target != Target::Cuda) {
                 const int64_t n = (int64_t)a.tensor->static_values->size();
                 const Expr layout_size = StaticValues().fold(a.expected_count);
                 if (const int64_t *size = as_const_int(layout_size); size && *size != n)

@@ -4,6 +4,7 @@
 // all present, one block per row, empty rows, every block shape of the issue, ragged token counts
 // 0 and 1, both block orders, JIT and in-kernel (AOT) aux arrays; random patterns x random schedules.
 #include "common/block_sparse_testing.h"
+#include "common/nvrtc_checks.h"
 #include "common/ragged_testing.h"
 #include "common/trial_count.h"
 #include "sparse/bsr_conv.h"
@@ -228,6 +229,102 @@ TEST_CASE("a pruned feed-forward block chains two block-sparse layers", "[sparse
         int64_t tokens = (int64_t)xv.size() / hidden;
         std::vector<double> h = dense_linear(xv, tokens, w1.to_dense(), ff, hidden, &bias, true);
         testing::require_close(y, l2.Y, shape, dense_linear(h, tokens, w2.to_dense(), hidden, ff, nullptr, false));
+    }
+}
+
+TEST_CASE("block-sparse linear layers on the GPU: emulated and as CUDA on CPU threads", "[sparse][gpu]") {
+    // BsrTiling::for_gpu(): a block per (block row, 32 tokens), a thread per (row, token) summing
+    // over the block row's present blocks. Block rows of 1 (CSR), 8, 16 and 32; 64 (threads over
+    // every 32nd row); row- and column-major blocks; lengths up to 40 around the 32-token chunk.
+    const int64_t max_len = 40;
+    std::mt19937 rng(2027);
+    for (BlockShape bs :
+         {BlockShape{8, 8}, BlockShape{16, 4}, BlockShape{32, 32}, BlockShape{64, 16}, BlockShape{1, 8}}) {
+        const int64_t rows = std::max<int64_t>(64, bs.rows), cols = 64;
+        const BlockOrder order = bs.rows == 16 ? BlockOrder::RowMajor : BlockOrder::ColumnMajor;
+        for (const char *backend : {"cuda-emulated", "cuda-cpu-threads"}) {
+            INFO("blocks " << bs.rows << "x" << bs.cols << " on " << backend);
+            TokenDims D(max_len);
+            BsrTiling tiling = BsrTiling::for_gpu();
+            Tensor X = D.tokens("X", cols, tiling.chunk_tokens);
+            Dim o("o");
+            Tensor bias("bias", {{o, rows}});
+            BsrMatrix W("W", rows, cols, bs.rows, bs.cols, order);
+            BsrLinear lin(
+                "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, bias, true, tiling);
+            Pipeline pipe({lin.Y}, "bsr_linear_gpu");
+            Kernel kernel = pipe.compile(backend);
+            for (Pattern p : {Pattern::None, Pattern::All, Pattern::EmptyRows, Pattern::Random}) {
+                INFO(pattern_name(p));
+                BsrData w = BsrData::from_block_mask(random_dense(rows, cols, rng), rows, cols, bs.rows, bs.cols,
+                                                     block_mask(p, rows / bs.rows, cols / bs.cols, rng));
+                check_bsr_linear(kernel, pipe, D, X, W, lin.Y, w, bias, true, (int32_t)max_len, rng);
+            }
+        }
+    }
+    SECTION("NVRTC compiles it for sm_80 and sm_90") {
+        TokenDims D(max_len);
+        BsrTiling tiling = BsrTiling::for_gpu();
+        Tensor X = D.tokens("X", 64, tiling.chunk_tokens);
+        BsrMatrix W("W", 64, 64, 32, 32, BlockOrder::ColumnMajor);
+        BsrLinear lin(
+            "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling);
+        testing::require_cuda_compiles(Pipeline({lin.Y}, "bsr_linear_gpu_nvrtc"));
+    }
+    SECTION("on CUDA, block columns are checked where they pass through the host") {
+        // The CUDA entry gets device pointers; the runtime checks an index tensor's values on the
+        // host buffers of Kernel::run and in DeviceBuffer::upload, and refuses device memory whose
+        // values it has not seen (a view) or that were uploaded out of range.
+        TokenDims D(16);
+        BsrTiling tiling = BsrTiling::for_gpu();
+        Tensor X = D.tokens("X", 32, tiling.chunk_tokens);
+        BsrMatrix W("W", 16, 32, 8, 8);
+        BsrLinear lin(
+            "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling);
+        Kernel kernel = Pipeline({lin.Y}, "bsr_gpu_checks").compile("cuda-cpu-threads");
+        BsrData w = BsrData::from_block_mask(random_dense(16, 32, rng), 16, 32, 8, 8, {1, 0, 1, 1, 0, 1, 0, 0});
+        RaggedShape shape;
+        shape.set(D.B, 2).set(D.len, {5, 9});
+        w.bind(shape, W);
+        Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(lin.Y, shape);
+        testing::fill_random(x, 1);
+        for (int64_t i = 0; i < y.size(); i++)
+            y.at(i) = 42.0f;
+        BsrData bad = w;
+        bad.col[2] = 4;
+        Buffer good_col = w.col_buffer(W, shape), col = bad.col_buffer(W, shape), values = w.values_buffer(W, shape);
+        const std::string message = "index tensor 'W_col': element 2 (packed position) is 4, outside its declared "
+                                    "range [0, 3]";
+        REQUIRE_THROWS_WITH(kernel.run(shape, {{X, x}, {W.col, col}, {W.values, values}, {lin.Y, y}}),
+                            Catch::Contains(message));
+        for (int64_t i = 0; i < y.size(); i++)
+            REQUIRE(y.at(i) == 42.0f);
+        // Device buffers.
+        DeviceBuffer dx = kernel.alloc(X, shape), dcol = kernel.alloc(W.col, shape),
+                     dvalues = kernel.alloc(W.values, shape), dy = kernel.alloc(lin.Y, shape);
+        dx.upload(x);
+        dvalues.upload(values);
+        REQUIRE_THROWS_WITH(dcol.upload(col), Catch::Contains(message));
+        dcol.upload(good_col);
+        kernel.run(shape, {{X, dx}, {W.col, dcol}, {W.values, dvalues}, {lin.Y, dy}});
+        kernel.synchronize();
+        // A view of device memory: cora never saw its values.
+        std::vector<int32_t> device_cols(good_col.data<int32_t>(), good_col.data<int32_t>() + good_col.size());
+        DeviceBuffer viewed = kernel.view(W.col, shape, device_cols.data(), (int64_t)device_cols.size());
+        REQUIRE_THROWS_WITH(kernel.run(shape, {{X, dx}, {W.col, viewed}, {W.values, dvalues}, {lin.Y, dy}}),
+                            Catch::Contains("index tensor 'W_col': cora has not seen the values of its device "
+                                            "buffer (a view of device memory, or written on the device)"));
+    }
+    SECTION("chunks of more than 32 tokens are a compile error") {
+        TokenDims D(max_len);
+        BsrTiling tiling = BsrTiling::for_gpu();
+        tiling.chunk_tokens = 48;
+        Tensor X = D.tokens("X", 64, tiling.chunk_tokens);
+        BsrMatrix W("W", 64, 64, 32, 32);
+        REQUIRE_THROWS_WITH(
+            BsrLinear(
+                "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling),
+            Catch::Contains("BsrLinear GPU schedule: chunk_tokens must be at most 32, got 48"));
     }
 }
 
