@@ -2,7 +2,7 @@
 # Builds here the folder a bare GPU machine runs (Ubuntu 24.04, g++ 13, CUDA 13, no libz3, no
 # package registry): the GPU test binaries, their non-system shared libraries (libz3; RPATH
 # $ORIGIN), the apps with --device cuda (trmm, vgemm, ragged_attention, transformer_encoder and its
-# CPU libraries), scripts/gpu-check.sh and
+# CPU libraries, pruned_ff), scripts/gpu-check.sh and
 # scripts/sass-mix.py.
 # Then runs its CPU part here: the emulated, NVRTC and CPU-threads GPU tests, and the device tests,
 # which skip without a GPU.
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 out="${1:-gpu-bundle}"
 build=build-gpu-bundle
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_TESTS=ON -DCMAKE_BUILD_RPATH='$ORIGIN' >/dev/null
-targets=(gpu_tests correctness_tests trmm vgemm ragged_attention transformer_encoder)
+targets=(gpu_tests correctness_tests trmm vgemm ragged_attention transformer_encoder pruned_ff)
 # The GPU benchmark needs cuBLAS (a CUDA toolkit here; the GPU machine has CUDA's libraries).
 if [[ -d "$build/bench/gpu" ]]; then targets+=(cora_gpu_bench); fi # configured where CMake found cuBLAS
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
@@ -20,7 +20,7 @@ rm -rf "$out"
 mkdir -p "$out"
 cp "$build/tests/gpu_tests" "$build/tests/correctness_tests" scripts/gpu-check.sh scripts/sass-mix.py "$out/"
 cp "$build/apps/trmm/trmm" "$build/apps/vgemm/vgemm" "$build/apps/attention/ragged_attention" \
-  "$build/apps/transformer/transformer_encoder" "$out/"
+  "$build/apps/transformer/transformer_encoder" "$build/apps/sparse/pruned_ff" "$out/"
 # The apps' data (copies in the bundle, a build artifact; the data stay in ../shared).
 for f in vbatch_gemm_data.txt mnli_train_lengths.txt race_train_lengths.txt; do
   [[ -f ../shared/datasets/$f ]] && cp ../shared/datasets/$f "$out/"
@@ -31,7 +31,7 @@ fi
 # Libraries the GPU machine lacks: everything ldd resolves outside the C/C++ runtime, OpenMP and
 # CUDA's own libraries (the GPU machine has CUDA 13).
 for bin in "$out/gpu_tests" "$out/correctness_tests" "$out/cora_gpu_bench" "$out/trmm" "$out/vgemm" \
-  "$out/ragged_attention" "$out/transformer_encoder"; do
+  "$out/ragged_attention" "$out/transformer_encoder" "$out/pruned_ff"; do
   [[ -x "$bin" ]] || continue
   ldd "$bin" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do
     case "$(basename "$lib")" in

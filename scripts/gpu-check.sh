@@ -8,9 +8,10 @@
 #   - the same device tests on CPU threads (the CUDA source run with a fiber per CUDA thread);
 #   - the apps with --device cuda: trmm 4096, vgemm on the dataset's shapes, ragged attention
 #     (ragged against padded) on MNLI lengths, the transformer encoder (GPU schedules, fp32 and
-#     fp16) on MNLI and RACE batches of 32, each checked against its double-precision reference;
+#     fp16) on MNLI and RACE batches of 32, each checked against its double-precision reference, the
+#     pruned feed-forward block (block-sparse layers) on MNLI;
 #   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS, vgemm and a square GEMM on
-#     tensor cores against cublasGemmEx), its schedules emulated
+#     tensor cores against cublasGemmEx, block-sparse layers against dense cublasSgemm), its schedules emulated
 #     first; its table is appended to the report; then again with element-by-element copies into
 #     shared memory (CORA_VECTOR_GPU_COPIES=0) and also 64-bit indices (CORA_NARROW_GPU_INDICES=0),
 #     and the SASS instruction mix of all (sass-mix.py, cuobjdump).
@@ -90,7 +91,8 @@ run_env() {
 }
 export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:/usr/local/cuda/lib64" # cuBLAS for the benchmark
 # A library the bundle lacks here shows up as one line, not as every step failing the same way.
-missing=$(for b in ./correctness_tests ./gpu_tests ./cora_gpu_bench ./trmm ./vgemm ./ragged_attention ./transformer_encoder; do
+missing=$(for b in ./correctness_tests ./gpu_tests ./cora_gpu_bench ./trmm ./vgemm ./ragged_attention ./transformer_encoder \
+  ./pruned_ff; do
   [[ -x $b ]] && ldd "$b" | grep "not found" | sed "s|^|$b: |"
 done)
 [[ -n "$missing" ]] && { echo "- missing libraries: $(echo "$missing" | tr '\n' ';')" >>"$report"; echo "$missing"; }
@@ -114,6 +116,8 @@ if [[ "$mode" != "--cpu-only" ]]; then
   # padded, per kernel (--profile synchronises after each), on the datasets' first 32 items; the
   # 6-layer model of the CoRA paper, fp32 and float16 (--fp16: token GEMMs on tensor cores).
   enc_apps=()
+  lengths_mnli=()
+  [[ -f mnli_train_lengths.txt ]] && lengths_mnli=(--lengths mnli_train_lengths.txt)
   for data in mnli race; do
     enc_lengths=()
     [[ -f ${data}_train_lengths.txt ]] && enc_lengths=(--lengths ${data}_train_lengths.txt)
@@ -125,6 +129,9 @@ if [[ "$mode" != "--cpu-only" ]]; then
       enc_apps+=(app_encoder_cuda_${data}_$precision)
     done
   done
+  # The pruned feed-forward block (BERT-base sizes, 32x32 blocks at 25%) on MNLI's first 32 items.
+  run app_pruned_ff_cuda ./pruned_ff --device cuda --batch 32 --runs 10 "${lengths_mnli[@]}"
+  enc_apps+=(app_pruned_ff_cuda)
   if [[ -x ./cora_gpu_bench ]]; then
     shapes=()
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)

@@ -5,7 +5,8 @@
 // that read features FF1 always leaves zero (bias-free FF1: the block rows pruned whole) and the
 // blocks of W1 whose outputs W2 never reads. Checked against a dense double-precision reference
 // of the same pruned weights, and timed against dense cblas_sgemm on the packed tokens and on the
-// batch padded to its longest sentence.
+// batch padded to its longest sentence. --device runs the layers' GPU schedule (BsrTiling::for_gpu)
+// on a CUDA GPU, emulated, or as CUDA source on CPU threads.
 #include <cblas.h>
 #include <omp.h>
 
@@ -14,8 +15,9 @@
 #include "bsr_linear.h"
 #include "bsr_weights_file.h"
 #include "common/cli.h"
-#include "common/error_check.h"
 #include "common/data_files.h"
+#include "common/device.h"
+#include "common/error_check.h"
 #include "common/length_profile.h"
 #include "common/timing.h"
 
@@ -48,7 +50,7 @@ void dense_layer(const float *x, int64_t tokens, const std::vector<float> &w, in
 
 int run(int argc, char **argv) {
     int64_t hidden = 768, ff = 3072, block = 32, density = 25, empty_rows = 25, batch = 32, runs = 3;
-    std::string lengths_file, weights_file, input_file, dump_file;
+    std::string lengths_file, weights_file, input_file, dump_file, device_name = "cpu";
     bool no_bias = false;
     CommandLine cli("pruned_ff", "A feed-forward block with block-pruned weights over a ragged batch: cora's "
                                  "block-sparse kernels against dense sgemm on packed and on padded tokens.");
@@ -66,8 +68,13 @@ int run(int argc, char **argv) {
         .text("--weights", &weights_file, "FILE",
               "W1, W2 (BSR) and biases from a file written by export_bsr.py (instead of random ones)")
         .text("--input", &input_file, "FILE", "the packed tokens, float32 [tokens, hidden] (default: random)")
-        .text("--dump", &dump_file, "FILE", "write the output, float32 [tokens, hidden]");
+        .text("--dump", &dump_file, "FILE", "write the output, float32 [tokens, hidden]")
+        .text("--device", &device_name, "cpu|cuda|cuda-emulated|cuda-cpu-threads",
+              "where cora runs: the CPU, a CUDA GPU, the GPU schedule emulated on the CPU, or its CUDA "
+              "source on CPU threads (the dense baselines run on the CPU either way)");
     if (!cli.parse(argc, argv)) return 0;
+    const Backend &device = parse_device(device_name);
+    const bool on_gpu = device.runs_gpu_schedules();
     PrunedFFWeights loaded;
     if (!weights_file.empty()) {
         for (const char *flag : {"--hidden", "--ff", "--block", "--density", "--empty-rows", "--no-bias"})
@@ -127,7 +134,7 @@ int run(int argc, char **argv) {
     BsrMatrix W1("W1", ff, hidden, block, block, BlockOrder::ColumnMajor),
         W2("W2", hidden, ff, block, block, BlockOrder::ColumnMajor);
     // One chunk size for both layers: X and H share the token storage's bulk padding.
-    BsrTiling tiling = BsrTiling::for_matrix(W1);
+    BsrTiling tiling = on_gpu ? BsrTiling::for_gpu() : BsrTiling::for_matrix(W1);
     Tensor X = D.tokens("X", hidden, tiling.chunk_tokens);
     BsrLinear l1(
         "H", D, W1, [&](Expr b, Expr s, Expr k) { return X(b, s, k); },
@@ -135,7 +142,8 @@ int run(int argc, char **argv) {
     BsrLinear l2(
         "Y", D, W2, [&](Expr b, Expr s, Expr k) { return l1.Y(b, s, k); },
         no_bias ? std::nullopt : std::optional<Tensor>(B2), false, tiling);
-    Kernel kernel = Pipeline({l2.Y}, "pruned_ff").compile();
+    Pipeline pipeline({l2.Y}, "pruned_ff");
+    Kernel kernel = pipeline.compile(device.name());
 
     RaggedShape shape;
     shape.set(D.B, batch).set(D.len, lengths);
@@ -193,8 +201,9 @@ int run(int argc, char **argv) {
         o.write(reinterpret_cast<const char *>(out.data<float>()), (std::streamsize)(tokens * hidden * 4));
         if (!o) throw UsageError("cannot write output file '" + dump_file + "'");
     }
-    double cora_s = best_seconds(runs, run_cora), dense_s = best_seconds(runs, run_dense),
-           padded_s = best_seconds(runs, run_padded);
+    // On a GPU backend: the median of `runs` calls with the data on the device (Kernel::time_ms).
+    double cora_s = on_gpu ? kernel.time_ms(shape, bindings, (int)runs) * 1e-3 : best_seconds(runs, run_cora),
+           dense_s = best_seconds(runs, run_dense), padded_s = best_seconds(runs, run_padded);
     std::printf("pruned_ff: hidden %lld, ff %lld, %lldx%lld blocks, %s, weights %s; %lld sentences (%s), %lld tokens, "
                 "padded/useful %.2f; %d threads\n",
                 (long long)hidden, (long long)ff, (long long)block, (long long)block,
@@ -205,6 +214,15 @@ int run(int argc, char **argv) {
                 p1.density() * 100, w2.density() * 100, p2.density() * 100);
     std::printf("check vs dense sgemm of the unpropagated weights: %s (max abs error %.3g%s)\n", ok ? "PASS" : "FAIL",
                 check.max_abs(), check.non_finite_note().c_str());
+    if (on_gpu) {
+        // Against the CPU's sgemm, a GPU time says little: the dense GPU baseline (cuBLAS) is
+        // cora_gpu_bench's.
+        std::printf("cora block-sparse on '%s' (%s), packed tokens  %9.2f ms\n", device.name().c_str(),
+                    device.description().c_str(), cora_s * 1e3);
+        std::printf("dense sgemm on the CPU: packed tokens %.2f ms, padded batch %.2f ms\n", dense_s * 1e3,
+                    padded_s * 1e3);
+        return ok ? 0 : 1;
+    }
     std::printf("cora block-sparse, packed tokens  %9.2f ms\n", cora_s * 1e3);
     std::printf("dense sgemm, packed tokens        %9.2f ms  (cora %.2fx faster)\n", dense_s * 1e3, dense_s / cora_s);
     std::printf("dense sgemm, padded batch         %9.2f ms  (cora %.2fx faster)\n", padded_s * 1e3, padded_s / cora_s);

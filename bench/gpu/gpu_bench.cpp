@@ -3,7 +3,9 @@
 // shapes in batches of 64 (a cublasSgemm per matrix, cublasSgemmGroupedBatched with a group per
 // matrix, cublasSgemmStridedBatched padded to the batch's largest sizes), and on tensor cores (float16
 // operands, float32 sums) vgemm over the shapes rounded up to whole tiles and one square GEMM
-// against cublasGemmEx per matrix. Each cora result is checked against cuBLAS's.
+// against cublasGemmEx per matrix; block-sparse linear layers (apps/sparse/bsr_linear.h, BsrTiling::for_gpu)
+// at BERT's FF shapes, 32x32 blocks at 50 / 25 / 10% density, against cublasSgemm on the dense
+// weight over the same tokens. Each cora result is checked against cuBLAS's.
 // Writes a table to --out. Without a GPU it says so and exits 77; `--emulate` runs the same schedules at small sizes on
 // the CPU (Target::CudaEmulated) against the reference instead, which needs no GPU.
 #include <cublas_v2.h>
@@ -23,6 +25,7 @@
 #include "common/data_files.h"
 #include "common/error_check.h"
 #include "cora/cora.h"
+#include "sparse/bsr_linear.h"
 #include "trmm/trmm_gpu_def.h"
 #include "vgemm/vgemm_gpu_def.h"
 
@@ -435,6 +438,57 @@ int main(int argc, char **argv) {
                 emit(row);
             }
         }
+        // Block-sparse linear layers, Y = X W^T over 4096 packed tokens (32 items of 128), W with
+        // 32x32 blocks kept at random, against cublasSgemm on the dense W (zero blocks included).
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3072, 768}, {768, 3072}})
+            for (int density : {50, 25, 10}) {
+                apps::TokenDims D(4096);
+                apps::BsrTiling tiling = apps::BsrTiling::for_gpu();
+                Tensor X = D.tokens("X", cols, tiling.chunk_tokens);
+                BsrMatrix W("W", rows, cols, 32, 32, BlockOrder::ColumnMajor);
+                apps::BsrLinear lin(
+                    "Y", D, W, [&](Expr b, Expr sq, Expr k) { return X(b, sq, k); }, std::nullopt, false, tiling);
+                Kernel k = Pipeline({lin.Y}, "bsr_linear_gpu").compile("cuda");
+                std::mt19937 rng((uint32_t)(rows + density));
+                std::uniform_real_distribution<float> val(-1.0f, 1.0f), coin(0.0f, 100.0f);
+                std::vector<float> dense((size_t)(rows * cols));
+                for (float &v : dense)
+                    v = val(rng);
+                std::vector<uint8_t> mask((size_t)(rows / 32 * (cols / 32)));
+                for (uint8_t &m : mask)
+                    m = coin(rng) < (float)density;
+                BsrData w = BsrData::from_block_mask(dense, rows, cols, 32, 32, mask);
+                RaggedShape s;
+                s.set(D.B, 32).set(D.len, std::vector<int32_t>(32, 128));
+                w.bind(s, W);
+                Buffer x = Buffer::alloc(X, s), y = Buffer::alloc(lin.Y, s);
+                fill(x, 3);
+                Buffer col = w.col_buffer(W, s), values = w.values_buffer(W, s);
+                std::vector<Binding> bindings = {{X, x}, {W.col, col}, {W.values, values}, {lin.Y, y}};
+                double cora_ms = k.time_ms(s, bindings, (int)reps);
+                k.run(s, bindings);
+                const size_t tokens = 4096;
+                std::vector<float> wd = w.to_dense();
+                DeviceArray dw(wd.size()), dx(tokens * (size_t)cols), dy(tokens * (size_t)rows);
+                dw.upload(wd.data(), wd.size());
+                dx.upload(x.data<float>(), tokens * (size_t)cols);
+                // Row-major Y = X W^T is column-major Y^T = W X^T (W row-major = W^T column-major).
+                double dense_ms = time_ms((int)reps, [&] {
+                    check_cublas(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)rows, (int)tokens, (int)cols, &one, dw.p,
+                                             (int)cols, dx.p, (int)cols, &zero, dy.p, (int)rows),
+                                 "cublasSgemm");
+                });
+                std::vector<float> ref(tokens * (size_t)rows);
+                dy.download(ref.data(), ref.size());
+                double err = max_rel_error(y.data<float>(), ref.data(), ref.size());
+                char row[512];
+                std::snprintf(row, sizeof row,
+                              "| block-sparse linear %lldx%lld, 32x32 blocks at %d%% (%.0f%% kept), 4096 tokens | "
+                              "%.3f | dense cublasSgemm | %.3f | %.2fx | %.1e |\n",
+                              (long long)rows, (long long)cols, density, w.density() * 100, cora_ms, dense_ms,
+                              dense_ms / cora_ms, err);
+                emit(row);
+            }
         cublasDestroy(h);
         if (!out.empty()) {
             std::ofstream f(out);
