@@ -22,8 +22,14 @@ cp "$build/tests/gpu_tests" "$build/tests/correctness_tests" scripts/gpu-check.s
 cp "$build/apps/trmm/trmm" "$build/apps/vgemm/vgemm" "$build/apps/attention/ragged_attention" \
   "$build/apps/transformer/transformer_encoder" "$build/apps/sparse/pruned_ff" "$out/"
 # The apps' data (copies in the bundle, a build artifact; the data stay in ../shared).
+# The lengths files cut to their first 4096 lines (the device steps read the first batches only):
+# the whole MNLI file is 1.2 MB of a bundle that must stay under 64 MiB.
 for f in vbatch_gemm_data.txt mnli_train_lengths.txt race_train_lengths.txt; do
-  [[ -f ../shared/datasets/$f ]] && cp ../shared/datasets/$f "$out/"
+  [[ -f ../shared/datasets/$f ]] || continue
+  case "$f" in
+    *_lengths.txt) head -n 4096 "../shared/datasets/$f" >"$out/$f" ;;
+    *) cp "../shared/datasets/$f" "$out/" ;;
+  esac
 done
 if [[ -x "$build/bench/gpu/cora_gpu_bench" ]]; then
   cp "$build/bench/gpu/cora_gpu_bench" "$out/"
@@ -42,6 +48,15 @@ for bin in "$out/gpu_tests" "$out/correctness_tests" "$out/cora_gpu_bench" "$out
     esac
   done
 done
+# Symbol tables are not needed there (about 13% of each binary).
+if command -v strip >/dev/null; then
+  for f in "$out"/*; do
+    if [[ -f "$f" && "$(head -c 4 "$f" | od -An -c | tr -d ' ')" == '177ELF' ]]; then
+      chmod u+w "$f"
+      strip --strip-unneeded "$f"
+    fi
+  done
+fi
 git rev-parse HEAD >"$out/COMMIT" 2>/dev/null || echo unknown >"$out/COMMIT"
 size_kib=$(du -sk "$out" | cut -f1)
 echo "gpu-bundle: $out is ${size_kib} KiB ($(ls "$out" | tr '\n' ' '))"
