@@ -172,19 +172,31 @@ protected:
     void visit_node(const For *op) override {
         if (is_gpu_thread(op->for_kind)) {
             const bool phase = !in_thread_loop();
+            const PhaseAccesses accesses = phase_accesses(op->body, per_thread_);
             if (phase) { // a phase of the block: a barrier first when it depends on earlier ones
-                const PhaseAccesses accesses = phase_accesses(op->body, per_thread_);
                 if (phase_order_.needs_barrier(accesses)) {
                     line("__syncthreads(); // the phases before this one wrote or read what it uses");
                     phase_order_.barrier();
                 }
                 phase_order_.add(accesses);
+            } else if (sibling_order_.needs_barrier(accesses)) {
+                // Two thread loops inside another one that meet in memory: ordering them would need
+                // a barrier under the outer loop's guard, which not every thread reaches.
+                throw_compile_error("CUDA kernel: thread loop '", op->var->name,
+                                    "' uses shared or global memory that an earlier thread loop inside the same "
+                                    "thread loop writes (or writes what it reads); a barrier would order them, but "
+                                    "none can stand there, since some threads skip the enclosing loop's body. "
+                                    "Compute the producer at a block loop (compute_at) instead");
             }
+            if (!phase) sibling_order_.add(accesses);
+            const PhaseOrder outer_siblings = sibling_order_;
+            sibling_order_ = PhaseOrder(); // this loop's own nested thread loops
             const For *&slot = thread_loops_[gpu_axis(op->for_kind)];
             const For *saved = slot;
             slot = op;
             CodeGen_C::visit_node(op);
             slot = saved;
+            sibling_order_ = outer_siblings;
             return;
         }
         if (is_gpu_bound(op->for_kind)) return CodeGen_C::visit_node(op);
@@ -346,6 +358,7 @@ private:
     std::set<const VarNode *> local_;      ///< buffers allocated in the kernel (shared or per thread)
     std::set<const VarNode *> per_thread_; ///< of those, the ones each thread has its own of
     PhaseOrder phase_order_;               ///< the block's phases since its last barrier
+    PhaseOrder sibling_order_;             ///< thread loops before this one inside the same thread loop
     const For *thread_loops_[3] = {nullptr, nullptr, nullptr};
     std::map<const VarNode *, Expr> lets_;
     bool narrow_ = false; ///< the kernel computes in 32 bits

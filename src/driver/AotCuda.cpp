@@ -130,8 +130,9 @@ AotResult compile_cuda_library(const std::vector<Pipeline> &per_target, const st
     for (const ir::ModuleArg &a : m.entry().args)
         if (a.tensor && a.tensor->has_value_range)
             throw_compile_error("pipeline '", per_target[0].name(), "': index tensor '", a.name,
-                                "' is checked on the host, and CUDA kernels take tensors in device memory; index "
-                                "tensors are not supported on CUDA yet");
+                                "': a CUDA library's entry gets tensors in device memory, where nothing would check "
+                                "its values; index tensors run on CUDA through the JIT runtime (Pipeline::compile"
+                                "(\"cuda\")), which checks them where they pass through the host");
 
     LibraryBuild lib(options.output_dir, fn);
     std::vector<std::string> sources; // file names in the work directory

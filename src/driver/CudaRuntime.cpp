@@ -359,7 +359,10 @@ void DeviceBuffer::upload(const Buffer &host) {
                             " elements, the device buffer ", impl_->count, " ", impl_->type.str());
     if (impl_->index_tensor) check_index_values(*impl_->index_tensor, host); // nothing uploaded if not
     impl_->kernel->kernel_device->upload(impl_->ptr, host.raw(), (size_t)impl_->count * (size_t)impl_->type.bytes());
-    impl_->known_values = integer_extremes(host.raw(), host.type(), host.size());
+    // A view's memory is the caller's, who may rewrite it through their own pointer: never trusted.
+    std::lock_guard<std::mutex> lock(impl_->kernel->shared->mu);
+    impl_->known_values.reset();
+    if (impl_->owned) impl_->known_values = integer_extremes(host.raw(), host.type(), host.size());
 }
 
 void DeviceBuffer::download(Buffer &host) const {
@@ -385,12 +388,25 @@ void CudaRuntimeKernel::run(const RaggedShape &shape, const std::vector<DeviceBi
     // came through the host (DeviceBuffer::upload); a buffer whose values cora has not seen is
     // refused, not trusted.
     std::vector<DeviceBuffer::Impl *> written;
+    std::unique_lock<std::mutex> lock(shared->mu); // known_values, which upload() also sets
+    for (const DeviceBinding &b : bindings)
+        for (const ir::ModuleArg &a : module.entry().args)
+            if (a.tensor == b.tensor.node() && a.kind == ir::ModuleArg::Kind::Output)
+                written.push_back(device_buffer_impl(*b.buffer).get());
     for (const DeviceBinding &b : bindings)
         for (const ir::ModuleArg &a : module.entry().args) {
             if (a.tensor != b.tensor.node()) continue;
             DeviceBuffer::Impl &impl = *device_buffer_impl(*b.buffer);
-            if (a.kind == ir::ModuleArg::Kind::Output) written.push_back(&impl);
             if (a.kind != ir::ModuleArg::Kind::Input || !a.tensor->has_value_range) continue;
+            for (const DeviceBuffer::Impl *out : written) {
+                const char *p = static_cast<const char *>(impl.ptr), *q = static_cast<const char *>(out->ptr);
+                const size_t pn = (size_t)impl.count * (size_t)impl.type.bytes(),
+                             qn = (size_t)out->count * (size_t)out->type.bytes();
+                if (pn > 0 && qn > 0 && p < q + qn && q < p + pn)
+                    throw_runtime_error("kernel '", module.name, "': index tensor '", a.name,
+                                        "': its device memory is also bound as an output of the same run, which "
+                                        "would rewrite the indices while they are read");
+            }
             if (!impl.known_values)
                 throw_runtime_error("kernel '", module.name, "': index tensor '", a.name,
                                     "': cora has not seen the values of its device buffer (a view of device memory, "
@@ -402,9 +418,10 @@ void CudaRuntimeKernel::run(const RaggedShape &shape, const std::vector<DeviceBi
                     "kernel '", module.name, "': index tensor '", a.name, "': its device buffer holds values in [", lo,
                     ", ", hi, "], outside its declared range [", a.tensor->min_value, ", ", a.tensor->max_value, "]");
         }
-    call_entry(*this, driver::make_args(module, shape, memory), stream);
     for (DeviceBuffer::Impl *impl : written)
-        impl->known_values.reset(); // the device wrote it
+        impl->known_values.reset(); // the device writes it (reset first: a failed launch may have written some)
+    lock.unlock();
+    call_entry(*this, driver::make_args(module, shape, memory), stream);
 }
 
 void CudaRuntimeKernel::run(const RaggedShape &shape, const std::vector<Binding> &bindings) const {

@@ -35,7 +35,7 @@ Tensor &Tensor::index_range(int64_t min_value, int64_t max_value) {
     if (!node_->is_input)
         throw_compile_error("index_range of '", node_->name,
                             "': only an input tensor can declare a value range (a Func's values are computed)");
-    if (!node_->type.is_int())
+    if (node_->type != Int32 && node_->type != Int64)
         throw_compile_error("index_range of '", node_->name, "': the tensor holds ", node_->type.str(),
                             "; an index tensor holds integers (Int32 or Int64)");
     if (min_value > max_value)

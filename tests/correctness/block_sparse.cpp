@@ -238,27 +238,29 @@ TEST_CASE("block-sparse linear layers on the GPU: emulated and as CUDA on CPU th
     // every 32nd row); row- and column-major blocks; lengths up to 40 around the 32-token chunk.
     const int64_t max_len = 40;
     std::mt19937 rng(2027);
-    for (BlockShape bs :
-         {BlockShape{8, 8}, BlockShape{16, 4}, BlockShape{32, 32}, BlockShape{64, 16}, BlockShape{1, 8}}) {
-        const int64_t rows = std::max<int64_t>(64, bs.rows), cols = 64;
-        const BlockOrder order = bs.rows == 16 ? BlockOrder::RowMajor : BlockOrder::ColumnMajor;
-        for (const char *backend : {"cuda-emulated", "cuda-cpu-threads"}) {
-            INFO("blocks " << bs.rows << "x" << bs.cols << " on " << backend);
-            TokenDims D(max_len);
-            BsrTiling tiling = BsrTiling::for_gpu();
-            Tensor X = D.tokens("X", cols, tiling.chunk_tokens);
-            Dim o("o");
-            Tensor bias("bias", {{o, rows}});
-            BsrMatrix W("W", rows, cols, bs.rows, bs.cols, order);
-            BsrLinear lin(
-                "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, bias, true, tiling);
-            Pipeline pipe({lin.Y}, "bsr_linear_gpu");
-            Kernel kernel = pipe.compile(backend);
-            for (Pattern p : {Pattern::None, Pattern::All, Pattern::EmptyRows, Pattern::Random}) {
-                INFO(pattern_name(p));
-                BsrData w = BsrData::from_block_mask(random_dense(rows, cols, rng), rows, cols, bs.rows, bs.cols,
-                                                     block_mask(p, rows / bs.rows, cols / bs.cols, rng));
-                check_bsr_linear(kernel, pipe, D, X, W, lin.Y, w, bias, true, (int32_t)max_len, rng);
+    SECTION("block shapes x patterns against the reference and the dense product") {
+        for (BlockShape bs :
+             {BlockShape{8, 8}, BlockShape{16, 4}, BlockShape{32, 32}, BlockShape{64, 16}, BlockShape{1, 8}}) {
+            const int64_t rows = std::max<int64_t>(64, bs.rows), cols = 64;
+            const BlockOrder order = bs.rows == 16 ? BlockOrder::RowMajor : BlockOrder::ColumnMajor;
+            for (const char *backend : {"cuda-emulated", "cuda-cpu-threads"}) {
+                INFO("blocks " << bs.rows << "x" << bs.cols << " on " << backend);
+                TokenDims D(max_len);
+                BsrTiling tiling = BsrTiling::for_gpu();
+                Tensor X = D.tokens("X", cols, tiling.chunk_tokens);
+                Dim o("o");
+                Tensor bias("bias", {{o, rows}});
+                BsrMatrix W("W", rows, cols, bs.rows, bs.cols, order);
+                BsrLinear lin(
+                    "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, bias, true, tiling);
+                Pipeline pipe({lin.Y}, "bsr_linear_gpu");
+                Kernel kernel = pipe.compile(backend);
+                for (Pattern p : {Pattern::None, Pattern::All, Pattern::EmptyRows, Pattern::Random}) {
+                    INFO(pattern_name(p));
+                    BsrData w = BsrData::from_block_mask(random_dense(rows, cols, rng), rows, cols, bs.rows, bs.cols,
+                                                         block_mask(p, rows / bs.rows, cols / bs.cols, rng));
+                    check_bsr_linear(kernel, pipe, D, X, W, lin.Y, w, bias, true, (int32_t)max_len, rng);
+                }
             }
         }
     }
@@ -307,7 +309,14 @@ TEST_CASE("block-sparse linear layers on the GPU: emulated and as CUDA on CPU th
         REQUIRE_THROWS_WITH(dcol.upload(col), Catch::Contains(message));
         dcol.upload(good_col);
         kernel.run(shape, {{X, dx}, {W.col, dcol}, {W.values, dvalues}, {lin.Y, dy}});
-        kernel.synchronize();
+        Buffer from_device = Buffer::alloc(lin.Y, shape), from_host = Buffer::alloc(lin.Y, shape);
+        dy.download(from_device);
+        kernel.run(shape, {{X, x}, {W.col, good_col}, {W.values, values}, {lin.Y, from_host}});
+        for (int64_t i = 0; i < y.size(); i++)
+            REQUIRE(from_device.at(i) == from_host.at(i));
+        // An index tensor's memory bound as an output of the same run: refused.
+        REQUIRE_THROWS_WITH(kernel.run(shape, {{X, dx}, {W.col, dcol}, {W.values, dvalues}, {lin.Y, dcol}}),
+                            Catch::Contains("index tensor 'W_col': its device memory is also bound as an output"));
         // A view of device memory: cora never saw its values.
         std::vector<int32_t> device_cols(good_col.data<int32_t>(), good_col.data<int32_t>() + good_col.size());
         DeviceBuffer viewed = kernel.view(W.col, shape, device_cols.data(), (int64_t)device_cols.size());

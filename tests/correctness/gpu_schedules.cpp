@@ -467,6 +467,24 @@ TEST_CASE("GPU schedules that cannot run are compile errors naming the loop", "[
                             Contains("Func 'F' has no loop bound to gpu_blocks: on a cuda-emulated target every op "
                                      "runs on the device"));
     }
+    SECTION("a producer computed at a thread loop, read there by other threads") {
+        // P[b, s, k] by a thread per k, computed at C's thread loop s; C[b, s, j] reads P at
+        // 3 - j: inside s's guard no barrier can order the two thread loops over x. Emulated it
+        // runs (phases in order); the CUDA printer refuses it rather than print a race.
+        Dim k("k"), j("j");
+        Func P("P", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {k, 4}}),
+            C("C", {{r.batch, r.B}, {r.seq, r.len(r.batch)}, {j, 4}});
+        P.compute([&](Expr b, Expr sq, Expr kk) { return A(b, sq) * cast(Float32, kk); });
+        C.compute([&](Expr b, Expr sq, Expr jj) { return P(b, sq, 3 - jj); });
+        C.gpu_blocks(r.batch).gpu_threads(j, r.seq);
+        P.gpu_threads(k).compute_at(C, r.seq);
+        Pipeline p({C}, "thread_loop_producer");
+        check_against_reference(p, p.compile(emulated()), {A}, r.bind, 20, 8, 3);
+        REQUIRE_THROWS_AS(compile_cuda(p, {}), CompileError);
+        REQUIRE_THROWS_WITH(compile_cuda(p, {}), Contains("CUDA kernel: thread loop '") &&
+                                                     Contains("a barrier would order them, but none can stand there, "
+                                                              "since some threads skip the enclosing loop's body"));
+    }
     SECTION("a parallel loop in a kernel") {
         Func F = fresh("F");
         F.gpu_blocks(r.batch).parallel(r.seq);
