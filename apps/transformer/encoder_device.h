@@ -156,9 +156,14 @@ public:
     }
     /** The tensor a token tensor is allocated as: its producer's output (X: qkv's input). */
     Tensor token_tensor(int t) const {
+        const size_t k = producer(t);
+        return t == X ? defs[0]->inputs[0] : Tensor(defs[k]->output());
+    }
+    /** The kernel whose output the token tensor is (X, the encoder's input: qkv, which reads it). */
+    size_t producer(int t) const {
         for (size_t k = 0; k < 5; k++)
-            if (token_argument(k, defs[k]->inputs.size()) == t && t != X) return defs[k]->output();
-        return defs[0]->inputs[0];
+            if (t != X && token_argument(k, defs[k]->inputs.size()) == t) return k;
+        return 0;
     }
 
     static constexpr EncoderKernel kOrder[5] = {EncoderKernel::Qkv, EncoderKernel::Attention, EncoderKernel::OutNorm,
@@ -184,7 +189,7 @@ public:
         for (int t = 0; t < DeviceEncoderKernels::kTokenTensors; t++) {
             const Tensor tensor = k_.token_tensor(t);
             host_[(size_t)t] = Buffer::alloc(tensor, shape_);
-            if (k_.on_device) device_[(size_t)t] = k_.kernels[producer(t)].alloc(tensor, shape_);
+            if (k_.on_device) device_[(size_t)t] = k_.kernels[k_.producer(t)].alloc(tensor, shape_);
         }
     }
     int64_t token_floats() const override { return host_[DeviceEncoderKernels::X].size(); }
@@ -237,13 +242,6 @@ private:
         for (size_t a = 0; a < in.size(); a++)
             f(in[a], DeviceEncoderKernels::token_argument(k, a));
         f(Tensor(k_.defs[k]->output()), DeviceEncoderKernels::token_argument(k, in.size()));
-    }
-    /** The kernel whose argument the token tensor's allocation is (its producer; X: qkv). */
-    size_t producer(int t) const {
-        for (size_t k = 0; k < 5; k++)
-            if (t != DeviceEncoderKernels::X && DeviceEncoderKernels::token_argument(k, k_.defs[k]->inputs.size()) == t)
-                return k;
-        return 0;
     }
 
     const DeviceEncoderKernels &k_;

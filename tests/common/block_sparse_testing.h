@@ -105,4 +105,33 @@ inline void check_bsr_linear(const Kernel &kernel, const Pipeline &pipe, const a
     }
 }
 
+/** The metadata checks' layer: Y = X W^T over 32 features, W 16 x 32 in 8 x 8 blocks (4 of 8
+ * present), a batch of lengths {5, 9}, X random and Y filled with 42 (so a test sees whether a
+ * failed call wrote anything), compiled for `backend` with `tiling`. */
+struct SmallBsrLayer {
+    apps::TokenDims D{16};
+    apps::BsrTiling tiling;
+    Tensor X;
+    BsrMatrix W{"W", 16, 32, 8, 8};
+    apps::BsrLinear lin;
+    Kernel kernel;
+    BsrData w;
+    RaggedShape shape;
+    Buffer x, y;
+    SmallBsrLayer(const apps::BsrTiling &t, const std::string &name, const std::string &backend, std::mt19937 &rng)
+        : tiling(t), X(D.tokens("X", 32, t.chunk_tokens)),
+          lin(
+              "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, t),
+          kernel(Pipeline({lin.Y}, name).compile(backend)),
+          w(BsrData::from_block_mask(random_dense(16, 32, rng), 16, 32, 8, 8, {1, 0, 1, 1, 0, 1, 0, 0})) {
+        shape.set(D.B, 2).set(D.len, {5, 9});
+        w.bind(shape, W);
+        x = Buffer::alloc(X, shape);
+        y = Buffer::alloc(lin.Y, shape);
+        fill_random(x, 1);
+        for (int64_t i = 0; i < y.size(); i++)
+            y.at(i) = 42.0f;
+    }
+};
+
 } // namespace cora::testing

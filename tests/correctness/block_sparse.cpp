@@ -277,21 +277,14 @@ TEST_CASE("block-sparse linear layers on the GPU: emulated and as CUDA on CPU th
         // The CUDA entry gets device pointers; the runtime checks an index tensor's values on the
         // host buffers of Kernel::run and in DeviceBuffer::upload, and refuses device memory whose
         // values it has not seen (a view) or that were uploaded out of range.
-        TokenDims D(16);
-        BsrTiling tiling = BsrTiling::for_gpu();
-        Tensor X = D.tokens("X", 32, tiling.chunk_tokens);
-        BsrMatrix W("W", 16, 32, 8, 8);
-        BsrLinear lin(
-            "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling);
-        Kernel kernel = Pipeline({lin.Y}, "bsr_gpu_checks").compile("cuda-cpu-threads");
-        BsrData w = BsrData::from_block_mask(random_dense(16, 32, rng), 16, 32, 8, 8, {1, 0, 1, 1, 0, 1, 0, 0});
-        RaggedShape shape;
-        shape.set(D.B, 2).set(D.len, {5, 9});
-        w.bind(shape, W);
-        Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(lin.Y, shape);
-        testing::fill_random(x, 1);
-        for (int64_t i = 0; i < y.size(); i++)
-            y.at(i) = 42.0f;
+        SmallBsrLayer layer(BsrTiling::for_gpu(), "bsr_gpu_checks", "cuda-cpu-threads", rng);
+        Tensor &X = layer.X;
+        BsrMatrix &W = layer.W;
+        BsrLinear &lin = layer.lin;
+        Kernel &kernel = layer.kernel;
+        BsrData &w = layer.w;
+        RaggedShape &shape = layer.shape;
+        Buffer &x = layer.x, &y = layer.y;
         BsrData bad = w;
         bad.col[2] = 4;
         Buffer good_col = w.col_buffer(W, shape), col = bad.col_buffer(W, shape), values = w.values_buffer(W, shape);
@@ -389,24 +382,19 @@ TEST_CASE("random block patterns x random schedules agree with the reference", "
 }
 
 TEST_CASE("a block-sparse kernel checks its metadata on every call and writes nothing on error", "[sparse][error]") {
-    TokenDims D(16);
     BsrTiling tiling;
     tiling.chunk_tokens = 8;
     tiling.tile_tokens = 4;
-    Tensor X = D.tokens("X", 32, tiling.chunk_tokens);
-    BsrMatrix W("W", 16, 32, 8, 8);
-    BsrLinear lin(
-        "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling);
-    Kernel kernel = Pipeline({lin.Y}, "bsr_checks").compile();
     std::mt19937 rng(5);
-    BsrData w = BsrData::from_block_mask(random_dense(16, 32, rng), 16, 32, 8, 8, {1, 0, 1, 1, 0, 1, 0, 0});
-    RaggedShape shape;
-    shape.set(D.B, 2).set(D.len, {5, 9});
-    w.bind(shape, W);
-    Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(lin.Y, shape);
-    testing::fill_random(x, 1);
-    for (int64_t i = 0; i < y.size(); i++)
-        y.at(i) = 42.0f;
+    SmallBsrLayer layer(tiling, "bsr_checks", "cpu", rng);
+    TokenDims &D = layer.D;
+    Tensor &X = layer.X;
+    BsrMatrix &W = layer.W;
+    BsrLinear &lin = layer.lin;
+    Kernel &kernel = layer.kernel;
+    BsrData &w = layer.w;
+    RaggedShape &shape = layer.shape;
+    Buffer &x = layer.x, &y = layer.y;
     auto unchanged = [&] {
         for (int64_t i = 0; i < y.size(); i++)
             if (y.at(i) != 42.0f) return false;
