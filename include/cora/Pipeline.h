@@ -48,6 +48,12 @@ struct CompileOptions {
      * 1 yes, 0 no (one element at a time; results are identical), negative: yes unless
      * CORA_VECTOR_GPU_COPIES=0. */
     int vector_gpu_copies = -1;
+    /** GPU kernels (backend "cuda", "cuda-cpu-threads"): a serial loop that starts by copying
+     * panels into shared memory (a cache_read at a k-panel loop) keeps them in this many stages
+     * and issues each iteration's copies stages - 1 iterations ahead (cp.async on sm_80 and later;
+     * docs/gpu.md, "Pipelined copies"): 2 .. 4, 1: no pipelining (results are identical), 0: the
+     * value of CORA_GPU_COPY_STAGES, else 2. Other values are a CompileError. */
+    int gpu_copy_stages = 0;
     /** The backend the kernel runs on, by name (cora/Backend.h): "cpu", "cuda" (a GPU),
      * "cuda-emulated" (a GPU schedule's device IR run on the CPU), "cuda-cpu-threads" (its CUDA
      * source run on the CPU), or one the caller added to `backends`. Empty: "cpu", or the backend

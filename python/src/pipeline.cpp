@@ -45,6 +45,8 @@ CompileOptions compile_options(const std::string &backend, py::kwargs kw) {
             o.narrow_gpu_indices = v.cast<bool>() ? 1 : 0;
         else if (key == "vector_gpu_copies")
             o.vector_gpu_copies = v.cast<bool>() ? 1 : 0;
+        else if (key == "gpu_copy_stages")
+            o.gpu_copy_stages = v.cast<int>();
         else if (key == "build_aux_in_kernel")
             o.build_aux_in_kernel = v.cast<bool>();
         else if (key == "device")
@@ -56,7 +58,7 @@ CompileOptions compile_options(const std::string &backend, py::kwargs kw) {
         else
             throw py::type_error("compile() got an unknown option '" + key +
                                  "' (backend, debug, cache_dir, cxx, use_z3, remove_guards, narrow_gpu_indices, "
-                                 "vector_gpu_copies, build_aux_in_kernel, device, vector_bits, contraction_tiles)");
+                                 "vector_gpu_copies, gpu_copy_stages, build_aux_in_kernel, device, vector_bits, contraction_tiles)");
     }
     return o;
 }
@@ -233,8 +235,8 @@ void bind_pipeline(py::module_ &m) {
             },
             py::arg("backend") = "cpu",
             "Lower and compile for a backend ('cpu', 'cuda', 'cuda-emulated', 'cuda-cpu-threads'); options: debug, "
-            "cache_dir, cxx, use_z3, remove_guards, narrow_gpu_indices, vector_gpu_copies (GPU code generation, for "
-            "comparison), build_aux_in_kernel, device, vector_bits (the CPU vector width "
+            "cache_dir, cxx, use_z3, remove_guards, narrow_gpu_indices, vector_gpu_copies, gpu_copy_stages (GPU code "
+            "generation, for comparison), build_aux_in_kernel, device, vector_bits (the CPU vector width "
             "default schedules tile for; 0: this machine's, negative: no tiles), contraction_tiles ({Func name: "
             "ContractionTile}). Cached by content.")
         .def(

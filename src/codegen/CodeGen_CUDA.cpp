@@ -68,6 +68,21 @@ __device__ inline void cora_mma_m16n8k16(float &d0, float &d1, float &d2, float 
 #ifdef __CUDA_ARCH__
 __device__ inline void cora_copy16(void *dst, const void *src) { *(float4 *)dst = *(const float4 *)src; }
 #endif
+// Pipelined copies (lower/PipelineSharedPanels.cpp): 16 bytes from global to shared memory that
+// stay in flight (cp.async, sm_80 and later: LDGSTS) until the thread waits for its group; before
+// sm_80, a copy done at once, and nothing to wait for.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+__device__ inline void cora_copy16_async(void *dst, const void *src) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+}
+__device__ inline void cora_copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ inline void cora_copy_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+#elif defined(__CUDA_ARCH__)
+__device__ inline void cora_copy16_async(void *dst, const void *src) { cora_copy16(dst, src); }
+__device__ inline void cora_copy_async_commit() {}
+template <int N> __device__ inline void cora_copy_async_wait() {}
+#endif
 template <class T> __device__ inline T cora_min(T a, T b) { return a < b ? a : b; }
 template <class T> __device__ inline T cora_max(T a, T b) { return a < b ? b : a; }
 // Warp all-reductions (lower/WarpReductions.cpp): every lane gets the combination of all 32.
@@ -205,6 +220,15 @@ protected:
             // Shared by the block's threads (lower/SplitHostDevice.cpp puts it outside the thread
             // loops, where the whole block runs alike, so every thread reaches both barriers).
             std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
+            if (issuing_ahead_) { // a pipelined loop's copy: print_pipelined places the barriers
+                line("for (" + index_type() + " " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " +
+                     ext + "; " + v + " += cora_lanes) {");
+                indent++;
+                if (!print_vector_copy(op->body)) visit(op->body);
+                indent--;
+                line("}");
+                return;
+            }
             line("__syncthreads();");
             line("for (" + index_type() + " " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " + ext +
                  "; " + v + " += cora_lanes) {");
@@ -216,6 +240,7 @@ protected:
             phase_order_.barrier();
             return;
         }
+        if (op->pipeline_stages > 1) return print_pipelined(op);
         CORA_CHECK(op->for_kind != ForKind::Parallel, "codegen_cuda: a parallel loop in a kernel");
         std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
         if (op->for_kind != ForKind::Serial && as_const_int(op->extent)) line("#pragma unroll");
@@ -345,7 +370,8 @@ private:
                 whole += expr(at(cond, k)) + " && ";
         line("if (" + whole + "(cora_s0 & " + std::to_string(*width - 1) + ") == 0 && ((unsigned long long)(" + g +
              " + cora_g0) & 15) == 0) {");
-        line("    cora_copy16(&" + s + "[cora_s0], &" + g + "[cora_g0]);");
+        line(std::string("    ") + (issuing_ahead_ ? "cora_copy16_async" : "cora_copy16") + "(&" + s + "[cora_s0], &" +
+             g + "[cora_g0]);");
         line("} else {");
         indent++;
         visit(body);
@@ -355,6 +381,61 @@ private:
         line("}");
         return true;
     }
+    /** A loop of lower/PipelineSharedPanels.cpp: its body's leading gpu_lanes loops copy iteration
+     * k's panels into their stage of the shared tiles, and the rest computes on them. Printed as
+     * the copies of the first S - 1 iterations, then per iteration: the copies of iteration
+     * k + S - 1 (cp.async where 16 bytes are aligned, so their loads stay in flight), a wait for
+     * iteration k's, a barrier, the rest, and a barrier before the next iteration's copies
+     * overwrite the stage this one read. A thread's own cp.async groups complete in order, so
+     * cp.async.wait_group S - 1 after committing iteration k + S - 1's group leaves iteration k's
+     * complete (and any group committed since, by a nested pipelined loop, only pushes it further
+     * back); element copies are plain stores, visible after the barrier as before. */
+    void print_pipelined(const For *op) {
+        CORA_CHECK(!in_thread_loop() && !issuing_ahead_, "codegen_cuda: a pipelined loop inside a thread loop");
+        const Block *b = op->body.as<Block>();
+        CORA_CHECK(b != nullptr, "codegen_cuda: a pipelined loop without its copies");
+        std::vector<Stmt> copies, rest;
+        for (const Stmt &x : b->stmts) {
+            const For *f = x.as<For>();
+            (rest.empty() && f && f->for_kind == ForKind::GpuLanes ? copies : rest).push_back(x);
+        }
+        CORA_CHECK(!copies.empty(), "codegen_cuda: a pipelined loop without its copies");
+        const int stages = op->pipeline_stages;
+        const std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent), t = index_type();
+        // The copies of iteration min + `ahead` (ahead < stages), under `cond`.
+        auto issue = [&](const Expr &at, const std::string &cond) {
+            line("if (" + cond + ") {");
+            indent++;
+            issuing_ahead_ = true;
+            for (const Stmt &c : copies)
+                visit(simplify(substitute(c, {{op->var.get(), at}})));
+            issuing_ahead_ = false;
+            indent--;
+            line("}");
+            line("cora_copy_async_commit();");
+        };
+        // The copies read only what the kernel never writes and write only these tiles, which
+        // nothing outside the loop uses (PipelineSharedPanels.cpp): no barrier before them.
+        line("// pipelined: shared tiles in " + std::to_string(stages) + " stages, copies issued " +
+             std::to_string(stages - 1) + " iteration" + (stages > 2 ? "s" : "") + " ahead");
+        for (int k = 0; k + 1 < stages; k++)
+            issue(simplify(Add::make(op->min, IntImm::make(k))), std::to_string(k) + " < " + ext);
+        line("for (" + t + " " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
+        indent++;
+        issue(Add::make(var_expr(op->var), IntImm::make(stages - 1)),
+              v + " + " + std::to_string(stages - 1) + " < " + mn + " + " + ext);
+        line("cora_copy_async_wait<" + std::to_string(stages - 1) + ">();");
+        line("__syncthreads(); // this iteration's panels are in shared memory");
+        phase_order_.barrier();
+        const PhaseOrder before = phase_order_;
+        visit(Block::make(rest));
+        line("__syncthreads(); // every thread is done with the stage the next copies overwrite");
+        phase_order_.barrier();
+        phase_order_.merge(before);
+        indent--;
+        line("}");
+    }
+    bool issuing_ahead_ = false;           ///< printing a pipelined loop's copies
     std::set<const VarNode *> local_;      ///< buffers allocated in the kernel (shared or per thread)
     std::set<const VarNode *> per_thread_; ///< of those, the ones each thread has its own of
     PhaseOrder phase_order_;               ///< the block's phases since its last barrier

@@ -75,10 +75,20 @@ thread_local dim3 threadIdx, blockIdx, blockDim, gridDim;
  * that finished no longer counts (see above). One block after another, as CUDA may order them. */
 struct BlockSync {
     enum State { Runnable, Waiting, Finished, Exited };
+    /** A cp.async copy in flight: its 16 bytes are read when it is issued (its source is never
+     * written by the kernel) and land in shared memory only when the thread waits for its group,
+     * so a kernel that reads a tile before waiting for it reads the old contents, as it might on a
+     * GPU. */
+    struct PendingCopy {
+        void *dst;
+        unsigned char bytes[16];
+    };
     struct Fiber {
         ucontext_t context;
         dim3 thread;
         State state = Runnable;
+        std::vector<PendingCopy> open;                 // issued since the last commit
+        std::vector<std::vector<PendingCopy>> groups; // committed, oldest first
     };
     std::vector<Fiber> fibers;
     ucontext_t scheduler;
@@ -178,8 +188,11 @@ struct BlockSync {
                 if (f.state == Waiting) f.state = Runnable;
         }
         finished = 0;
-        for (Fiber &f : fibers)
+        for (Fiber &f : fibers) {
             f.state = Runnable;
+            f.open.clear();
+            f.groups.clear();
+        }
     }
     /** Lets every fiber leave its loop (after the last block). */
     void run_exit() {
@@ -242,6 +255,26 @@ inline void cora_mma_m16n8k16(float &d0, float &d1, float &d2, float &d3, unsign
 }
 /** 16 bytes at once, as the GPU's vector copies into shared memory (CodeGen_CUDA.cpp) do. */
 inline void cora_copy16(void *dst, const void *src) { std::memcpy(dst, src, 16); }
+/** cp.async and its groups (CodeGen_CUDA.cpp's pipelined loops), per CUDA thread: see PendingCopy. */
+inline void cora_copy16_async(void *dst, const void *src) {
+    BlockSync::PendingCopy p;
+    p.dst = dst;
+    std::memcpy(p.bytes, src, 16);
+    block_sync->current->open.push_back(p);
+}
+inline void cora_copy_async_commit() {
+    BlockSync::Fiber &f = *block_sync->current;
+    f.groups.push_back(std::move(f.open));
+    f.open.clear();
+}
+template <int N> void cora_copy_async_wait() {
+    BlockSync::Fiber &f = *block_sync->current;
+    while (f.groups.size() > (size_t)N) {
+        for (const BlockSync::PendingCopy &p : f.groups.front())
+            std::memcpy(p.dst, p.bytes, 16);
+        f.groups.erase(f.groups.begin());
+    }
+}
 inline float __int_as_float(int i) {
     float f;
     std::memcpy(&f, &i, sizeof f);

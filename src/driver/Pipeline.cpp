@@ -41,6 +41,23 @@ bool switched_on(int value, const char *env_name) {
     return !(env && std::string(env) == "0");
 }
 
+/** CompileOptions::gpu_copy_stages, or CORA_GPU_COPY_STAGES for 0 (default 2). */
+int gpu_copy_stages(int value) {
+    const int most = ir::kMaxGpuCopyStages;
+    if (value == 0) {
+        const char *env = std::getenv("CORA_GPU_COPY_STAGES");
+        if (!env || !*env) return 2;
+        const std::string s = env;
+        if (s.size() != 1 || s[0] < '1' || s[0] > '0' + most)
+            throw_compile_error("CORA_GPU_COPY_STAGES is '", s, "'; it takes 1 (copies not pipelined) to ", most);
+        return s[0] - '0';
+    }
+    if (value < 1 || value > most)
+        throw_compile_error("CompileOptions::gpu_copy_stages is ", value, "; it takes 1 (copies not pipelined) to ",
+                            most, ", or 0 for CORA_GPU_COPY_STAGES (default 2)");
+    return value;
+}
+
 LowerOptions lower_options(const CompileOptions &o) {
     LowerOptions l;
     l.debug = driver::debug_level(o);
@@ -49,6 +66,7 @@ LowerOptions lower_options(const CompileOptions &o) {
     l.remove_guards = switched_on(o.remove_guards, "CORA_REMOVE_GUARDS");
     l.narrow_gpu_indices = switched_on(o.narrow_gpu_indices, "CORA_NARROW_GPU_INDICES");
     l.vector_gpu_copies = switched_on(o.vector_gpu_copies, "CORA_VECTOR_GPU_COPIES");
+    l.gpu_copy_stages = gpu_copy_stages(o.gpu_copy_stages);
     l.build_aux_in_kernel = o.build_aux_in_kernel;
     l.vector_bits = o.vector_bits > 0 ? o.vector_bits : o.vector_bits == 0 ? host_vector_bits() : 0;
     l.contraction_tiles = o.contraction_tiles;

@@ -303,6 +303,11 @@ struct For : StmtNode {
     ForKind for_kind;
     Stmt body;
     WorkSplit work_split = WorkSplit::Static; ///< Parallel loops only
+    /** Target::Cuda, a serial loop of a kernel at block level: its body starts with the gpu_lanes
+     * copies of shared tiles that hold `pipeline_stages` panels, one per iteration in turn
+     * (lower/PipelineSharedPanels.cpp). Its meaning is the serial loop's; the CUDA printer issues
+     * each iteration's copies (cp.async) pipeline_stages - 1 iterations ahead. 1: not pipelined. */
+    int pipeline_stages = 1;
     For(VarPtr v, Expr m, Expr e, ForKind k, Stmt b)
         : StmtNode(kKind), var(std::move(v)), min(std::move(m)), extent(std::move(e)), for_kind(k), body(std::move(b)) {
     }

@@ -63,6 +63,7 @@ bool equal(const Stmt &a, const Stmt &b) {
     case NodeKind::For: {
         auto x = a.as<For>(), y = b.as<For>();
         return x->var == y->var && x->for_kind == y->for_kind && x->work_split == y->work_split &&
+               x->pipeline_stages == y->pipeline_stages &&
                equal(x->min, y->min) && equal(x->extent, y->extent) && equal(x->body, y->body);
     }
     case NodeKind::Provide: {

@@ -111,6 +111,7 @@ protected:
     void visit_node(const For *op) override {
         pad();
         if (op->for_kind != ForKind::Serial) os << for_kind_name(op->for_kind) << " ";
+        if (op->pipeline_stages > 1) os << "pipelined(" << op->pipeline_stages << " stages) ";
         os << "for " << op->var->name << " in [";
         visit(op->min);
         os << ", ";

@@ -32,7 +32,13 @@ struct LowerOptions {
     /** Target::Cuda: copies into shared memory take 4 consecutive 4-byte elements per thread, which
      * the CUDA printer copies as 16 bytes where they are contiguous and aligned. */
     bool vector_gpu_copies = true;
+    /** Target::Cuda: the stages of shared tiles copied at the start of a serial loop, whose copies
+     * the kernel issues stages - 1 iterations ahead (PipelineSharedPanels.cpp); 1: not pipelined. */
+    int gpu_copy_stages = 2;
 };
+
+/** The most stages of shared tiles pipeline_shared_panels takes (LowerOptions::gpu_copy_stages). */
+constexpr int kMaxGpuCopyStages = 4;
 
 /** A module with what the prover did for it. */
 struct LoweredModule : Module {

@@ -66,6 +66,10 @@ Stmt slice_thread_tiles(const Stmt &kernel_body);
 /** Target::Cuda: a float reduction over exactly one warp of threads combines its parts with
  * __shfl_xor_sync instead of shared memory (WarpReductions.cpp). */
 Stmt warp_reductions(const Stmt &kernel_body, const std::vector<ForKind> &exact_bindings);
+/** Target::Cuda: a serial loop whose body starts by copying shared tiles keeps them in `stages`
+ * stages, so the CUDA printer can issue the copies stages - 1 iterations ahead
+ * (PipelineSharedPanels.cpp); 1: nothing changes. */
+Stmt pipeline_shared_panels(const Stmt &kernel_body, int stages, const GpuLimits &limits);
 /** GPU targets: every gpu_mma loop of the kernel is a tensor-core tile every lane of its warp
  * reaches (TensorCoreTiles.cpp); CompileError otherwise. */
 void check_mma_tiles(const LoweredFunc &kernel);

@@ -53,7 +53,7 @@ TEST_CASE("a tensor-core GEMM: the nest as loops, the warp instruction emulated 
             CudaProgram cp = require_mma_compiles(p);
             INFO(cp.kernel_ir[0]);
             REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_mma for ki in [0, 0 + 16)"));
-            REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory A_cache[float16 * 512]"));
+            REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory A_cache[float16 * 1024]")); // 2 stages
             INFO(cp.source);
             // Per thread: 4 tiles of 8 columns, 4 sums each; one instruction per tile and panel.
             REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];") || Contains("float C_tile_[int32_t(16)];"));

@@ -23,38 +23,45 @@ CompileOptions without_vector_copies() {
     o.vector_gpu_copies = 0;
     return o;
 }
+/** The copies in their own phase, as before pipelining (gpu_pipelined_copies.cpp has cp.async). */
+CompileOptions not_pipelined(int vector = 1) {
+    CompileOptions o;
+    o.gpu_copy_stages = 1;
+    o.vector_gpu_copies = vector;
+    return o;
+}
 
 } // namespace
 
 TEST_CASE("vector copies into shared memory: the kernels' source and PTX", "[gpu][vector]") {
     apps::VgemmGpu v(128);
-    CudaProgram cp = compile_cuda(v.pipeline(), {});
+    CudaProgram cp = compile_cuda(v.pipeline(), {}, not_pipelined());
     INFO(cp.source);
     // One 16-byte copy per lane and operand, each behind its run-time check.
     REQUIRE_THAT(cp.source, Contains("cora_copy16(&Y_cache_[cora_s0], &Y_[cora_g0]);"));
     REQUIRE_THAT(cp.source, Contains("cora_copy16(&X_cache_[cora_s0], &X_[cora_g0]);"));
     REQUIRE_THAT(cp.source, Contains("& 15) == 0) {"));
     REQUIRE_THAT(cp.kernel_ir[0], Contains("vectorized for v in [0, 0 + 4)"));
-    CudaProgram scalar = compile_cuda(v.pipeline(), {}, without_vector_copies());
+    CudaProgram scalar = compile_cuda(v.pipeline(), {}, not_pipelined(0));
     REQUIRE_THAT(scalar.source, !Contains("cora_copy16(&"));
     std::string why;
     if (!cuda_compiler_available(&why)) {
         WARN("SKIPPED: NVRTC is needed for the PTX: " << why);
         return;
     }
-    CudaProgram compiled = compile_cuda(v.pipeline(), {90});
+    CudaProgram compiled = compile_cuda(v.pipeline(), {90}, not_pipelined());
     REQUIRE(compiled.binaries.size() == 1);
     // 16-byte global loads (ld.global.nc.v4: the operands are const __restrict__) and shared stores.
     REQUIRE_THAT(compiled.binaries[0].ptx, Contains("ld.global.nc.v4.") || Contains("ld.global.v4."));
     REQUIRE_THAT(compiled.binaries[0].ptx, Contains("st.shared.v4."));
     // float16 operands (the tensor-core vgemm): 8 halves per 16-byte copy.
     apps::VgemmTensorCores tc;
-    CudaProgram halves = compile_cuda(tc.pipeline(), {90});
+    CudaProgram halves = compile_cuda(tc.pipeline(), {90}, not_pipelined());
     INFO(halves.source);
     REQUIRE_THAT(halves.source, Contains("cora_copy16(&X_cache_[cora_s0], &X_[cora_g0]);"));
     REQUIRE_THAT(halves.source, Contains("(cora_s0 & 7) == 0"));
     REQUIRE_THAT(halves.binaries[0].ptx, Contains("ld.global.nc.v4.") || Contains("ld.global.v4."));
-    CudaProgram scalar_ptx = compile_cuda(v.pipeline(), {90}, without_vector_copies());
+    CudaProgram scalar_ptx = compile_cuda(v.pipeline(), {90}, not_pipelined(0));
     REQUIRE_THAT(scalar_ptx.binaries[0].ptx, !Contains("ld.global.nc.v4.") && !Contains("ld.global.v4."));
 }
 

@@ -302,7 +302,7 @@ def test_cuda_source_on_cpu_threads_uses_the_arrays_as_device_memory(rng):
     assert k.time_ms(shape, {A: a, Out: out}, 3) > 0
     # The GPU code generation switched off (64-bit integers, element copies): the same results.
     plain = cora.Pipeline([Out], "py_gpu_exp").compile(
-        "cuda-cpu-threads", narrow_gpu_indices=False, vector_gpu_copies=False)
+        "cuda-cpu-threads", narrow_gpu_indices=False, vector_gpu_copies=False, gpu_copy_stages=1)
     wide_out = np.full(sum(lengths), np.nan, np.float32)
     plain.run(shape, {A: a, Out: wide_out})
     np.testing.assert_array_equal(wide_out, out)
