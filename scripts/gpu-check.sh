@@ -12,9 +12,9 @@
 #     pruned feed-forward block (block-sparse layers) on MNLI;
 #   - the GPU benchmark (cora_gpu_bench: trmm and vgemm against cuBLAS, vgemm and a square GEMM on
 #     tensor cores against cublasGemmEx, block-sparse layers against dense cublasSgemm), its schedules emulated
-#     first; its table is appended to the report; then again with element-by-element copies into
-#     shared memory (CORA_VECTOR_GPU_COPIES=0) and also 64-bit indices (CORA_NARROW_GPU_INDICES=0),
-#     and the SASS instruction mix of all (sass-mix.py, cuobjdump).
+#     first; its table is appended to the report; then again with the k-panel copies not pipelined
+#     (CORA_GPU_COPY_STAGES=1: the kernels before cp.async) and with 3 stages, and the SASS
+#     instruction mix of all (sass-mix.py, cuobjdump).
 # Writes results/gpu-check.md with what ran and how it ended. Exit status: non-zero if a test failed.
 #   bash gpu-check.sh [--cpu-only | --gpu-only]
 # --gpu-only leaves out the CPU part (emulated schedules, CPU threads), which gpu-bundle.sh already
@@ -137,29 +137,29 @@ if [[ "$mode" != "--cpu-only" ]]; then
     [[ -f vbatch_gemm_data.txt ]] && shapes=(--shapes vbatch_gemm_data.txt)
     run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
     [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
-    # The default kernels' SASS (only they are in the cache so far): 16-byte copies (LDG.E.128) and
-    # little 64-bit integer work in the 32-bit GEMM kernels.
+    # The default kernels' SASS (only they are in the cache so far): pipelined 16-byte copies
+    # (LDGSTS: cp.async) and little 64-bit integer work in the 32-bit GEMM kernels.
     if [[ -f sass-mix.py ]]; then
       run sass_mix_default python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm \
-        --require cora_vgemm_gpu_k0_i32:LDG.128\>0 --require cora_vgemm_gpu_k0_i32:int64\<100 \
-        --require cora_trmm_gpu_k0:LDG.128\>0 --require cora_trmm_gpu_k0:int64\<50
+        --require cora_vgemm_gpu_k0_i32:LDGSTS\>0 --require cora_vgemm_gpu_k0_i32:int64\<100 \
+        --require cora_trmm_gpu_k0:LDGSTS\>0 --require cora_trmm_gpu_k0:int64\<50
       [[ -f results/sass_mix_default.log ]] && {
         echo; echo "SASS of the default kernels (scripts/sass-mix.py, with its --require checks):"; echo;
         grep -E '^\||FAILED' results/sass_mix_default.log; } >>"$report"
     fi
-    # The same kernels without this round's code generation, timed in the same lease: copies into
-    # shared memory one element at a time (CompileOptions::vector_gpu_copies = 0), then also with
-    # 64-bit integers everywhere (narrow_gpu_indices = 0: the kernels before both).
+    # The same kernels without this round's code generation, timed in the same lease: the k-panel
+    # copies in their own phase between two barriers (gpu_copy_stages = 1: the kernels before
+    # cp.async), then with 3 stages instead of the default 2.
     bench_variant() {
       local name="$1" title="$2"
       shift 2
       run_env "$name" "$@" ./cora_gpu_bench "${shapes[@]}" --out "results/$name.md"
       [[ -f "results/$name.md" ]] && { echo; echo "$title:"; echo; sed 1,2d "results/$name.md"; } >>"$report"
     }
-    bench_variant gpu_bench_element_copies "Copies into shared memory one element at a time" \
-      CORA_VECTOR_GPU_COPIES=0
-    bench_variant gpu_bench_64bit_element_copies "And 64-bit indices everywhere (the kernels before both)" \
-      CORA_VECTOR_GPU_COPIES=0 CORA_NARROW_GPU_INDICES=0
+    bench_variant gpu_bench_not_pipelined "Copies into shared memory not pipelined (the kernels before cp.async)" \
+      CORA_GPU_COPY_STAGES=1
+    bench_variant gpu_bench_3_stages "Copies into shared memory in 3 stages" \
+      CORA_GPU_COPY_STAGES=3
     # The instruction mix of every variant's kernels, from their SASS.
     if [[ -f sass-mix.py ]]; then
       run sass_mix python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm

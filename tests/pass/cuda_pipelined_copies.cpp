@@ -1,12 +1,14 @@
-// The CUDA printer's pipelined loops (a For with pipeline_stages, lower/PipelineSharedPanels.cpp)
-// and the model of cp.async that CUDA on CPU threads runs them with: a copy lands in shared memory
+// pipeline_shared_panels (lower/PipelineSharedPanels.cpp) alone, on a k-panel loop built by hand;
+// the CUDA printer's pipelined loops (a For with pipeline_stages) and the model of cp.async that CUDA on CPU threads runs them with: a copy lands in shared memory
 // only when its thread waits for its group, so a kernel that reads a stage whose copies are still
 // in flight reads what the stage held before, as it may on a GPU, instead of the new panel.
 #include <catch2/catch.hpp>
 
 #include "codegen/CodeGen_CUDA.h"
 #include "driver/JIT.h"
+#include "ir/IRPrinter.h"
 #include "ir/Module.h"
+#include "lower/Passes.h"
 
 #include <vector>
 
@@ -110,5 +112,56 @@ TEST_CASE("CUDA on CPU threads: a stage read before its copies are waited for ho
         REQUIRE(out[(size_t)(8 + e)] == (float)e);
         // Iteration 2 reads stage 1: panel 1.
         REQUIRE(out[(size_t)(16 + e)] == (float)(100 + e));
+    }
+}
+
+namespace {
+
+/** A block's k-panel loop: for k in [0, K): allocate shared T[64] { lanes: T[l] = src[64 k + l];
+ * thread t: out[t] += T[t] } (out a global buffer), with `src` the copy's source. */
+struct PanelLoop {
+    VarPtr in = make_var("in", VarRole::Buffer, Float32), out = make_var("out", VarRole::Buffer, Float32);
+    VarPtr tile = make_var("T", VarRole::Buffer, Float32), K = make_var("K", VarRole::Param, Int64);
+    VarPtr b = index_var("b"), k = index_var("k"), l = index_var("l"), t = index_var("t");
+    Stmt kernel(const VarPtr &src, int64_t tile_floats = 64) const {
+        Stmt copy = For::make(l, c(0), c(tile_floats), ForKind::GpuLanes,
+                              Store::make(tile, var_expr(l),
+                                          Load::make(src, Add::make(Mul::make(var_expr(k), c(tile_floats)), var_expr(l)))));
+        Stmt use = For::make(t, c(0), c(64), ForKind::GpuThreadX,
+                             Store::make(out, var_expr(t),
+                                         Add::make(Load::make(out, var_expr(t)), Load::make(tile, var_expr(t)))));
+        Stmt loop = For::make(k, c(0), var_expr(K), ForKind::Serial,
+                              Allocate::make(tile, c(tile_floats), Block::make({copy, use}), MemoryType::GpuShared));
+        return For::make(b, c(0), c(1), ForKind::GpuBlockX, loop);
+    }
+};
+
+} // namespace
+
+TEST_CASE("pipeline_shared_panels: a k-panel loop's tile in stages, each iteration offset to its own", "[pass][gpu]") {
+    PanelLoop p;
+    GpuLimits limits;
+    Stmt before = p.kernel(p.in);
+    Stmt after = pipeline_shared_panels(before, 3, limits);
+    const std::string ir = print(after);
+    INFO(ir);
+    // The tile leaves the loop with 3 stages; the loop is marked; copy and use both at stage k % 3.
+    REQUIRE_THAT(ir, Contains("allocate in shared memory T[float32 * 192]\n  pipelined(3 stages) for k in [0, 0 + K)"));
+    REQUIRE_THAT(ir, Contains("T[(l + ((k % 3) * 64))] = in[((k * 64) + l)]"));
+    REQUIRE_THAT(ir, Contains("(out[t] + T[(t + ((k % 3) * 64))])"));
+    const For *loop = after.as<For>()->body.as<Allocate>()->body.as<For>();
+    REQUIRE(loop->pipeline_stages == 3);
+    REQUIRE(loop->body.as<Block>()->stmts[0].as<For>()->for_kind == ForKind::GpuLanes);
+    // One stage: nothing changes.
+    REQUIRE(equal(pipeline_shared_panels(before, 1, limits), before));
+
+    SECTION("a copy that reads what the kernel writes is not issued early") {
+        Stmt reads_output = p.kernel(p.out);
+        REQUIRE(equal(pipeline_shared_panels(reads_output, 2, limits), reads_output));
+    }
+    SECTION("stages past the block's shared memory are not taken") {
+        Stmt big = p.kernel(p.in, 4096); // 16 KiB: 3 stages fit in 48 KiB, 4 do not
+        REQUIRE(print(pipeline_shared_panels(big, 3, limits)).find("pipelined(3 stages)") != std::string::npos);
+        REQUIRE(equal(pipeline_shared_panels(big, 4, limits), big));
     }
 }
