@@ -59,8 +59,22 @@ struct VgemmTensorCores {
     Tensor X{"X", {{batch, B}, {m, Mt(batch) * 32}, {r, Kt(batch) * 16}}, Float16},
         Y{"Y", {{batch, B}, {r, Kt(batch) * 16}, {n, Nt(batch) * 32}}, Float16};
     Func C{"C", {{batch, B}, {m, Mt(batch) * 32}, {n, Nt(batch) * 32}}};
-    VgemmTensorCores() {
+    /** `tile` 32 (the default): blocks of 32 x 32 outputs, two warps of 16 x 32, k-panels of 16;
+     * 128: blocks of 128 x 128 outputs, 8 warps of 16 x 128 (16 tensor-core tiles, 64 float32 sums
+     * per thread: an A fragment serves 16 instructions), k-panels of 16 (K is a multiple of 16;
+     * longer panels would leave a guard on the last one). The matrices' sizes are whole 32 x 32
+     * tiles either way; a block's warps past a matrix's rows skip their tiles whole. */
+    explicit VgemmTensorCores(int64_t tile = 32) {
         C.compute([&](Expr b, Expr x, Expr y) { return sum(r, Kt(b) * 16, X(b, x, r) * Y(b, r, y)); });
+        if (tile == 128) {
+            C.split(m, mo, mi, 128).split(mi, mw, mm, 16).split(mm, mh, mg, 8);
+            C.split(n, no, ni, 128).split(ni, nj, nm, 8).split(nm, nt, nl, 2);
+            C.split(r, ro, ri, 16);
+            C.reorder({batch, mo, no, ro, mw, mg, nt, nj, ri, mh, nl}).gpu_blocks(no, mo, batch);
+            C.gpu_threads(nt, mg, mw).cache_read(X, ro).cache_read(Y, ro).cache_write(no).gpu_mma(ri);
+            C.unroll(nj); // the 64 sums stay in registers: their indices constant once unrolled
+            return;
+        }
         C.split(m, mo, mi, 32).split(mi, mw, mm, 16).split(mm, mh, mg, 8);
         C.split(n, no, ni, 32).split(ni, nj, nm, 8).split(nm, nt, nl, 2).split(r, ro, ri, 16);
         C.reorder({batch, mo, no, ro, mw, mg, nt, nj, ri, mh, nl}).gpu_blocks(no, mo, batch).gpu_threads(nt, mg, mw);

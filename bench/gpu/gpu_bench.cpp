@@ -142,11 +142,11 @@ int emulate() {
         k.run(s, {{v.X, x}, {v.Y, y}, {v.C, c}});
         worst = std::max(worst, max_rel_error(c, reference_evaluate(v.pipeline(), s, {{v.X, &x}, {v.Y, &y}})[0]));
     }
-    {
-        VgemmTc v;
+    for (int64_t tile : {32, 128}) {
+        VgemmTc v(tile);
         Kernel k = v.pipeline().compile(emu);
         RaggedShape s;
-        v.bind(s, in_tiles({{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 65, 2}}));
+        v.bind(s, in_tiles({{70, 3, 17}, {0, 5, 5}, {64, 64, 64}, {1, 65, 2}, {160, 130, 16}}));
         Buffer x = Buffer::alloc(v.X, s), y = Buffer::alloc(v.Y, s), c = Buffer::alloc(v.C, s);
         fill(x, 5);
         fill(y, 6);
@@ -376,9 +376,10 @@ int main(int argc, char **argv) {
         // Tensor cores (float16 operands, float32 sums): vgemm over the same shapes rounded up to
         // whole tiles, and one square GEMM, against cublasGemmEx per matrix (default math mode:
         // cuBLAS picks its tensor-core kernels too).
-        {
+        // Blocks of 32 x 32 outputs (2 warps) and of 128 x 128 (8 warps of 16 x 128).
+        for (int64_t tc_tile : {32, 128}) {
             check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-            VgemmTc v;
+            VgemmTc v(tc_tile);
             Kernel k = v.pipeline().compile("cuda");
             std::vector<std::pair<std::string, std::vector<std::array<int32_t, 3>>>> runs;
             for (int64_t bi = 0; bi < batches; bi++)
@@ -432,9 +433,9 @@ int main(int argc, char **argv) {
             for (const auto &[name, tot] : totals) {
                 char row[512];
                 std::snprintf(row, sizeof row,
-                              "| %s, tensor cores (fp16 in, fp32 sums) | %.3f | cublasGemmEx per matrix | %.3f | %.2fx "
-                              "| %.1e |\n",
-                              name.c_str(), tot[0], tot[1], tot[1] / tot[0], tot[2]);
+                              "| %s, tensor cores (fp16 in, fp32 sums), tile %d | %.3f | cublasGemmEx per matrix | %.3f | "
+                              "%.2fx | %.1e |\n",
+                              name.c_str(), (int)tc_tile, tot[0], tot[1], tot[1] / tot[0], tot[2]);
                 emit(row);
             }
         }

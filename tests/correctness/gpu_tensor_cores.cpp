@@ -203,7 +203,9 @@ TEST_CASE("tensor-core schedules that cannot be one warp instruction are compile
 
 TEST_CASE("vgemm on tensor cores: matrices of different tile counts, empty ones, blocks past a matrix's tiles",
           "[gpu][mma]") {
-    apps::VgemmTensorCores v;
+    const int64_t tile = GENERATE(32, 128);
+    INFO("tile " << tile);
+    apps::VgemmTensorCores v(tile);
     Pipeline p = v.pipeline();
     CudaProgram cp = require_mma_compiles(p);
     INFO(cp.kernel_ir[0]);
@@ -211,7 +213,7 @@ TEST_CASE("vgemm on tensor cores: matrices of different tile counts, empty ones,
     Kernel emulated_kernel = p.compile(emulated());
     Kernel on_cpu = testing::cuda_on_cpu(p);
     const std::vector<std::vector<std::array<int32_t, 3>>> batches = {
-        {{1, 1, 1}}, {{2, 1, 3}, {0, 2, 1}, {1, 3, 0}, {3, 2, 2}}, {{1, 2, 1}, {2, 1, 2}}};
+        {{1, 1, 1}}, {{2, 1, 3}, {0, 2, 1}, {1, 3, 0}, {3, 2, 2}}, {{1, 2, 1}, {2, 1, 2}}, {{5, 5, 2}, {1, 4, 1}}};
     for (const auto &tiles : batches) {
         RaggedShape s;
         v.bind(s, tiles);

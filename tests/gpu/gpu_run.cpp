@@ -129,7 +129,9 @@ TEST_CASE("a tensor-core GEMM (mma.sync, float16 operands, float32 sums) matches
 }
 
 TEST_CASE("vgemm on tensor cores matches the reference on the device", "[gpu]") {
-    apps::VgemmTensorCores v;
+    const int64_t tile = GENERATE(32, 128); // blocks of 32 x 32 (2 warps) or 128 x 128 (8 warps)
+    INFO("tile " << tile);
+    apps::VgemmTensorCores v(tile);
     Pipeline p = v.pipeline();
     Kernel kern = compile(p);
     const bool device = backend() == "cuda";
