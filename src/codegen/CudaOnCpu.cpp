@@ -95,6 +95,7 @@ struct BlockSync {
     Fiber *current = nullptr;
     long long n = 0, arrived = 0, finished = 0;
     bool diverged = false;
+    bool misaligned_rows = false; // an ldmatrix row address not 16-byte aligned
     char *stacks = nullptr;
     size_t stack_bytes = 0, page = 0, region = 0;
     void (*body)() = nullptr;      // a fiber's function (fiber_main)
@@ -103,6 +104,7 @@ struct BlockSync {
     bool done = false; // set before the last resume: the fibers leave their loop
     std::vector<double> shuffle_slots; // a value per thread (__shfl_xor_sync)
     std::vector<MmaSlot> mma_slots;    // fragments per thread (mma.sync)
+    std::vector<const uint16_t *> row_slots; // a row address per thread (ldmatrix)
 #ifdef CORA_ASAN_FIBERS
     const void *scheduler_stack = nullptr;
     size_t scheduler_stack_size = 0;
@@ -253,6 +255,43 @@ inline void cora_mma_m16n8k16(float &d0, float &d1, float &d2, float &d3, unsign
     for (int r = 0; r < 4; r++)
         *d[r] = out[r];
 }
+/** ldmatrix.sync.aligned.m8n8.x<N>[.trans].shared.b16 among one warp's threads: each lane leaves
+ * its row address in its slot (lane l: row l % 8 of matrix l / 8); after a barrier, register j of
+ * lane l gets from matrix j the halves at row l / 4, columns 2 (l % 4) and + 1 (.trans: rows
+ * 2 (l % 4) and + 1, column l / 4), low half first. A row address that is not 16-byte aligned,
+ * which the GPU would fault on, fails the launch here. */
+template <int N, bool Trans> void cora_ldmatrix(unsigned *regs, const uint16_t *row) {
+    const long long self = threadIdx.x + (long long)blockDim.x * (threadIdx.y + (long long)blockDim.y * threadIdx.z);
+    const bool aligned = ((unsigned long long)row & 15) == 0;
+    if (!aligned) block_sync->misaligned_rows = true; // the launch fails; nothing is read from it
+    block_sync->row_slots[(size_t)self] = aligned ? row : nullptr;
+    block_sync->sync();
+    const long long lane = self % 32, warp = self - lane;
+    for (int j = 0; j < N; j++) {
+        uint16_t half[2];
+        for (int h = 0; h < 2; h++) {
+            const uint16_t *from = block_sync->row_slots[(size_t)(warp + 8 * j + (Trans ? 2 * (lane % 4) + h : lane / 4))];
+            half[h] = !from ? 0 : Trans ? from[lane / 4] : from[2 * (lane % 4) + h];
+        }
+        regs[j] = (unsigned)half[0] | ((unsigned)half[1] << 16);
+    }
+    block_sync->sync();
+}
+inline void cora_ldmatrix_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3, const uint16_t *row) {
+    unsigned r[4];
+    cora_ldmatrix<4, false>(r, row);
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+inline void cora_ldmatrix_x2(unsigned &r0, unsigned &r1, const uint16_t *row) {
+    unsigned r[2];
+    cora_ldmatrix<2, false>(r, row);
+    r0 = r[0], r1 = r[1];
+}
+inline void cora_ldmatrix_x2_trans(unsigned &r0, unsigned &r1, const uint16_t *row) {
+    unsigned r[2];
+    cora_ldmatrix<2, true>(r, row);
+    r0 = r[0], r1 = r[1];
+}
 /** 16 bytes at once, as the GPU's vector copies into shared memory (CodeGen_CUDA.cpp) do. */
 inline void cora_copy16(void *dst, const void *src) { std::memcpy(dst, src, 16); }
 /** cp.async and its groups (CodeGen_CUDA.cpp's pipelined loops), per CUDA thread: see PendingCopy. */
@@ -350,6 +389,7 @@ extern "C" int cora_cuda_on_cpu_launch(int kernel, const long long *grid, const 
     sync.params = params;
     sync.shuffle_slots.assign((size_t)n, 0.0);
     sync.mma_slots.assign((size_t)n, MmaSlot{});
+    sync.row_slots.assign((size_t)n, nullptr);
     if (!sync.allocate(n)) {
         std::snprintf(error, (size_t)error_size, "kernel %d: cannot map stacks for %lld CPU fibers", kernel, n);
         return 2;
@@ -367,6 +407,11 @@ extern "C" int cora_cuda_on_cpu_launch(int kernel, const long long *grid, const 
     if (sync.diverged) {
         std::snprintf(error, (size_t)error_size,
                       "kernel %d: a __syncthreads() that some threads of a block reach and others do not", kernel);
+        return 3;
+    }
+    if (sync.misaligned_rows) {
+        std::snprintf(error, (size_t)error_size, "kernel %d: an ldmatrix row address that is not 16-byte aligned",
+                      kernel);
         return 3;
     }
     return 0;

@@ -58,15 +58,19 @@ TEST_CASE("a tensor-core GEMM: the nest as loops, the warp instruction emulated 
             // Per thread: 4 tiles of 8 columns, 4 sums each; one instruction per tile and panel.
             REQUIRE_THAT(cp.source, Contains("float C_tile_[int64_t(16)];") || Contains("float C_tile_[int32_t(16)];"));
             REQUIRE(count_occurrences(cp.source, "cora_mma_m16n8k16(C_tile_[") == 1);
-            REQUIRE(count_occurrences(cp.source, "= cora_pack_half2(A_cache_[") == 4);
-            REQUIRE(count_occurrences(cp.source, "= cora_pack_half2(B_cache_[") == 2);
-            // Lane (t, g)'s B registers hold column g of the tile at k = 2t, 2t + 1 (+ 8), in the
-            // panel's stage (two stages of 512 halves: gpu_pipelined_copies.cpp).
-            auto b_fragment = [](const std::string &i) {
-                return Contains("cora_pack_half2(B_cache_[((((t_ * " + i + "(64)) + (nj_ * " + i + "(8))) + g_) + "
-                                "(cora_mod(ko_, " + i + "(2)) * " + i + "(512)))]");
-            };
-            REQUIRE_THAT(cp.source, b_fragment("int64_t") || b_fragment("int32_t"));
+            // The fragments from the shared tiles by ldmatrix, one per operand and instruction:
+            // A's four 8 x 8 matrices (rows g and g + 8 at k 0-7 and 8-15, each row 8 contiguous
+            // halves), B's two transposed (the tile is k-major: a column's halves are 64 apart,
+            // and the lanes' columns g contiguous). Lane (t, g) passes the row t + 4 (g % 2) of
+            // matrix g / 2: its k-panel's stage, rows 16 halves apart.
+            REQUIRE(count_occurrences(cp.source, "cora_ldmatrix_x4(cora_mma_a0, cora_mma_a1, cora_mma_a2, "
+                                                 "cora_mma_a3, &A_cache_[") == 1);
+            REQUIRE(count_occurrences(cp.source, "cora_ldmatrix_x2_trans(cora_mma_b0, cora_mma_b1, &B_cache_[") == 1);
+            REQUIRE(count_occurrences(cp.source, "= cora_pack_half2(") == 0);
+            for (const CudaBinary &b : cp.binaries) {
+                REQUIRE_THAT(b.ptx, Contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+                REQUIRE_THAT(b.ptx, Contains("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"));
+            }
             check_tiles(p, gemm);
         }
     }
@@ -103,7 +107,9 @@ TEST_CASE("tensor-core tiles under other schedules: nest order, unrolled registe
         s.C.gpu_threads(s.t, s.g, s.iw).cache_write(s.nj).gpu_mma(s.ki);
         Pipeline p({s.C}, "mma_global");
         CudaProgram cp = require_mma_compiles(p);
+        // ldmatrix reads shared memory only: the fragments are packed from single halves.
         REQUIRE_THAT(cp.source, Contains("cora_pack_half2(A_["));
+        REQUIRE_THAT(cp.source, !Contains("cora_ldmatrix_x4(cora_mma_a0"));
         check_tiles(p, s);
     }
     SECTION("C = B^T A^T: the first operand read at the thread's columns") {
@@ -117,7 +123,12 @@ TEST_CASE("tensor-core tiles under other schedules: nest order, unrolled registe
         Ct.reorder({s.jo, s.io, s.ko, s.jw, s.g, s.t, s.nj, s.ki, s.ih, s.jl}).gpu_blocks(s.io, s.jo);
         Ct.gpu_threads(s.t, s.g, s.jw).cache_read(s.A, s.ko).cache_read(s.B, s.ko).cache_write(s.io).gpu_mma(s.ki);
         Pipeline p({Ct}, "mma_transposed");
-        require_mma_compiles(p);
+        CudaProgram cp = require_mma_compiles(p);
+        INFO(cp.source);
+        // B's tile in A's role is k-major, so the rows' halves are not adjacent: A's fragments are
+        // packed; A's tile in B's role has each column's k contiguous: ldmatrix without .trans.
+        REQUIRE_THAT(cp.source, Contains("= cora_pack_half2(B_cache_["));
+        REQUIRE_THAT(cp.source, Contains("cora_ldmatrix_x2(cora_mma_b0, cora_mma_b1, &A_cache_["));
         const std::vector<std::tuple<int, int, int>> sizes = {{1, 1, 1}, {2, 3, 2}, {0, 2, 1}};
         for (auto [mb, nb, kb] : sizes) {
             INFO("Mb " << mb << " Nb " << nb << " Kb " << kb);
