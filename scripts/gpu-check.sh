@@ -138,11 +138,13 @@ if [[ "$mode" != "--cpu-only" ]]; then
     run gpu_bench ./cora_gpu_bench "${shapes[@]}" --out results/gpu-bench.md
     [[ -f results/gpu-bench.md ]] && cat results/gpu-bench.md >>"$report"
     # The default kernels' SASS (only they are in the cache so far): pipelined 16-byte copies
-    # (LDGSTS: cp.async) and little 64-bit integer work in the 32-bit GEMM kernels.
+    # (LDGSTS: cp.async), little 64-bit integer work in the 32-bit GEMM kernels, and tensor-core
+    # fragments by ldmatrix (LDSM) beside the HMMAs.
     if [[ -f sass-mix.py ]]; then
       run sass_mix_default python3 sass-mix.py "$CORA_CACHE_DIR" cora_trmm cora_vgemm \
         --require cora_vgemm_gpu_k0_i32:LDGSTS\>0 --require cora_vgemm_gpu_k0_i32:int64\<100 \
-        --require cora_trmm_gpu_k0:LDGSTS\>0 --require cora_trmm_gpu_k0:int64\<50
+        --require cora_trmm_gpu_k0:LDGSTS\>0 --require cora_trmm_gpu_k0:int64\<50 \
+        --require cora_vgemm_tensor_cores_k0:LDSM\>0 --require cora_vgemm_tensor_cores_k0:HMMA\>0
       [[ -f results/sass_mix_default.log ]] && {
         echo; echo "SASS of the default kernels (scripts/sass-mix.py, with its --require checks):"; echo;
         grep -E '^\||FAILED' results/sass_mix_default.log; } >>"$report"
