@@ -499,13 +499,18 @@ private:
     }
     /** A loop of lower/PipelineSharedPanels.cpp: its body's leading gpu_lanes loops copy iteration
      * k's panels into their stage of the shared tiles, and the rest computes on them. Printed as
-     * the copies of the first S - 1 iterations, then per iteration: the copies of iteration
-     * k + S - 1 (cp.async where 16 bytes are aligned, so their loads stay in flight), a wait for
-     * iteration k's, a barrier, the rest, and a barrier before the next iteration's copies
-     * overwrite the stage this one read. A thread's own cp.async groups complete in order, so
-     * cp.async.wait_group S - 1 after committing iteration k + S - 1's group leaves iteration k's
-     * complete (and any group committed since, by a nested pipelined loop, only pushes it further
-     * back); element copies are plain stores, visible after the barrier as before. */
+     * CUTLASS's multistage main loop: the copies of the first S - 1 iterations, then per iteration
+     *  - a wait for iteration k's copies (cp.async.wait_group S - 2) and one barrier: k's panels
+     *    are in shared memory for every thread, and every thread is done with iteration k - 1;
+     *  - the copies of iteration k + S - 1, into the stage iteration k - 1 read (cp.async where 16
+     *    bytes are aligned, so their loads stay in flight while the rest runs);
+     *  - the rest;
+     * and a barrier after the loop, before anything (the next run of the loop, inside another
+     * loop) copies into the tiles again. A thread's own groups complete in order, one committed
+     * per iteration (empty ones too); when iteration k waits, S - 1 + k groups are committed and k's
+     * is the (k + 1)-th, so leaving the S - 2 newest in flight completes it (a group committed
+     * since by a nested pipelined loop only pushes it further back). Element copies are plain
+     * stores, visible after the next barrier like the rest's writes. */
     void print_pipelined(const For *op) {
         CORA_CHECK(!in_thread_loop() && !issuing_ahead_, "codegen_cuda: a pipelined loop inside a thread loop");
         const Block *b = op->body.as<Block>();
@@ -518,7 +523,7 @@ private:
         CORA_CHECK(!copies.empty(), "codegen_cuda: a pipelined loop without its copies");
         const int stages = op->pipeline_stages;
         const std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent), t = index_type();
-        // The copies of iteration min + `ahead` (ahead < stages), under `cond`.
+        // The copies of iteration `at` under `cond`, then a group committed (an empty one too).
         auto issue = [&](const Expr &at, const std::string &cond) {
             line("if (" + cond + ") {");
             indent++;
@@ -530,26 +535,25 @@ private:
             line("}");
             line("cora_copy_async_commit();");
         };
-        // The copies read only what the kernel never writes and write only these tiles, which
-        // nothing outside the loop uses (PipelineSharedPanels.cpp): no barrier before them.
+        // The copies read only what the kernel never writes, and write only these tiles, which
+        // nothing outside the loop uses and a barrier after any earlier run of it left free
+        // (PipelineSharedPanels.cpp): no barrier before them.
         line("// pipelined: shared tiles in " + std::to_string(stages) + " stages, copies issued " +
              std::to_string(stages - 1) + " iteration" + (stages > 2 ? "s" : "") + " ahead");
         for (int k = 0; k + 1 < stages; k++)
             issue(simplify(Add::make(op->min, IntImm::make(k))), std::to_string(k) + " < " + ext);
         line("for (" + t + " " + v + " = " + mn + "; " + v + " < " + mn + " + " + ext + "; ++" + v + ") {");
         indent++;
+        line("cora_copy_async_wait<" + std::to_string(stages - 2) + ">();");
+        line("__syncthreads(); // this iteration's panels are in shared memory; the last one's are free");
+        phase_order_.barrier();
         issue(Add::make(var_expr(op->var), IntImm::make(stages - 1)),
               v + " + " + std::to_string(stages - 1) + " < " + mn + " + " + ext);
-        line("cora_copy_async_wait<" + std::to_string(stages - 1) + ">();");
-        line("__syncthreads(); // this iteration's panels are in shared memory");
-        phase_order_.barrier();
-        const PhaseOrder before = phase_order_;
         visit(Block::make(rest));
-        line("__syncthreads(); // every thread is done with the stage the next copies overwrite");
-        phase_order_.barrier();
-        phase_order_.merge(before);
         indent--;
         line("}");
+        line("__syncthreads(); // every thread is done with the tiles");
+        phase_order_.barrier();
     }
     bool issuing_ahead_ = false;           ///< printing a pipelined loop's copies
     std::set<const VarNode *> local_;      ///< buffers allocated in the kernel (shared or per thread)

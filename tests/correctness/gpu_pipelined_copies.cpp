@@ -81,14 +81,16 @@ TEST_CASE("pipelined copies: shared tiles in stages, cp.async issued ahead, a wa
             REQUIRE_THAT(cp.kernel_ir[0], Contains("(ro % " + std::to_string(n) + ")"));
             INFO(cp.source);
             // The 16-byte copies as cp.async; n - 1 iterations' copies before the loop (each its own
-            // group), one iteration's in it, then a wait that leaves the n - 1 newest in flight.
+            // group), then per iteration a wait that leaves the n - 2 newest in flight and one
+            // iteration's copies.
             REQUIRE_THAT(cp.source, Contains("cora_copy16_async(&X_cache_[cora_s0], &X_[cora_g0]);"));
             REQUIRE_THAT(cp.source, Contains("cora_copy16_async(&Y_cache_[cora_s0], &Y_[cora_g0]);"));
             REQUIRE(count(cp.source, "cora_copy16_async(&X_cache_") == n * kernels);
             REQUIRE(count(cp.source, "cora_copy_async_commit();") == n * kernels);
-            REQUIRE(count(cp.source, "cora_copy_async_wait<" + std::to_string(n - 1) + ">();") == kernels);
+            REQUIRE(count(cp.source, "cora_copy_async_wait<" + std::to_string(n - 2) + ">();") == kernels);
             REQUIRE_THAT(cp.source, Contains("if (ro_ + " + std::to_string(n - 1) + " < "));
-            // One barrier after the wait, one before the next iteration's copies: 2 per panel, not 4.
+            // One barrier per panel, after the wait (not 4: before and after each copy), and one
+            // after the loop.
             REQUIRE(count(cp.source, "__syncthreads();") == 2 * kernels);
         }
     }
@@ -109,7 +111,7 @@ TEST_CASE("pipelined copies: shared tiles in stages, cp.async issued ahead, a wa
             INFO("sm_" << b.arch);
             REQUIRE_THAT(b.ptx, Contains("cp.async.cg.shared.global"));
             REQUIRE_THAT(b.ptx, Contains("cp.async.commit_group"));
-            REQUIRE_THAT(b.ptx, Contains("cp.async.wait_group 1"));
+            REQUIRE_THAT(b.ptx, Contains("cp.async.wait_group 0"));
         }
         CudaProgram not_pipelined = compile_cuda(v.pipeline(), {90}, stages(1));
         REQUIRE_THAT(not_pipelined.binaries[0].ptx, !Contains("cp.async"));

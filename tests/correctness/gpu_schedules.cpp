@@ -763,7 +763,7 @@ TEST_CASE("a GEMM with shared-memory panels copied by the whole block matches th
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.kernel_ir[0]);
             // Two stages of 16 x 8 and 8 x 16 (gpu_pipelined_copies.cpp): the copies of panel ko + 1
-            // are issued before panel ko's multiply-adds, and each k-panel waits at two barriers.
+            // are issued before panel ko's multiply-adds; a barrier per k-panel and one after them.
             REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory A_cache[float32 * 256]"));
             REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Bm_cache[float32 * 256]"));
             REQUIRE_THAT(cp.kernel_ir[0], Contains("pipelined(2 stages) for ko in"));
