@@ -432,10 +432,11 @@ int main(int argc, char **argv) {
             }
             for (const auto &[name, tot] : totals) {
                 char row[512];
-                std::snprintf(row, sizeof row,
-                              "| %s, tensor cores (fp16 in, fp32 sums), tile %d | %.3f | cublasGemmEx per matrix | %.3f | "
-                              "%.2fx | %.1e |\n",
-                              name.c_str(), (int)tc_tile, tot[0], tot[1], tot[1] / tot[0], tot[2]);
+                std::snprintf(
+                    row, sizeof row,
+                    "| %s, tensor cores (fp16 in, fp32 sums), tile %d | %.3f | cublasGemmEx per matrix | %.3f | "
+                    "%.2fx | %.1e |\n",
+                    name.c_str(), (int)tc_tile, tot[0], tot[1], tot[1] / tot[0], tot[2]);
                 emit(row);
             }
         }

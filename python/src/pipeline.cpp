@@ -56,9 +56,10 @@ CompileOptions compile_options(const std::string &backend, py::kwargs kw) {
         else if (key == "contraction_tiles")
             o.contraction_tiles = v.cast<std::map<std::string, ContractionTile>>();
         else
-            throw py::type_error("compile() got an unknown option '" + key +
-                                 "' (backend, debug, cache_dir, cxx, use_z3, remove_guards, narrow_gpu_indices, "
-                                 "vector_gpu_copies, gpu_copy_stages, build_aux_in_kernel, device, vector_bits, contraction_tiles)");
+            throw py::type_error(
+                "compile() got an unknown option '" + key +
+                "' (backend, debug, cache_dir, cxx, use_z3, remove_guards, narrow_gpu_indices, "
+                "vector_gpu_copies, gpu_copy_stages, build_aux_in_kernel, device, vector_bits, contraction_tiles)");
     }
     return o;
 }

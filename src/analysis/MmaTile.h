@@ -29,8 +29,10 @@
  * thread index; every thread axis bound exactly), the block is 4 x 8 (x z) threads. */
 #pragma once
 
+#include <array>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "ir/IR.h"
 
@@ -56,5 +58,14 @@ struct MmaFragments {
     Expr a[4][2], b[2][2], c[4];
 };
 MmaFragments mma_fragments(const MmaTile &tile);
+
+/** For loading fragment registers `regs` (per register, the element indices of its low and high
+ * halves, as functions of the lane's t and g: MmaFragments) from a shared tile with one ldmatrix
+ * (m8n8, 16-bit, .x4 for 4 registers, .x2 for 2): the element index each lane passes (the row of
+ * an 8 x 8 matrix it names), or undefined when the layout does not allow it (MmaTile.cpp says
+ * what it requires, proved by the simplifier). */
+Expr ldmatrix_rows(const std::vector<std::array<Expr, 2>> &regs, const Expr &t, const Expr &g);
+/** The same with .trans: for B fragments whose columns (g) are contiguous instead of their ks. */
+Expr ldmatrix_trans_rows(const std::vector<std::array<Expr, 2>> &regs, const Expr &t, const Expr &g);
 
 } // namespace cora::ir

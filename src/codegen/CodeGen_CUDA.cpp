@@ -240,8 +240,8 @@ protected:
             // loops, where the whole block runs alike, so every thread reaches both barriers).
             std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
             if (issuing_ahead_) { // a pipelined loop's copy: print_pipelined places the barriers
-                line("for (" + index_type() + " " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " +
-                     ext + "; " + v + " += cora_lanes) {");
+                line("for (" + index_type() + " " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " + ext +
+                     "; " + v + " += cora_lanes) {");
                 indent++;
                 if (!print_vector_copy(op->body)) visit(op->body);
                 indent--;
@@ -358,8 +358,8 @@ private:
         if (b_trans) b_row = ldmatrix_trans_rows(b_regs, t, g);
         if (b_row.defined()) {
             line("unsigned cora_mma_b0, cora_mma_b1;");
-            line(std::string(b_trans ? "cora_ldmatrix_x2_trans" : "cora_ldmatrix_x2") +
-                 "(cora_mma_b0, cora_mma_b1, &" + element(tile.b, b_row) + ");");
+            line(std::string(b_trans ? "cora_ldmatrix_x2_trans" : "cora_ldmatrix_x2") + "(cora_mma_b0, cora_mma_b1, &" +
+                 element(tile.b, b_row) + ");");
         } else {
             for (int q = 0; q < 2; q++)
                 line("const unsigned cora_mma_b" + std::to_string(q) + " = cora_pack_half2(" +
@@ -373,81 +373,6 @@ private:
         line("}");
     }
     bool shared_tile(const VarPtr &b) const { return local_.count(b.get()) && !per_thread_.count(b.get()); }
-    static bool is_zero(const Expr &e) { return is_const(simplify(e), 0); }
-    /** ldmatrix (m8n8, 16-bit elements) loads fragment registers from 8 x 8 matrices in shared
-     * memory, each row 8 contiguous halves (16 bytes, aligned): lane l gives the address of row
-     * l % 8 of matrix l / 8, and register j of lane l receives row l / 4, halves 2 (l % 4) and
-     * + 1 of matrix j (PTX ISA, "ldmatrix"). That is a fragment register's layout — lane
-     * (t, g) = (l % 4, l / 4) holds two adjacent halves of row g at 2t — when, with `regs[j][h]`
-     * the element index of half h of register j as a function of the lane's t and g:
-     *  - the halves are adjacent: regs[j][1] = regs[j][0] + 1;
-     *  - the lanes of a row step by 2: regs[j][0] = regs[j][0](t = 0) + 2t;
-     *  - every row starts 16 bytes into the tile's alignment: regs[j][0](t = 0) % 8 = 0 (the
-     *    simplifier drops the terms whose coefficients are multiples of 8).
-     * Then the index lane (t, g) passes is row_j(i) = regs[j][0](t = 0, g = i) at j = l / 8,
-     * i = l % 8 for l = t + 4g (a block of 4 x 8 threads per warp: MmaTile.h); with two registers
-     * (.x2) lanes 16-31 pass an address ldmatrix ignores (matrix j % 2). Undefined: the layout
-     * does not allow it, and the fragments are packed from single halves instead. */
-    static Expr ldmatrix_rows(const std::vector<std::array<Expr, 2>> &regs, const Expr &t, const Expr &g) {
-        const VarNode *tv = t.as<Var>(), *gv = g.as<Var>();
-        const Expr zero = IntImm::make(0), lane = Add::make(t, Mul::make(g, IntImm::make(4)));
-        const Expr matrix = Mod::make(Div::make(lane, IntImm::make(8)), IntImm::make((int64_t)regs.size()));
-        const Expr row = Mod::make(lane, IntImm::make(8));
-        Expr index;
-        for (size_t j = regs.size(); j-- > 0;) {
-            const Expr start = substitute(regs[j][0], tv, zero);
-            if (!is_zero(Sub::make(Sub::make(regs[j][1], regs[j][0]), IntImm::make(1))) ||
-                !is_zero(Sub::make(Sub::make(regs[j][0], start), Mul::make(t, IntImm::make(2)))) ||
-                !is_zero(Mod::make(start, IntImm::make(8))))
-                return Expr();
-            const Expr at = substitute(start, gv, row);
-            index = index.defined() ? Select::make(EQ::make(matrix, IntImm::make((int64_t)j)), at, index) : at;
-        }
-        return by_matrix_offset(index);
-    }
-    /** A select over the matrices whose candidates differ by constants (the usual case: the same
-     * row of another 8 x 8 block of the tile) as the first candidate plus a select of the
-     * constants, which the CUDA compiler keeps as one address and a small table. */
-    static Expr by_matrix_offset(const Expr &chain) {
-        std::vector<std::pair<Expr, Expr>> cases; // (condition, candidate), the last without one
-        Expr e = chain;
-        while (const Select *sel = e.as<Select>()) {
-            cases.push_back({sel->cond, sel->t});
-            e = sel->f;
-        }
-        cases.push_back({Expr(), e});
-        const Expr base = cases.back().second;
-        Expr offsets = IntImm::make(0);
-        for (size_t i = cases.size() - 1; i-- > 0;) {
-            const Expr d = simplify(Sub::make(cases[i].second, base));
-            if (!as_const_int(d)) return simplify(chain);
-            offsets = Select::make(cases[i].first, d, offsets);
-        }
-        return simplify(Add::make(base, offsets));
-    }
-    /** ldmatrix .trans: register j of lane l receives column l / 4 of matrix j, rows 2 (l % 4) and
-     * + 1 — two B halves at k = 2t, 2t + 1 (+ 8 j) of column g, stored with column g contiguous
-     * across the lanes: regs[j][h] = regs[j][h](g = 0) + g, each row (a k) starting aligned. Lane l
-     * passes row i = l % 8 of matrix j = l / 8 % 2: k = 8j + i, that is t = i / 2, h = i % 2. */
-    static Expr ldmatrix_trans_rows(const std::vector<std::array<Expr, 2>> &regs, const Expr &t, const Expr &g) {
-        const VarNode *tv = t.as<Var>(), *gv = g.as<Var>();
-        const Expr zero = IntImm::make(0), lane = Add::make(t, Mul::make(g, IntImm::make(4)));
-        const Expr matrix = Mod::make(Div::make(lane, IntImm::make(8)), IntImm::make((int64_t)regs.size()));
-        const Expr row = Mod::make(lane, IntImm::make(8));
-        Expr index;
-        for (size_t j = regs.size(); j-- > 0;) {
-            Expr at[2];
-            for (int h = 0; h < 2; h++) {
-                const Expr start = substitute(regs[j][h], gv, zero);
-                if (!is_zero(Sub::make(Sub::make(regs[j][h], start), g)) || !is_zero(Mod::make(start, IntImm::make(8))))
-                    return Expr();
-                at[h] = substitute(start, tv, Div::make(row, IntImm::make(2)));
-            }
-            const Expr both = Select::make(EQ::make(Mod::make(row, IntImm::make(2)), zero), at[0], at[1]);
-            index = index.defined() ? Select::make(EQ::make(matrix, IntImm::make((int64_t)j)), both, index) : both;
-        }
-        return by_matrix_offset(index);
-    }
     /** A lane's 16 bytes of a copy into shared memory (a Vectorized loop of 4 floats or 8 halves
      * that SplitHostDevice.cpp made inside a GpuLanes loop), `[if (cond)] shared[s] = global[g]`
      * with s and g both stepping by 1: when every element's condition holds and both addresses are

@@ -201,9 +201,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
             k.body = pass.run("slice_thread_tiles", Stage::Materialized, [&] { return slice_thread_tiles(k.body); });
             k.body = pass.run("warp_reductions", Stage::Materialized,
                               [&] { return warp_reductions(k.body, k.exact_bindings); });
-            k.body = pass.run("pipeline_shared_panels", Stage::Materialized, [&] {
-                return pipeline_shared_panels(k.body, opts.gpu_copy_stages, ctx.gpu_limits);
-            });
+            k.body = pass.run("pipeline_shared_panels", Stage::Materialized,
+                              [&] { return pipeline_shared_panels(k.body, opts.gpu_copy_stages, ctx.gpu_limits); });
         }
     for (const LoweredFunc &k : device_kernels)
         pass.run_step("check_mma_tiles", [&] { check_mma_tiles(k); });

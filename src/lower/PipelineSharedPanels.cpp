@@ -18,16 +18,19 @@
  * threads with its copies done at once) this means what the loop did; the CUDA printer issues
  * iteration k's copies S - 1 iterations early, which is safe because
  *  - the copies store only to the chain's tiles, and load only from buffers the kernel neither
- *    allocates nor stores to: read early, they read the same values;
- *  - the rest does not store to the tiles: stage (k - m) % S holds iteration k's panels until the
- *    barrier at the end of iteration k, after which iteration k + 1 issues the copies that
- *    overwrite it (for iteration k + S).
+ *    allocates nor stores to, and read no variable the kernel assigns: read early, they read the
+ *    same values;
+ *  - the rest does not store to the tiles: stage (k - m) % S holds iteration k's panels until every
+ *    thread is done with iteration k (the barrier at the start of iteration k + 1), after which
+ *    iteration k + 1 issues the copies that overwrite it (for iteration k + S);
+ *  - the rest does not start with a gpu_lanes loop: the printer takes a pipelined body's leading
+ *    gpu_lanes loops as its copies.
  * L is left as it is when any of that does not hold, or when the kernel's shared memory with S
  * stages would pass the device's static limit. Inputs: a kernel body (after split_host_device,
  * slice_thread_tiles and warp_reductions), the stage count S (2 .. 4; 1: nothing changes), the
  * limits. Output: the body. Requires: the copies are gpu_lanes loops (SplitHostDevice.cpp). Ensures:
  * a pipelined loop's body is a Block whose leading statements are its copies, and nothing else.
- * Tests: tests/correctness/gpu_pipelined_copies.cpp. */
+ * Tests: tests/pass/cuda_pipelined_copies.cpp (the pass alone), tests/correctness/gpu_pipelined_copies.cpp. */
 #include <set>
 #include <vector>
 
@@ -126,9 +129,11 @@ public:
     PipelinePanels(const Stmt &kernel, int stages, const GpuLimits &limits) : stages_(stages), limits_(limits) {
         visit_stmts(kernel, [&](const Stmt &x) {
             if (const Store *st = x.as<Store>()) stored_.insert(st->buffer.get());
+            if (const Assign *a = x.as<Assign>()) assigned_.insert(a->var.get());
             if (const Allocate *a = x.as<Allocate>()) {
                 allocated_.insert(a->buffer.get());
-                if (a->memory == MemoryType::GpuShared) shared_bytes_ += *as_const_int(a->size) * a->buffer->type.bytes();
+                if (a->memory == MemoryType::GpuShared)
+                    shared_bytes_ += *as_const_int(a->size) * a->buffer->type.bytes();
             }
         });
     }
@@ -143,7 +148,7 @@ protected:
         PanelChain chain;
         peel_chain(loop->body, chain);
         if (chain.tiles.empty() || chain.copies.empty() || chain.rest.empty() || !copies_read_inputs(chain) ||
-            rest_writes_tiles(chain))
+            rest_writes_tiles(chain) || starts_with_lanes(chain.rest.front()))
             return r;
         int64_t extra = 0; // the bytes the S - 1 more stages take
         for (const Allocate *a : chain.tiles)
@@ -171,18 +176,24 @@ protected:
 private:
     const int stages_;
     const GpuLimits &limits_;
-    std::set<const VarNode *> stored_, allocated_;
+    std::set<const VarNode *> stored_, allocated_, assigned_;
     int64_t shared_bytes_ = 0;
 
-    /** The copies load only from buffers the kernel neither allocates nor stores to. */
+    /** The copies load only from buffers the kernel neither allocates nor stores to, and read no
+     * mutable local the kernel assigns. */
     bool copies_read_inputs(const PanelChain &chain) const {
         bool ok = true;
         for (const Stmt &c : chain.copies)
             visit_exprs(c, [&](const Expr &e) {
                 if (const Load *l = e.as<Load>())
                     ok = ok && !stored_.count(l->buffer.get()) && !allocated_.count(l->buffer.get());
+                if (const Var *v = e.as<Var>()) ok = ok && !assigned_.count(v);
             });
         return ok;
+    }
+    static bool starts_with_lanes(const Stmt &s) {
+        const For *f = s.as<For>();
+        return f && f->for_kind == ForKind::GpuLanes;
     }
     bool rest_writes_tiles(const PanelChain &chain) const {
         bool writes = false;

@@ -12,6 +12,7 @@
 #include "vgemm/vgemm_gpu_def.h"
 
 #include <cstdlib>
+#include <optional>
 #include <regex>
 #include <string>
 
@@ -41,11 +42,23 @@ int64_t shared_elements(const std::string &ir, const std::string &name) {
     return std::stoll(m[1]);
 }
 
-/** Sets an environment variable for a scope. */
+/** Sets (or, with nullptr, unsets) an environment variable for a scope, then restores it. */
 struct ScopedEnv {
     std::string name;
-    ScopedEnv(const char *n, const char *value) : name(n) { setenv(n, value, 1); }
-    ~ScopedEnv() { unsetenv(name.c_str()); }
+    std::optional<std::string> saved;
+    ScopedEnv(const char *n, const char *value) : name(n) {
+        if (const char *old = std::getenv(n)) saved = old;
+        if (value)
+            setenv(n, value, 1);
+        else
+            unsetenv(n);
+    }
+    ~ScopedEnv() {
+        if (saved)
+            setenv(name.c_str(), saved->c_str(), 1);
+        else
+            unsetenv(name.c_str());
+    }
 };
 
 } // namespace
@@ -129,7 +142,7 @@ TEST_CASE("pipelined copies match the reference and the copies without stages, a
         testing::schedule_sliced_gemm(C, A, Bm, i, j, k);
         Pipeline p({C}, "gemm_stages");
         REQUIRE_THAT(compile_cuda(p, {}, stages(3)).kernel_ir[0], Contains("pipelined(3 stages) for ko in"));
-        const std::vector<std::tuple<int, int, int>> sizes = {{5, 7, 0},   {1, 1, 1},   {32, 32, 8},  {33, 31, 9},
+        const std::vector<std::tuple<int, int, int>> sizes = {{5, 7, 0},    {1, 1, 1},    {32, 32, 8},  {33, 31, 9},
                                                               {32, 64, 16}, {17, 40, 17}, {64, 33, 24}, {3, 5, 57}};
         testing::check_dense_gemm_kernels(p, M, N, K, A, Bm, C, sizes, p.compile("cuda-cpu-threads", stages(1)),
                                           p.compile("cuda-cpu-threads", stages(2)),
@@ -218,5 +231,6 @@ TEST_CASE("the stage count: a CompileError outside 1 .. 4, from the option or th
         ScopedEnv env("CORA_GPU_COPY_STAGES", "3");
         REQUIRE_THAT(compile_cuda(p, {}).kernel_ir[0], Contains("pipelined(3 stages)"));
     }
+    ScopedEnv unset("CORA_GPU_COPY_STAGES", nullptr);
     REQUIRE_THAT(compile_cuda(p, {}).kernel_ir[0], Contains("pipelined(2 stages)")); // the default
 }

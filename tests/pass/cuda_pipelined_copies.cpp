@@ -1,7 +1,8 @@
 // pipeline_shared_panels (lower/PipelineSharedPanels.cpp) alone, on a k-panel loop built by hand;
-// the CUDA printer's pipelined loops (a For with pipeline_stages) and the model of cp.async that CUDA on CPU threads runs them with: a copy lands in shared memory
-// only when its thread waits for its group, so a kernel that reads a stage whose copies are still
-// in flight reads what the stage held before, as it may on a GPU, instead of the new panel.
+// the CUDA printer's pipelined loops (a For with pipeline_stages) and the model of cp.async that CUDA on CPU threads
+// runs them with: a copy lands in shared memory only when its thread waits for its group, so a kernel that reads a
+// stage whose copies are still in flight reads what the stage held before, as it may on a GPU, instead of the new
+// panel.
 #include <catch2/catch.hpp>
 
 #include "codegen/CodeGen_CUDA.h"
@@ -27,6 +28,7 @@ int count(const std::string &s, const std::string &what) {
 
 VarPtr index_var(const char *name) { return make_var(name, VarRole::Index, Int64); }
 Expr c(int64_t v) { return IntImm::make(v); }
+Expr f(double v) { return FloatImm::make(v, Float32); }
 
 /** One block of 8 threads over 3 panels of 8 floats: in two stages of the shared tile T[16], panel
  * k is copied by 2 lanes of 4 floats (16-byte copies), then thread t stores T's element t of stage
@@ -39,11 +41,10 @@ struct StagedCopyKernel {
     Module module(Expr read_stage) const {
         Expr stage = Mod::make(var_expr(k), c(2));
         Expr at = Add::make(Mul::make(var_expr(lane), c(4)), var_expr(v));
-        Stmt copy = For::make(
-            lane, c(0), c(2), ForKind::GpuLanes,
-            For::make(v, c(0), c(4), ForKind::Vectorized,
-                      Store::make(tile, Add::make(Mul::make(stage, c(8)), at),
-                                  Load::make(in, Add::make(Mul::make(var_expr(k), c(8)), at)))));
+        Stmt copy = For::make(lane, c(0), c(2), ForKind::GpuLanes,
+                              For::make(v, c(0), c(4), ForKind::Vectorized,
+                                        Store::make(tile, Add::make(Mul::make(stage, c(8)), at),
+                                                    Load::make(in, Add::make(Mul::make(var_expr(k), c(8)), at)))));
         Stmt use = For::make(t, c(0), c(8), ForKind::GpuThreadX,
                              Store::make(out, Add::make(Mul::make(var_expr(k), c(8)), var_expr(t)),
                                          Load::make(tile, Add::make(Mul::make(read_stage, c(8)), var_expr(t)))));
@@ -52,8 +53,14 @@ struct StagedCopyKernel {
         Stmt body = Allocate::make(tile, c(16), loop, MemoryType::GpuShared);
         Module m;
         m.name = "staged";
-        m.functions.push_back(LoweredFunc{FunctionKind::Device, {}, {}, For::make(b, c(0), c(1), ForKind::GpuBlockX, body),
-                                          "cora_staged_k0", {in, out}, {}, {}});
+        m.functions.push_back(LoweredFunc{FunctionKind::Device,
+                                          {},
+                                          {},
+                                          For::make(b, c(0), c(1), ForKind::GpuBlockX, body),
+                                          "cora_staged_k0",
+                                          {in, out},
+                                          {},
+                                          {}});
         return m;
     }
     /** Runs the kernel as CUDA on CPU threads; out[8 k + t] for the 3 panels. */
@@ -99,8 +106,7 @@ TEST_CASE("a pipelined loop issues its copies a stage ahead and waits before the
     REQUIRE(StagedCopyKernel::run(m, in) == in);
 }
 
-TEST_CASE("CUDA on CPU threads: a stage read before its copies are waited for holds its old panel",
-          "[codegen][gpu]") {
+TEST_CASE("CUDA on CPU threads: a stage read before its copies are waited for holds its old panel", "[codegen][gpu]") {
     // Iteration k reads stage (k + 1) % 2, where panel k + 1's copies are still in flight.
     StagedCopyKernel kern;
     Module m = kern.module(Mod::make(Add::make(var_expr(kern.k), c(1)), c(2)));
@@ -127,15 +133,22 @@ struct PanelLoop {
     VarPtr in = make_var("in", VarRole::Buffer, Float32), out = make_var("out", VarRole::Buffer, Float32);
     VarPtr tile = make_var("T", VarRole::Buffer, Float32), K = make_var("K", VarRole::Param, Int64);
     VarPtr b = index_var("b"), k = index_var("k"), l = index_var("l"), t = index_var("t");
-    Stmt kernel(const VarPtr &src, int64_t tile_floats = 64) const {
-        Stmt copy = For::make(l, c(0), c(tile_floats), ForKind::GpuLanes,
-                              Store::make(tile, var_expr(l),
-                                          Load::make(src, Add::make(Mul::make(var_expr(k), c(tile_floats)), var_expr(l)))));
-        Stmt use = For::make(t, c(0), c(64), ForKind::GpuThreadX,
-                             Store::make(out, var_expr(t),
-                                         Add::make(Load::make(out, var_expr(t)), Load::make(tile, var_expr(t)))));
+    Stmt kernel(const VarPtr &src, int64_t tile_floats = 64) const { return kernel_with(src, tile_floats, {use()}); }
+    /** The thread loop that reads the tile. */
+    Stmt use() const {
+        return For::make(
+            t, c(0), c(64), ForKind::GpuThreadX,
+            Store::make(out, var_expr(t), Add::make(Load::make(out, var_expr(t)), Load::make(tile, var_expr(t)))));
+    }
+    /** The kernel with `rest` after the copy in the loop's body. */
+    Stmt kernel_with(const VarPtr &src, int64_t tile_floats, std::vector<Stmt> rest) const {
+        Stmt copy =
+            For::make(l, c(0), c(tile_floats), ForKind::GpuLanes,
+                      Store::make(tile, var_expr(l),
+                                  Load::make(src, Add::make(Mul::make(var_expr(k), c(tile_floats)), var_expr(l)))));
+        rest.insert(rest.begin(), copy);
         Stmt loop = For::make(k, c(0), var_expr(K), ForKind::Serial,
-                              Allocate::make(tile, c(tile_floats), Block::make({copy, use}), MemoryType::GpuShared));
+                              Allocate::make(tile, c(tile_floats), Block::make(rest), MemoryType::GpuShared));
         return For::make(b, c(0), c(1), ForKind::GpuBlockX, loop);
     }
 };
@@ -162,6 +175,17 @@ TEST_CASE("pipeline_shared_panels: a k-panel loop's tile in stages, each iterati
     SECTION("a copy that reads what the kernel writes is not issued early") {
         Stmt reads_output = p.kernel(p.out);
         REQUIRE(equal(pipeline_shared_panels(reads_output, 2, limits), reads_output));
+    }
+    SECTION("a rest that writes the tile, or starts with another gpu_lanes loop, is not pipelined") {
+        Stmt overwrite = For::make(p.t, c(0), c(64), ForKind::GpuThreadX, Store::make(p.tile, var_expr(p.t), f(0.0)));
+        Stmt writes_tile = p.kernel_with(p.in, 64, {p.use(), overwrite});
+        REQUIRE(equal(pipeline_shared_panels(writes_tile, 2, limits), writes_tile));
+        // A block-level store to global memory as a lanes loop: issued early, it would run
+        // before the iterations before it are done.
+        VarPtr lane = index_var("lane");
+        Stmt other_lanes = For::make(lane, c(0), c(1), ForKind::GpuLanes, Store::make(p.out, c(0), f(1.0)));
+        Stmt lanes_first = p.kernel_with(p.in, 64, {other_lanes, p.use()});
+        REQUIRE(equal(pipeline_shared_panels(lanes_first, 2, limits), lanes_first));
     }
     SECTION("stages past the block's shared memory are not taken") {
         Stmt big = p.kernel(p.in, 4096); // 16 KiB: 3 stages fit in 48 KiB, 4 do not
