@@ -61,7 +61,7 @@ struct VgemmTensorCores {
     Func C{"C", {{batch, B}, {m, Mt(batch) * 32}, {n, Nt(batch) * 32}}};
     /** `tile` 32 (the default): blocks of 32 x 32 outputs, two warps of 16 x 32, k-panels of 16;
      * 128: blocks of 128 x 128 outputs, 8 warps of 16 x 128 (16 tensor-core tiles, 64 float32 sums
-     * per thread; the printer still loads the A fragment once per tile), k-panels of 16 (K is a multiple of 16;
+     * per thread; one A fragment per warp and k-step serves its 16 tiles), k-panels of 16 (K is a multiple of 16;
      * longer panels would leave a guard on the last one). The matrices' sizes are whole 32 x 32
      * tiles either way; a block's warps past a matrix's rows skip their tiles whole. */
     explicit VgemmTensorCores(int64_t tile = 32) {

@@ -2,6 +2,7 @@
 #include "analysis/MmaTile.h"
 
 #include <array>
+#include <functional>
 #include <set>
 #include <vector>
 
@@ -196,25 +197,24 @@ MmaFragments mma_fragments(const MmaTile &tile) {
 namespace {
 
 bool is_zero(const Expr &e) { return is_const(simplify(e), 0); }
-/** A select over the matrices whose candidates differ by constants (the usual case: the same
- * row of another 8 x 8 block of the tile) as the first candidate plus a select of the
- * constants, which the CUDA compiler keeps as one address and a small table. */
-Expr by_matrix_offset(const Expr &chain) {
-    std::vector<std::pair<Expr, Expr>> cases; // (condition, candidate), the last without one
-    Expr e = chain;
-    while (const Select *sel = e.as<Select>()) {
-        cases.push_back({sel->cond, sel->t});
-        e = sel->f;
-    }
-    cases.push_back({Expr(), e});
-    const Expr base = cases.back().second;
-    Expr offsets = IntImm::make(0);
-    for (size_t i = cases.size() - 1; i-- > 0;) {
-        const Expr d = simplify(Sub::make(cases[i].second, base));
-        if (!as_const_int(d)) return simplify(chain);
-        offsets = Select::make(cases[i].first, d, offsets);
-    }
-    return simplify(Add::make(base, offsets));
+/** A tree of selects over the lanes' matrices (and, for .trans, rows) whose leaves differ by
+ * constants (the usual case: the same row of another 8 x 8 block of the tile) as one leaf plus a
+ * select of the constants, which the CUDA compiler keeps as one address and a small table. The
+ * tree as it is (simplified) when the leaves differ otherwise. */
+Expr by_matrix_offset(const Expr &tree) {
+    Expr base = tree;
+    while (const Select *sel = base.as<Select>())
+        base = sel->f;
+    std::function<Expr(const Expr &)> offsets = [&](const Expr &e) -> Expr {
+        if (const Select *sel = e.as<Select>()) {
+            const Expr a = offsets(sel->t), b = offsets(sel->f);
+            return a.defined() && b.defined() ? Select::make(sel->cond, a, b) : Expr();
+        }
+        const Expr d = simplify(Sub::make(e, base));
+        return as_const_int(d) ? d : Expr();
+    };
+    const Expr o = offsets(tree);
+    return o.defined() ? simplify(Add::make(base, o)) : simplify(tree);
 }
 
 } // namespace

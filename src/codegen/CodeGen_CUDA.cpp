@@ -260,6 +260,7 @@ protected:
             return;
         }
         if (op->pipeline_stages > 1) return print_pipelined(op);
+        if (hoist_a_fragment(op)) return;
         CORA_CHECK(op->for_kind != ForKind::Parallel, "codegen_cuda: a parallel loop in a kernel");
         std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
         if (op->for_kind != ForKind::Serial && as_const_int(op->extent)) line("#pragma unroll");
@@ -337,20 +338,10 @@ private:
         indent++;
         std::string regs;
         const Expr t = var_expr(tile.t), g = var_expr(tile.g);
-        std::vector<std::array<Expr, 2>> a_regs, b_regs;
-        for (const auto &r : f.a)
-            a_regs.push_back({r[0], r[1]});
+        std::vector<std::array<Expr, 2>> b_regs;
         for (const auto &r : f.b)
             b_regs.push_back({r[0], r[1]});
-        if (Expr row = shared_tile(tile.a) ? ldmatrix_rows(a_regs, t, g) : Expr(); row.defined()) {
-            line("unsigned cora_mma_a0, cora_mma_a1, cora_mma_a2, cora_mma_a3;");
-            line("cora_ldmatrix_x4(cora_mma_a0, cora_mma_a1, cora_mma_a2, cora_mma_a3, &" + element(tile.a, row) +
-                 ");");
-        } else {
-            for (int r = 0; r < 4; r++)
-                line("const unsigned cora_mma_a" + std::to_string(r) + " = cora_pack_half2(" +
-                     element(tile.a, f.a[r][0]) + ", " + element(tile.a, f.a[r][1]) + ");");
-        }
+        if (!a_fragment_ready_) print_a_fragment(tile, f);
         for (int r = 0; r < 4; r++)
             regs += ", cora_mma_a" + std::to_string(r);
         Expr b_row = shared_tile(tile.b) ? ldmatrix_rows(b_regs, t, g) : Expr();
@@ -372,6 +363,51 @@ private:
         indent--;
         line("}");
     }
+    /** cora_mma_a0..3, lane (t, g)'s A fragment: one ldmatrix.x4 where the tile's layout allows
+     * (MmaTile.h), else packed from single halves. */
+    void print_a_fragment(const MmaTile &tile, const MmaFragments &f) {
+        std::vector<std::array<Expr, 2>> a_regs;
+        for (const auto &r : f.a)
+            a_regs.push_back({r[0], r[1]});
+        const std::string a = name_of(tile.a.get());
+        if (Expr row = shared_tile(tile.a) ? ldmatrix_rows(a_regs, var_expr(tile.t), var_expr(tile.g)) : Expr();
+            row.defined()) {
+            line("unsigned cora_mma_a0, cora_mma_a1, cora_mma_a2, cora_mma_a3;");
+            line("cora_ldmatrix_x4(cora_mma_a0, cora_mma_a1, cora_mma_a2, cora_mma_a3, &" + a + "[" + expr(row) +
+                 "]);");
+            return;
+        }
+        for (int r = 0; r < 4; r++)
+            line("const unsigned cora_mma_a" + std::to_string(r) + " = cora_pack_half2(" + a + "[" + expr(f.a[r][0]) +
+                 "], " + a + "[" + expr(f.a[r][1]) + "]);");
+    }
+    /** A loop (over a warp's column tiles) whose body is a gpu_mma loop whose A fragment does not
+     * depend on it: the fragment is loaded once before the loop, not once per tile (a warp of the
+     * 128 x 128 vgemm block multiplies one A fragment by 16 B fragments). The ldmatrix is an
+     * `asm volatile` (it must stay between its panel's wait and barrier), which the CUDA compiler
+     * would not merge across the unrolled tiles itself. False when it does not apply. */
+    bool hoist_a_fragment(const For *op) {
+        const For *mma = op->body.as<For>();
+        if (!mma || mma->for_kind != ForKind::GpuMma || a_fragment_ready_ || !thread_loops_[0] || !thread_loops_[1])
+            return false;
+        const MmaTile tile = match_mma_tile(mma, thread_loops_[0], thread_loops_[1], lets_);
+        const MmaFragments f = mma_fragments(tile);
+        bool varies = false;
+        for (const auto &r : f.a)
+            for (const Expr &e : r)
+                visit_exprs(e, [&](const Expr &x) { varies = varies || x.get() == op->var.get(); });
+        if (varies) return false;
+        line("{ // the A fragment of loop " + mma->var->name + ", the same for every " + op->var->name);
+        indent++;
+        print_a_fragment(tile, f);
+        a_fragment_ready_ = true;
+        visit_node(op); // the loop itself, its tiles reading the fragment above
+        a_fragment_ready_ = false;
+        indent--;
+        line("}");
+        return true;
+    }
+    bool a_fragment_ready_ = false; ///< cora_mma_a0..3 hold the next gpu_mma loop's A fragment
     bool shared_tile(const VarPtr &b) const { return local_.count(b.get()) && !per_thread_.count(b.get()); }
     /** A lane's 16 bytes of a copy into shared memory (a Vectorized loop of 4 floats or 8 halves
      * that SplitHostDevice.cpp made inside a GpuLanes loop), `[if (cond)] shared[s] = global[g]`

@@ -67,6 +67,14 @@ TEST_CASE("a tensor-core GEMM: the nest as loops, the warp instruction emulated 
                                                  "cora_mma_a3, &A_cache_[") == 1);
             REQUIRE(count_occurrences(cp.source, "cora_ldmatrix_x2_trans(cora_mma_b0, cora_mma_b1, &B_cache_[") == 1);
             REQUIRE(count_occurrences(cp.source, "= cora_pack_half2(") == 0);
+            // A's fragment does not depend on the warp's column tile nj: loaded once before that
+            // loop, not once per tile.
+            const size_t a_load = cp.source.find("cora_ldmatrix_x4(cora_mma_a0"),
+                         nj_loop = cp.source.find(" nj_ = ", cp.source.find("// the A fragment of loop ki, the same "
+                                                                            "for every nj"));
+            REQUIRE(a_load != std::string::npos);
+            REQUIRE(nj_loop != std::string::npos);
+            REQUIRE(a_load < nj_loop);
             for (const CudaBinary &b : cp.binaries) {
                 REQUIRE_THAT(b.ptx, Contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
                 REQUIRE_THAT(b.ptx, Contains("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"));
