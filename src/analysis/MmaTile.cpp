@@ -4,6 +4,7 @@
 #include <array>
 #include <functional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "analysis/Simplify.h"
@@ -217,6 +218,14 @@ Expr by_matrix_offset(const Expr &tree) {
     return o.defined() ? simplify(Add::make(base, o)) : simplify(tree);
 }
 
+/** The matrix (of `matrices`) and the row whose address lane l = t + 4g passes to ldmatrix:
+ * (l / 8) % matrices and l % 8. */
+std::pair<Expr, Expr> lane_matrix_row(const Expr &t, const Expr &g, size_t matrices) {
+    const Expr lane = Add::make(t, Mul::make(g, IntImm::make(4)));
+    return {Mod::make(Div::make(lane, IntImm::make(8)), IntImm::make((int64_t)matrices)),
+            Mod::make(lane, IntImm::make(8))};
+}
+
 } // namespace
 
 /** ldmatrix (m8n8, 16-bit elements) loads fragment registers from 8 x 8 matrices in shared
@@ -235,9 +244,8 @@ Expr by_matrix_offset(const Expr &tree) {
  * does not allow it, and the fragments are packed from single halves instead. */
 Expr ldmatrix_rows(const std::vector<std::array<Expr, 2>> &regs, const Expr &t, const Expr &g) {
     const VarNode *tv = t.as<Var>(), *gv = g.as<Var>();
-    const Expr zero = IntImm::make(0), lane = Add::make(t, Mul::make(g, IntImm::make(4)));
-    const Expr matrix = Mod::make(Div::make(lane, IntImm::make(8)), IntImm::make((int64_t)regs.size()));
-    const Expr row = Mod::make(lane, IntImm::make(8));
+    const Expr zero = IntImm::make(0);
+    const auto [matrix, row] = lane_matrix_row(t, g, regs.size());
     Expr index;
     for (size_t j = regs.size(); j-- > 0;) {
         const Expr start = substitute(regs[j][0], tv, zero);
@@ -256,9 +264,8 @@ Expr ldmatrix_rows(const std::vector<std::array<Expr, 2>> &regs, const Expr &t, 
  * passes row i = l % 8 of matrix j = l / 8 % 2: k = 8j + i, that is t = i / 2, h = i % 2. */
 Expr ldmatrix_trans_rows(const std::vector<std::array<Expr, 2>> &regs, const Expr &t, const Expr &g) {
     const VarNode *tv = t.as<Var>(), *gv = g.as<Var>();
-    const Expr zero = IntImm::make(0), lane = Add::make(t, Mul::make(g, IntImm::make(4)));
-    const Expr matrix = Mod::make(Div::make(lane, IntImm::make(8)), IntImm::make((int64_t)regs.size()));
-    const Expr row = Mod::make(lane, IntImm::make(8));
+    const Expr zero = IntImm::make(0);
+    const auto [matrix, row] = lane_matrix_row(t, g, regs.size());
     Expr index;
     for (size_t j = regs.size(); j-- > 0;) {
         Expr at[2];

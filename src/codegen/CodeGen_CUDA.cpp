@@ -238,25 +238,19 @@ protected:
         if (op->for_kind == ForKind::GpuLanes) {
             // Shared by the block's threads (lower/SplitHostDevice.cpp puts it outside the thread
             // loops, where the whole block runs alike, so every thread reaches both barriers).
+            // A pipelined loop's copy (issuing_ahead_) gets its barriers from print_pipelined.
             std::string v = name_of(op->var.get()), mn = expr(op->min), ext = expr(op->extent);
-            if (issuing_ahead_) { // a pipelined loop's copy: print_pipelined places the barriers
-                line("for (" + index_type() + " " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " + ext +
-                     "; " + v + " += cora_lanes) {");
-                indent++;
-                if (!print_vector_copy(op->body)) visit(op->body);
-                indent--;
-                line("}");
-                return;
-            }
-            line("__syncthreads();");
+            if (!issuing_ahead_) line("__syncthreads();");
             line("for (" + index_type() + " " + v + " = " + mn + " + cora_lane; " + v + " < " + mn + " + " + ext +
                  "; " + v + " += cora_lanes) {");
             indent++;
             if (!print_vector_copy(op->body)) visit(op->body);
             indent--;
             line("}");
-            line("__syncthreads();");
-            phase_order_.barrier();
+            if (!issuing_ahead_) {
+                line("__syncthreads();");
+                phase_order_.barrier();
+            }
             return;
         }
         if (op->pipeline_stages > 1) return print_pipelined(op);

@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include "codegen/CodeGen_CUDA.h"
+#include "common/cuda_on_cpu_launch.h"
 #include "cora_runtime.h"
-#include "driver/JIT.h"
 #include "ir/Module.h"
 
 #include <functional>
@@ -54,17 +54,9 @@ struct PhaseKernel {
     }
     /** Runs the kernel as CUDA on CPU threads on mid and out (both 16 floats). */
     static void run_on_cpu_threads(const Module &m, std::vector<float> &mid_data, std::vector<float> &out_data) {
-        std::string src = codegen_cuda_on_cpu(m);
-        INFO(src);
-        driver::JitResult jit = driver::jit_compile(src, "cora_cuda_on_cpu_launch", driver::JitOptions{"", "", 0});
-        auto launch =
-            reinterpret_cast<int (*)(int, const long long *, const long long *, void **, char *, int)>(jit.entry);
         float *mid_ptr = mid_data.data(), *out_ptr = out_data.data();
         void *params[] = {&mid_ptr, &out_ptr};
-        const long long grid[3] = {2, 1, 1}, threads[3] = {8, 1, 1};
-        char error[256] = {0};
-        INFO(error);
-        REQUIRE(launch(0, grid, threads, params, error, sizeof error) == 0);
+        testing::launch_on_cpu_threads(m, {2, 1, 1}, {8, 1, 1}, params);
     }
 };
 

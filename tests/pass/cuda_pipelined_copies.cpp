@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "codegen/CodeGen_CUDA.h"
-#include "driver/JIT.h"
+#include "common/cuda_on_cpu_launch.h"
 #include "ir/IRPrinter.h"
 #include "ir/Module.h"
 #include "lower/Passes.h"
@@ -65,18 +65,10 @@ struct StagedCopyKernel {
     }
     /** Runs the kernel as CUDA on CPU threads; out[8 k + t] for the 3 panels. */
     static std::vector<float> run(const Module &m, std::vector<float> input) {
-        std::string src = codegen_cuda_on_cpu(m);
-        INFO(src);
-        driver::JitResult jit = driver::jit_compile(src, "cora_cuda_on_cpu_launch", driver::JitOptions{"", "", 0});
-        auto launch =
-            reinterpret_cast<int (*)(int, const long long *, const long long *, void **, char *, int)>(jit.entry);
         std::vector<float> out(24, -1.0f);
         float *in_ptr = input.data(), *out_ptr = out.data();
         void *params[] = {&in_ptr, &out_ptr};
-        const long long grid[3] = {1, 1, 1}, threads[3] = {8, 1, 1};
-        char error[256] = {0};
-        INFO(error);
-        REQUIRE(launch(0, grid, threads, params, error, sizeof error) == 0);
+        testing::launch_on_cpu_threads(m, {1, 1, 1}, {8, 1, 1}, params);
         return out;
     }
 };
