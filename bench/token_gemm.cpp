@@ -202,7 +202,7 @@ int main(int argc, char **argv) {
                              }));
                 let_thread_pools_sleep();
             }
-            apps::ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
+            ErrorCheck check; // a NaN where the reference is finite fails (common/error_check.h)
             for (int64_t i = 0; i < T * c.out; i++)
                 check.add(Y[(size_t)i], Yref[(size_t)i]);
             const bool ok = check.abs_within(1e-4 * std::max(check.scale(), 1.0));

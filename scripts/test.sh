@@ -26,8 +26,10 @@ stage "install packages" bash scripts/install-deps.sh
 # A compiler cache speeds up rebuilds where one is installed; the budget holds without it.
 launcher=()
 if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+# The benchmark programs are built too (never run here: they time things), so that none of them
+# stops compiling unnoticed between the sessions that run them.
 build_release() {
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_TESTS=ON "${launcher[@]}" &&
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCORA_BUILD_TESTS=ON -DCORA_BUILD_BENCH=ON "${launcher[@]}" &&
     cmake --build build -j "$(nproc)"
 }
 stage "build (release)" build_release

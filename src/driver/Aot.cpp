@@ -154,7 +154,9 @@ AotResult compile_to_library(const std::vector<Pipeline> &per_target, const AotO
     auto build = [&](const std::string &name, const std::string &text, const std::string &march) {
         fs::path cpp = lib.write(name, text), obj = lib.path(name + ".o");
         std::vector<std::string> args = common;
-        args.insert(args.end(), {march, "-c", cpp.string(), "-o", obj.string()});
+        for (const std::string &f : driver::target_flags(march))
+            args.push_back(f);
+        args.insert(args.end(), {"-c", cpp.string(), "-o", obj.string()});
         lib.run(driver::with_args(cxx, args), "building the library");
         sources.push_back(name);
         objects.push_back(obj.string());

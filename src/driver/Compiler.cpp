@@ -78,6 +78,12 @@ std::vector<std::string> sanitizer_flags() {
 #endif
 }
 
+std::vector<std::string> target_flags(const std::string &march) {
+    std::vector<std::string> flags = {march};
+    if (march == "-march=native" || march == "-march=x86-64-v4") flags.push_back("-mprefer-vector-width=512");
+    return flags;
+}
+
 std::vector<std::string> with_args(const std::vector<std::string> &compiler, const std::vector<std::string> &args) {
     std::vector<std::string> v = compiler;
     v.insert(v.end(), args.begin(), args.end());

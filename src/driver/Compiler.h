@@ -21,6 +21,14 @@ std::vector<std::string> compiler_command(const std::string &cxx);
  * with them (src/CMakeLists.txt says why). Empty otherwise. */
 std::vector<std::string> sanitizer_flags();
 
+/** The flags that choose a kernel's instruction set: `march` (e.g. "-march=native", "-march=x86-64-v4"),
+ * and for the targets that may have 512-bit vector registers (native, x86-64-v4) also
+ * -mprefer-vector-width=512. Why: clang and g++ otherwise keep the loops they vectorize themselves
+ * (softmax's exponentials, LayerNorm's passes, epilogues, copies: the `omp simd` loops) at 256 bits
+ * on AVX-512 CPUs, while cora's own vector statements already use the whole register. On a CPU
+ * without AVX-512 the preference changes nothing (no wider vectors exist). */
+std::vector<std::string> target_flags(const std::string &march);
+
 class KernelCache;
 
 /** The compiler's version line and this CPU's model and feature flags: part of every cache key,

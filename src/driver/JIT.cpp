@@ -58,8 +58,9 @@ JitResult jit_compile(const std::string &source, const std::vector<std::string> 
     // -fno-math-errno: kernels never read errno, and a math call that may write it (exp, sqrt) is a
     // store the compiler must assume aliases everything, so it reloads loop bounds and offsets after
     // each call and vectorizes nothing around it (a ragged softmax ran 2x slower).
-    std::vector<std::string> flags = {"-std=c++17", "-O3",     "-march=native", "-fno-math-errno",
-                                      "-fPIC",      "-shared", "-fopenmp",      "-w"};
+    std::vector<std::string> flags = {"-std=c++17", "-O3", "-fno-math-errno", "-fPIC", "-shared", "-fopenmp", "-w"};
+    for (const std::string &f : target_flags("-march=native"))
+        flags.push_back(f);
     for (const std::string &f : sanitizer_flags())
         flags.push_back(f);
     std::string flag_text;

@@ -56,15 +56,18 @@ TEST_CASE("encoder kernels match the reference", "[encoder]") {
     }
     SECTION("attention across its register tiles") {
         // Keys in tiles of two vectors (16 or 32) and query rows in tiles of 6 (scores) and 4
-        // (AttnV): lengths at a key tile, one past it, two tiles plus one, and at 12 (both row
-        // tiles) and around it; the remainders of both row tiles appear among them.
+        // (AttnV; 6 with 512-bit vectors): lengths at a key tile, one past it, two tiles plus one,
+        // and at 12 (every row tile) and around it; the remainders of the row tiles appear among them.
         const int32_t key_tile = (int32_t)(2 * cora::apps::float_lanes(cora::host_vector_bits()));
         check_kernel(EncoderKernel::Attention, {}, 2, 1, 313, 2 * key_tile + 1, key_tile);
         check_kernel(EncoderKernel::Attention, {}, 1, 1, 314, 25, 12);
         check_kernel(EncoderKernel::Attention, {true, false, true}, 1, 1, 315, 2 * key_tile + 1, key_tile);
-        // The tiles of the other ahead-of-time variants (x86-64-v3: 16-key tiles; 128-bit: 8).
-        for (int bits : {256, 128})
+        // The tiles of every ahead-of-time variant, whatever this CPU (x86-64-v4: 32-key tiles,
+        // AttnV 6 rows x 64 features; x86-64-v3: 16-key tiles; 128-bit: 8), and the 6-row AttnV
+        // tiles around 12 rows.
+        for (int bits : {512, 256, 128})
             check_kernel(EncoderKernel::Attention, {false, false, false, bits}, 1, 1, 316, bits / 8 + 1, bits / 16);
+        check_kernel(EncoderKernel::Attention, {false, false, false, 512}, 1, 1, 317, 25, 12);
     }
     SECTION("GELU feed-forward") { check_kernel(EncoderKernel::FeedForward1, {false, true}, 1, 2, 311); }
     SECTION("token GEMMs with every target's schedule") {

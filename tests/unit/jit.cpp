@@ -83,6 +83,38 @@ TEST_CASE("the compiler's version is asked once and noted in the cache, again wh
     fs::remove_all(dir);
 }
 
+TEST_CASE("kernels for AVX-512 targets ask the compiler for 512-bit vectors in the loops it vectorizes",
+          "[jit][toolchain]") {
+    // Without the preference clang and g++ keep their own vectorized loops (softmax's exp, the
+    // `omp simd` loops) at 256 bits on AVX-512 CPUs.
+    REQUIRE(driver::target_flags("-march=native") ==
+            std::vector<std::string>{"-march=native", "-mprefer-vector-width=512"});
+    REQUIRE(driver::target_flags("-march=x86-64-v4") ==
+            std::vector<std::string>{"-march=x86-64-v4", "-mprefer-vector-width=512"});
+    for (const char *narrow : {"-march=x86-64-v3", "-march=x86-64-v2", "-march=x86-64"})
+        REQUIRE(driver::target_flags(narrow) == std::vector<std::string>{narrow});
+    // The JIT passes them: a wrapper around the compiler logs its arguments.
+    fs::path dir = fresh_dir("vector-width"), log = dir / "args.log", cxx = dir / "logging-cxx";
+    fs::create_directories(dir);
+    std::ofstream(cxx) << "#!/bin/sh\necho \"$*\" >> '" << log.string() << "'\nexec " << driver::default_cxx()
+                       << " \"$@\"\n";
+    fs::permissions(cxx, fs::perms::owner_all);
+    Dim batch("batch"), seq("seq");
+    Param B("B", 1, 8);
+    LengthArray len("len", B, 0, 10);
+    Tensor A("A", {{batch, B}, {seq, len(batch)}});
+    CompileOptions opts;
+    opts.cache_dir = (dir / "cache").string();
+    opts.cxx = cxx.string();
+    Kernel k = Pipeline({scaled(1.5f, A, batch, seq, B, len)}, "vector_width").compile(opts);
+    REQUIRE_FALSE(k.from_cache());
+    std::ifstream f(log);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    INFO(text);
+    REQUIRE(text.find("-march=native -mprefer-vector-width=512") != std::string::npos);
+    fs::remove_all(dir);
+}
+
 TEST_CASE("two processes compiling the same kernel at once both succeed", "[jit]") {
     fs::path dir = fresh_dir("race");
     std::vector<pid_t> kids;
