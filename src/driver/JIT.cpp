@@ -108,8 +108,9 @@ JitResult jit_compile(const std::string &source, const std::vector<std::string> 
             std::cerr << "-- cora: source kept at " << cpp << "\n";
         }
         std::optional<VerifiedEntry> entry = cache.open_verified(key);
-        if (!entry) throw EnvironmentError("cora: the kernel just compiled into " + cache.library_path(key).string() +
-                                           " is missing or changed: is something else writing to the cache?");
+        if (!entry)
+            throw EnvironmentError("cora: the kernel just compiled into " + cache.library_path(key).string() +
+                                   " is missing or changed: is something else writing to the cache?");
         r.library = load(*entry, &why);
         if (!r.library)
             throw EnvironmentError("cora: cannot load the kernel just compiled, " + entry->path().string() + ": " +
