@@ -24,6 +24,21 @@ Func scaled(float factor, Tensor &A, Dim &batch, Dim &seq, Param &B, LengthArray
     Out.compute([&](Expr b, Expr s) { return A(b, s) * factor; });
     return Out;
 }
+/** A ragged [batch, len(b)] input and its dims, for kernels that scale it. */
+struct RaggedInput {
+    Dim batch = Dim("batch"), seq = Dim("seq");
+    Param B = Param("B", 1, 8);
+    LengthArray len = LengthArray("len", B, 0, 10);
+    Tensor A = Tensor("A", {{batch, B}, {seq, len(batch)}});
+    Func scaled_by(float factor) { return scaled(factor, A, batch, seq, B, len); }
+};
+/** Options that compile with the compiler (or wrapper) `cxx` into a cache under `dir`. */
+CompileOptions with_compiler(const fs::path &dir, const fs::path &cxx) {
+    CompileOptions opts;
+    opts.cache_dir = (dir / "cache").string();
+    opts.cxx = cxx.string();
+    return opts;
+}
 } // namespace
 
 TEST_CASE("the second compile of a kernel is a cache hit", "[jit]") {
@@ -60,24 +75,19 @@ TEST_CASE("the compiler's version is asked once and noted in the cache, again wh
         return (int)std::count(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>(), '\n');
     };
     write_wrapper("one");
-    Dim batch("batch"), seq("seq");
-    Param B("B", 1, 8);
-    LengthArray len("len", B, 0, 10);
-    Tensor A("A", {{batch, B}, {seq, len(batch)}});
-    CompileOptions opts;
-    opts.cache_dir = (dir / "cache").string();
-    opts.cxx = cxx.string();
-    Kernel k1 = Pipeline({scaled(2.0f, A, batch, seq, B, len)}, "toolchain_a").compile(opts);
+    RaggedInput in;
+    CompileOptions opts = with_compiler(dir, cxx);
+    Kernel k1 = Pipeline({in.scaled_by(2.0f)}, "toolchain_a").compile(opts);
     REQUIRE(version_calls() == 1);
-    Kernel k2 = Pipeline({scaled(3.0f, A, batch, seq, B, len)}, "toolchain_b").compile(opts); // a new kernel
-    Kernel k3 = Pipeline({scaled(2.0f, A, batch, seq, B, len)}, "toolchain_a").compile(opts); // a cache hit
+    Kernel k2 = Pipeline({in.scaled_by(3.0f)}, "toolchain_b").compile(opts); // a new kernel
+    Kernel k3 = Pipeline({in.scaled_by(2.0f)}, "toolchain_a").compile(opts); // a cache hit
     REQUIRE_FALSE(k2.from_cache());
     REQUIRE(k3.from_cache());
     REQUIRE(version_calls() == 1);
     // A changed compiler (another file: size and mtime differ) is asked again, and its kernels
     // are not the old compiler's.
     write_wrapper("two, upgraded");
-    Kernel k4 = Pipeline({scaled(2.0f, A, batch, seq, B, len)}, "toolchain_a").compile(opts);
+    Kernel k4 = Pipeline({in.scaled_by(2.0f)}, "toolchain_a").compile(opts);
     REQUIRE(version_calls() == 2);
     REQUIRE(k4.from_cache()); // same --version text: the same toolchain, so the same kernel
     fs::remove_all(dir);
@@ -99,14 +109,8 @@ TEST_CASE("kernels for AVX-512 targets ask the compiler for 512-bit vectors in t
     std::ofstream(cxx) << "#!/bin/sh\necho \"$*\" >> '" << log.string() << "'\nexec " << driver::default_cxx()
                        << " \"$@\"\n";
     fs::permissions(cxx, fs::perms::owner_all);
-    Dim batch("batch"), seq("seq");
-    Param B("B", 1, 8);
-    LengthArray len("len", B, 0, 10);
-    Tensor A("A", {{batch, B}, {seq, len(batch)}});
-    CompileOptions opts;
-    opts.cache_dir = (dir / "cache").string();
-    opts.cxx = cxx.string();
-    Kernel k = Pipeline({scaled(1.5f, A, batch, seq, B, len)}, "vector_width").compile(opts);
+    RaggedInput in;
+    Kernel k = Pipeline({in.scaled_by(1.5f)}, "vector_width").compile(with_compiler(dir, cxx));
     REQUIRE_FALSE(k.from_cache());
     std::ifstream f(log);
     std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
