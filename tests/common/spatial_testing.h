@@ -78,7 +78,7 @@ inline std::vector<MaskCase> mask_cases(uint32_t seed) {
 }
 
 /** Every `step`-th mask case, or fewer in the stages that re-run the tests at a share of the cost
- * (CORA_TEST_RANDOM_SCHEDULES, percent: the g++ stage gives 35, the sanitizer stage 25; trial_count.h). */
+ * (CORA_TEST_RANDOM_SCHEDULES, percent: the g++ stage gives 20, the sanitizer stage 15; trial_count.h). */
 inline size_t mask_case_step(size_t step) {
     const int share = scaled_trials(100); // the percentage itself
     return (step * 100 + (size_t)share - 1) / (size_t)share;
