@@ -3,6 +3,8 @@
 
 #include <cora/cora.h>
 
+#include <optional>
+
 namespace cora::apps {
 
 /** The blocking (defaults: what the app and the benchmarks run; the tests use smaller blocks
@@ -59,14 +61,25 @@ struct Trmm {
         // Operation splits: a head of full 128-row blocks and 32-column tiles (no guard at all);
         // the last rows (fewer than 128: full 32-column tiles, then the last columns); the last
         // columns of the head rows (fewer than 32).
-        // Each column tail splits again: narrow vector tiles (tile_cols / 4 wide), then single
-        // columns. (A tail's dim counts from its split point: N mod tile_cols columns.)
+        // Each column tail splits again: vector tiles tile_cols / 4 wide, then (when those are
+        // wider than 4) vector tiles of 4 columns, then single columns. (A tail's dim counts from
+        // its split point: N mod tile_cols columns.) With 4 x 64 tiles, N = 1500 leaves 28
+        // columns: one 16-column tile and three of 4 columns; with 12 single columns after the
+        // 16-column tile instead, M = N = 1500 ran at 0.61x cblas_strmm (0.84x at 2048).
         const int64_t kNarrowCols = std::max<int64_t>(kTileCols / 4, 1);
+        const bool quads = kNarrowCols > 4;
+        const Expr tail_cols = N - floor_mult(N, kTileCols);
+        const Expr after_narrow = tail_cols - floor_mult(tail_cols, kNarrowCols);
         Func rows_tail = C.split_op(m, floor_mult(M, kBlockRows));
         Func corner = rows_tail.split_op(n, floor_mult(N, kTileCols));
-        Func corner_last = corner.split_op(n, floor_mult(N - floor_mult(N, kTileCols), kNarrowCols));
+        Func corner_next = corner.split_op(n, floor_mult(tail_cols, kNarrowCols));
         Func cols_tail = C.split_op(n, floor_mult(N, kTileCols));
-        Func cols_last = cols_tail.split_op(n, floor_mult(N - floor_mult(N, kTileCols), kNarrowCols));
+        Func cols_next = cols_tail.split_op(n, floor_mult(tail_cols, kNarrowCols));
+        std::optional<Func> corner_last, cols_last;
+        if (quads) {
+            corner_last = corner_next.split_op(n, floor_mult(after_narrow, 4));
+            cols_last = cols_next.split_op(n, floor_mult(after_narrow, 4));
+        }
         // Per 128-row block (longest first, in parallel), per 256-column block, per k-panel of
         // 512 rows: each 8 x 32 register tile accumulates its part of the panel into C (all of
         // it, or up to the end of the tile's triangle), reading the panel of Bp (512 x 32,
@@ -92,19 +105,28 @@ struct Trmm {
             .unroll(mi)
             .vectorize(ni)
             .cache_write(mo);
-        // The last columns: 8 x 8 vector tiles, then 8 x 1 scalar tiles. (Scalar tiles alone
-        // made M = N = 2000, 16 columns past the last full tile, run at 0.84x of 2048's speed.)
-        for (Func *narrow : {&corner, &cols_tail})
-            narrow->split(m, mb, mr, kBlockRows)
-                .split(mr, mo, mi, kTileRows)
-                .split(n, no, ni, kNarrowCols)
-                .reorder({mb, mo, no, r, mi, ni})
-                .unroll(mi)
-                .vectorize(ni)
-                .cache_write(no);
-        for (Func *last : {&corner_last, &cols_last}) {
-            last->split(m, mb, mr, kBlockRows).split(mr, mo, mi, kTileRows).reorder({mb, mo, n, r, mi}).unroll(mi);
-            last->cache_write(n);
+        // The last columns, over the whole reduction: tile_rows x `cols` vector tiles, or
+        // tile_rows x 1 scalar tiles (cols = 1). (Scalar tiles alone made M = N = 2000, 16 columns
+        // past the last full 32-column tile, run at 0.84x of 2048's speed.) The head rows' column
+        // tails run their 128-row blocks in parallel, longest first: serial, the 16 columns past
+        // the last 64-column tile at M = N = 2000 kept one thread busy alone for a tenth of the run.
+        auto last_columns = [&](Func &f, int64_t cols, bool head_rows) {
+            f.split(m, mb, mr, kBlockRows).split(mr, mo, mi, kTileRows);
+            if (head_rows) f.remap_longest_first(mb, rank, mb.var());
+            const Dim &rows = head_rows ? rank : mb;
+            if (cols == 1)
+                f.reorder({rows, mo, n, r, mi}).unroll(mi).cache_write(n);
+            else
+                f.split(n, no, ni, cols).reorder({rows, mo, no, r, mi, ni}).unroll(mi).vectorize(ni).cache_write(no);
+            if (head_rows) f.parallel(rank);
+        };
+        last_columns(corner, kNarrowCols, false);
+        last_columns(cols_tail, kNarrowCols, true);
+        last_columns(corner_next, quads ? 4 : 1, false);
+        last_columns(cols_next, quads ? 4 : 1, true);
+        if (quads) {
+            last_columns(*corner_last, 1, false);
+            last_columns(*cols_last, 1, true);
         }
     }
 };

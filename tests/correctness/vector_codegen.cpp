@@ -173,6 +173,26 @@ TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and register til
     }
 }
 
+TEST_CASE("trmm app schedule with 64-column tiles: 16-column, 4-column and single-column tails", "[vector][trmm]") {
+    // The AVX-512 blocking's shape (4 x 64 tiles) with 16-row blocks: past the last full tile,
+    // 16-column vector tiles, then 4-column ones, then single columns (N = 87 = 64 + 16 + 4 + 3;
+    // 45 = 2 x 16 + 3 x 4 + 1, no full tile; 150 = 2 x 64 + 16 + 4 + 2). The head rows' tails run
+    // their blocks in parallel.
+    apps::Trmm t(apps::TrmmBlocking{4, 64, 16, 128, 24});
+    Pipeline p({t.C}, "trmm_wide_tiles");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    REQUIRE(count_occurrences(loop_body(k.lowered(), "ki"), "if (") == 0);
+    for (int64_t mm : {1, 17, 67}) {
+        for (int64_t nn : {1, 45, 64, 87, 150}) {
+            INFO("M = " << mm << ", N = " << nn);
+            check_against_reference(
+                p, k, {t.L, t.B}, [&](RaggedShape &s, const std::vector<int32_t> &) { s.set(t.M, mm).set(t.N, nn); }, 1,
+                1, 322);
+        }
+    }
+}
+
 TEST_CASE("vgemm app schedule: (item, column panel) units, packed W panels, register tiles", "[vector][vgemm]") {
     // The schedule of apps/vgemm with 4 x 16 tiles (4 x 4 vector tiles, then single columns,
     // past the last full tile) and k-panels of 8 or 12 (a partial last panel when K is not a
