@@ -32,7 +32,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 #   would report its process-lifetime allocations, and its code is not ours to check. The GPU tests
 #   then report their NVRTC parts as skipped; the release and g++ stages run them.
 export CORA_NVRTC=off
-# 15% of the random schedules (the first of the same seeds; tests/common/trial_count.h): 78 of 520,
+# 15% of the random schedules (the first of the same seeds; tests/common/trial_count.h): 87 of 580,
 # and 15% of the spatial and block-sparse cases. The release stage runs all of them; this stage is
 # the longest of CI (842 s of a 36.9-min run at 35%; 1002 s of a 51.4-min run on a 2-core Zen 5 at
 # 25%).

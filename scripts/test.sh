@@ -47,10 +47,11 @@ stage "release ctest" ctest --output-on-failure -j "$(nproc)" --timeout 1200
 
 # The g++ stage: the kernels of the correctness and error tests compiled by g++ (its own cache
 # key, its own OpenMP runtime), the CUDA source on CPU threads included; 20% of the random
-# schedules (the first of the same seeds: tests/common/trial_count.h), about 105 of them. This stage
-# re-checks the kernels with another compiler and OpenMP runtime, which the first schedules of each
-# test exercise as well as the rest; it ran 50% until a CI run passed 35 minutes, then 35% until
-# one passed 50 minutes on a 2-core Zen 5 (2026-11-28).
+# schedules (the first of the same seeds: tests/common/trial_count.h), 116 of the 580 (and 8 of the
+# 40 of the device test on CPU threads). This stage re-checks the kernels with another compiler and
+# OpenMP runtime, which the first schedules of each test exercise as well as the rest; it ran 50%
+# until a CI run passed 35 minutes, then 35% until one passed 50 minutes on a 2-core Zen 5
+# (2026-11-28).
 echo "== test.sh: correctness and error tests with CORA_CXX=g++"
 stage "g++ stage (kernels by g++)" env CORA_CXX=g++ CORA_TEST_RANDOM_SCHEDULES=20 \
   ctest --output-on-failure -j "$(nproc)" --timeout 1200 -R '^(correctness_tests|error_tests|gpu_tests_on_cpu_threads):'

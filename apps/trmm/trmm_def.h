@@ -64,8 +64,8 @@ struct Trmm {
         // Each column tail splits again: vector tiles tile_cols / 4 wide, then (when those are
         // wider than 4) vector tiles of 4 columns, then single columns. (A tail's dim counts from
         // its split point: N mod tile_cols columns.) With 4 x 64 tiles, N = 1500 leaves 28
-        // columns: one 16-column tile and three of 4 columns; with 12 single columns after the
-        // 16-column tile instead, M = N = 1500 ran at 0.61x cblas_strmm (0.84x at 2048).
+        // columns: one 16-column tile and three of 4 columns. With 12 single columns on one
+        // thread after the 16-column tile instead, M = N = 1500 ran 7% slower (apps/trmm/README.md).
         const int64_t kNarrowCols = std::max<int64_t>(kTileCols / 4, 1);
         const bool quads = kNarrowCols > 4;
         const Expr tail_cols = N - floor_mult(N, kTileCols);
@@ -108,8 +108,8 @@ struct Trmm {
         // The last columns, over the whole reduction: tile_rows x `cols` vector tiles, or
         // tile_rows x 1 scalar tiles (cols = 1). (Scalar tiles alone made M = N = 2000, 16 columns
         // past the last full 32-column tile, run at 0.84x of 2048's speed.) The head rows' column
-        // tails run their 128-row blocks in parallel, longest first: serial, the 16 columns past
-        // the last 64-column tile at M = N = 2000 kept one thread busy alone for a tenth of the run.
+        // tails run their 128-row blocks longest first, as the head does (parallel either way: a
+        // nest's outermost loop is by default).
         auto last_columns = [&](Func &f, int64_t cols, bool head_rows) {
             f.split(m, mb, mr, kBlockRows).split(mr, mo, mi, kTileRows);
             if (head_rows) f.remap_longest_first(mb, rank, mb.var());

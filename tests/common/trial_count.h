@@ -1,7 +1,7 @@
 /** \file How many random schedules a differential test runs.
  *
- * The release stage runs every test's full count (520 random schedules, CPU and emulated GPU
- * together). The g++ and sanitizer stages re-run the same tests to check other things (another
+ * The release stage runs every test's full count (580 random schedules, CPU and emulated GPU
+ * together; each test's share is rounded up). The g++ and sanitizer stages re-run the same tests to check other things (another
  * kernel compiler; memory errors and undefined behaviour) at 2-5x the cost per schedule, and run
  * a share of them: CORA_TEST_RANDOM_SCHEDULES=<percent> (1-100; scripts/test.sh gives 20,
  * scripts/sanitize.sh 15). The share is the first schedules of the same seeds, so a failure

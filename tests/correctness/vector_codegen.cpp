@@ -173,16 +173,28 @@ TEST_CASE("trmm app schedule: k-panels, a panel-major copy of B and register til
     }
 }
 
-TEST_CASE("trmm app schedule with 64-column tiles: 16-column, 4-column and single-column tails", "[vector][trmm]") {
-    // The AVX-512 blocking's shape (4 x 64 tiles) with 16-row blocks: past the last full tile,
-    // 16-column vector tiles, then 4-column ones, then single columns (N = 87 = 64 + 16 + 4 + 3;
-    // 45 = 2 x 16 + 3 x 4 + 1, no full tile; 150 = 2 x 64 + 16 + 4 + 2). The head rows' tails run
-    // their blocks in parallel.
-    apps::Trmm t(apps::TrmmBlocking{4, 64, 16, 128, 24});
+TEST_CASE("trmm app schedule with wide tiles: narrow, 4-column and single-column tails", "[vector][trmm]") {
+    // The two blockings' shapes (AVX-512: 4 x 64 tiles; AVX2: 8 x 32) with 16-row blocks: past the
+    // last full tile, tile_cols / 4 vector tiles, then 4-column ones, then single columns. With
+    // 4 x 64: N = 87 = 64 + 16 + 4 + 3, 45 = 2 x 16 + 3 x 4 + 1 (no full tile), 150 = 2 x 64 + 16
+    // + 4 + 2; with 8 x 32: 45 = 32 + 8 + 4 + 1, 87 = 2 x 32 + 2 x 8 + 4 + 3, 150 = 4 x 32 + 2 x 8
+    // + 4 + 2. M = 17 and 67 have head rows (whose column tails run their blocks longest first)
+    // and last rows; M = 1 only the corner.
+    const bool wide = GENERATE(true, false);
+    const apps::TrmmBlocking blocking =
+        wide ? apps::TrmmBlocking{4, 64, 16, 128, 24} : apps::TrmmBlocking{8, 32, 16, 64, 24};
+    apps::Trmm t(blocking);
     Pipeline p({t.C}, "trmm_wide_tiles");
     Kernel k = p.compile();
     INFO(k.lowered());
     REQUIRE(count_occurrences(loop_body(k.lowered(), "ki"), "if (") == 0);
+    // Vector tiles of tile_cols / 4 and of 4 columns; ten parallel loops (Lb's and Bp's copies,
+    // the full tiles, the last rows, the corner's three column tails by default over their single
+    // block, the head rows' three column tails), four of them over the row blocks longest first.
+    const std::string narrow = "cora_v" + std::to_string(blocking.tile_cols / 4) + "_float";
+    REQUIRE_THAT(k.source(), Contains(narrow) && Contains("cora_v4_float"));
+    REQUIRE(count_occurrences(k.source(), "#pragma omp parallel for") == 10);
+    REQUIRE(count_occurrences(k.source(), "= order_mb_[rank_];") == 4);
     for (int64_t mm : {1, 17, 67}) {
         for (int64_t nn : {1, 45, 64, 87, 150}) {
             INFO("M = " << mm << ", N = " << nn);
