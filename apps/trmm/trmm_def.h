@@ -64,8 +64,8 @@ struct Trmm {
         // Each column tail splits again: vector tiles tile_cols / 4 wide, then (when those are
         // wider than 4) vector tiles of 4 columns, then single columns. (A tail's dim counts from
         // its split point: N mod tile_cols columns.) With 4 x 64 tiles, N = 1500 leaves 28
-        // columns: one 16-column tile and three of 4 columns. With 12 single columns on one
-        // thread after the 16-column tile instead, M = N = 1500 ran 7% slower (apps/trmm/README.md).
+        // columns: one 16-column tile and three of 4 columns. With 12 single columns after the
+        // 16-column tile instead, M = N = 1500 ran 7% slower (apps/trmm/README.md).
         const int64_t kNarrowCols = std::max<int64_t>(kTileCols / 4, 1);
         const bool quads = kNarrowCols > 4;
         const Expr tail_cols = N - floor_mult(N, kTileCols);
