@@ -188,12 +188,15 @@ TEST_CASE("trmm app schedule with wide tiles: narrow, 4-column and single-column
     Kernel k = p.compile();
     INFO(k.lowered());
     REQUIRE(count_occurrences(loop_body(k.lowered(), "ki"), "if (") == 0);
-    // Vector tiles of tile_cols / 4 and of 4 columns; ten parallel loops (Lb's and Bp's copies,
-    // the full tiles, the last rows, the corner's three column tails by default over their single
-    // block, the head rows' three column tails), four of them over the row blocks longest first.
+    // Vector tiles of tile_cols / 4 and of 4 columns; eleven parallel loops (Lb's copy, Bp's two
+    // (its full panels, one whole vector per row, and its last columns), the full tiles, the last
+    // rows, the corner's three column tails by default over their single block, the head rows'
+    // three column tails), four of them over the row blocks longest first.
     const std::string narrow = "cora_v" + std::to_string(blocking.tile_cols / 4) + "_float";
     REQUIRE_THAT(k.source(), Contains(narrow) && Contains("cora_v4_float"));
-    REQUIRE(count_occurrences(k.source(), "#pragma omp parallel for") == 10);
+    const std::string panel_row = "cora_v" + std::to_string(blocking.tile_cols) + "_float>(&B_[";
+    REQUIRE_THAT(k.source(), Contains(panel_row));
+    REQUIRE(count_occurrences(k.source(), "#pragma omp parallel for") == 11);
     REQUIRE(count_occurrences(k.source(), "= order_mb_[rank_];") == 4);
     // Lb's copy runs per row: no fusion maps (an entry per element of the triangle) to build,
     // check and read on every call.
