@@ -69,6 +69,51 @@ TEST_CASE("default schedule: a ragged LayerNorm runs over one parallel token loo
         901);
 }
 
+TEST_CASE("default schedule: a 2-D ragged op fuses its rows and columns only where the fusion maps cancel",
+          "[default_schedule]") {
+    // [b < B, j < len(b)]: fused into one loop over the packed elements when every read is
+    // indexed (b, j) in a tensor stored the same way (its offsets fold to the fused index: no
+    // map); else the loop over rows stays (parallel), as reading a row's scale S(b), a dense
+    // D(b, j) or a condition on j would need a fusion-map entry per element, built, checked and
+    // read on every call.
+    Dim b("b"), j("j"), f("f");
+    Param B("B", 1, 64);
+    LengthArray len("len", B, 0, 70);
+    Tensor X("X", {{b, B}, {j, len(b)}}), S("S", {{b, B}}), D("D", {{b, B}, {j, 70}});
+    Tensor X3("X3", {{b, B}, {j, len(b)}, {f, 4}});
+    auto bind = [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); };
+    struct Case {
+        const char *what;
+        std::function<Expr(Expr, Expr)> body;
+        std::vector<Tensor> inputs;
+        bool fused;
+    };
+    const std::vector<Case> cases = {
+        {"same-layout reads", [&](Expr r, Expr c) { return X(r, c) * 2.0f + 1.0f; }, {X}, true},
+        {"a 3-D read in the same layout", [&](Expr r, Expr c) { return X3(r, c, 1) + X(r, c); }, {X, X3}, true},
+        {"a per-row scale", [&](Expr r, Expr c) { return X(r, c) * S(r); }, {X, S}, false},
+        {"a dense read", [&](Expr r, Expr c) { return D(r, c) + X(r, c); }, {X, D}, false},
+        {"a condition on the column", [&](Expr r, Expr c) { return select(c < 3, X(r, c), 0.0f); }, {X}, false},
+    };
+    for (const Case &c : cases) {
+        INFO(c.what);
+        Func Y("Y", {{b, B}, {j, len(b)}});
+        Y.compute(c.body);
+        Pipeline p({Y}, "default_fuse_rule");
+        Kernel kern = p.compile();
+        const std::string ir = kern.lowered();
+        INFO(ir);
+        REQUIRE(testing::count_occurrences(ir, "parallel for") == 1);
+        REQUIRE(ir.find("fo_") == std::string::npos);
+        REQUIRE(ir.find("fi_") == std::string::npos);
+        if (c.fused)
+            REQUIRE_THAT(ir, Contains("parallel for b_j in"));
+        else
+            REQUIRE_THAT(ir, Contains("parallel for b in") && !Contains("b_j"));
+        testing::check_against_reference(p, kern, c.inputs, bind, 70, 16, 912);
+    }
+}
+
 TEST_CASE("default schedule: rows of a per-sentence matrix are fused once, the ragged row loop stays inside",
           "[default_schedule]") {
     // softmax over [batch, i < len, j < len]: batch and i fuse (maps with one entry per row), j
@@ -416,9 +461,12 @@ TEST_CASE("default schedule: a jagged softmax computes each row's max and sum at
         Kernel ks = shifted.compile();
         INFO(ks.lowered());
         // Z is read by Shifted at row r - 1: Z, and E, which Z reads, keep their own nests; Mx,
-        // read by E alone, is computed at E's row (3 parallel loops: E, Z, Shifted).
+        // read by E alone, is computed at E's row (3 parallel loops: E, Z, Shifted). E and Shifted
+        // run over rows, not over a fused (row, j) loop: they read Mx and Z per row, so that
+        // loop's fusion maps would not cancel (an entry per element, read and checked per call).
         REQUIRE(testing::count_occurrences(ks.lowered(), "parallel for") == 3);
-        REQUIRE_THAT(ks.lowered(), Contains("parallel for row_j"));
+        REQUIRE(testing::count_occurrences(ks.lowered(), "parallel for row in") == 3);
+        REQUIRE(ks.lowered().find("fo_") == std::string::npos);
         testing::check_against_reference(shifted, ks, {X}, bind, 40, 16, 908);
         Pipeline both({Y, Z}, "default_jagged_two_outputs");
         Kernel kb = both.compile();
