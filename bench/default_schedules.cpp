@@ -20,6 +20,8 @@
 //   softmax     32 sentences, 4 heads: P[b, h, i, :] = softmax(S[b, h, i, :len(b)])
 //   jagged_softmax  4096 rows of lengths uniform in [0, 100] (seed 2029; FBGEMM's jagged softmax):
 //               Y[r, :] = softmax(X[r, :len(r)])
+//   jagged_dense    the same rows: Y[r, j] = X[r, j] * W[r] + D[r, j], D dense [rows, 128]
+//               (FBGEMM's jagged_dense_elementwise_add with a per-row scale)
 //   qkt         32 sentences, 2 heads of 64: S[b, h, i, j] = Q[b, i, h, :] . K[b, j, h, :] / 8
 //   attnv       32 sentences, 2 heads of 64: A[b, i, h, :] = sum_j P[b, h, i, j] V[b, j, h, :]
 //   gemm        8 sentences (the first 8 lengths, 1352 tokens) x 512 -> 512: Y = X W (a Linear layer)
@@ -515,6 +517,59 @@ std::unique_ptr<Op> jagged_softmax_op() {
             f->compute_at(d.out, N.row);
         d.out.parallel(N.row);
     });
+    return op;
+}
+
+// --- jagged + dense: FBGEMM's jagged_dense_elementwise_add with a per-row scale, over the same
+// rows: Y[r, j] = X[r, j] * W[r] + D[r, j], D dense [rows, 128]
+
+struct JaggedDenseDefs {
+    Names &N = names();
+    Tensor X{"X", {{N.row, N.rows}, {N.j, N.row_len(N.row)}}};
+    Tensor W{"W", {{N.row, N.rows}}};
+    Tensor D{"D", {{N.row, N.rows}, {N.j, 128}}};
+    Func out{"Y", {{N.row, N.rows}, {N.j, N.row_len(N.row)}}};
+    JaggedDenseDefs() {
+        out.compute([&](Expr r, Expr j) { return X(r, j) * W(r) + D(r, j); });
+    }
+    std::vector<Tensor> inputs() const { return {X, W, D}; }
+};
+
+std::unique_ptr<Op> jagged_dense_op() {
+    Names &N = names();
+    constexpr int kRows = 4096, kWidth = 128;
+    std::mt19937 rng(2029); // the jagged softmax's rows
+    std::uniform_int_distribution<int32_t> u(0, 100);
+    std::vector<int32_t> len(kRows);
+    for (int32_t &x : len)
+        x = u(rng);
+    auto op = std::make_unique<Op>();
+    op->name = "jagged_dense";
+    op->shape.set(N.rows, kRows).set(N.row_len, len);
+    const std::vector<int64_t> off = prefix(len, [](int64_t x) { return x; });
+    op->description = std::to_string(kRows) + " rows of 0-100, " + std::to_string(off.back()) +
+                      " elements: Y = X * W[row] + D, D dense [rows, 128]";
+    JaggedDenseDefs plain;
+    op->add_input(plain.X, {kRows, longest(len)}, 41, -4, 4);
+    op->add_input(plain.W, {kRows}, 42, -1, 1);
+    op->add_input(plain.D, {kRows, kWidth}, 43, -1, 1);
+    op->out_plain = plain.out;
+    op->out_dims = {kRows, longest(len)};
+    const float *x = op->in(0), *w = op->in(1), *d = op->in(2);
+    auto offs = std::make_shared<std::vector<int64_t>>(off);
+    op->add_naive("naive", [=](float *y) {
+#pragma omp parallel for schedule(dynamic, 64)
+        for (int r = 0; r < kRows; r++) {
+            const int64_t lo = (*offs)[r], hi = (*offs)[r + 1];
+            for (int64_t j = lo; j < hi; j++)
+                y[j] = x[j] * w[r] + d[(int64_t)r * kWidth + (j - lo)];
+        }
+    });
+    op->add_cora<JaggedDenseDefs>("default", [](JaggedDenseDefs &) {});
+    // The default before it fused a ragged row with its rows only where the fusion maps cancel:
+    // one loop over every element, reading W and D through maps with an entry per element.
+    op->add_cora<JaggedDenseDefs>("fused_elements",
+                                  [&](JaggedDenseDefs &dd) { dd.out.fuse(N.row, N.j, N.tok).parallel(N.tok); });
     return op;
 }
 
@@ -1085,6 +1140,7 @@ int main(int argc, char **argv) {
             {"layernorm", layernorm_op},
             {"softmax", softmax_op},
             {"jagged_softmax", jagged_softmax_op},
+            {"jagged_dense", jagged_dense_op},
             {"qkt", qkt_op},
             {"attnv", attnv_op},
             {"gemm", gemm_op},
