@@ -6,10 +6,10 @@
  *  1. Fuse the outer loops into one parallel loop: the outermost loop (loop-invariant extent) is
  *     fused with the next while that one's extent uses only the loops fused so far; the innermost
  *     loop only in a 2-D domain, when its extent is not a constant (else it stays the vector
- *     loop) and when the fusion maps cancel out of the body (fusion_maps_cancel: else the loop
- *     over rows stays, parallel; maps read and checked per element cost 3-28x). At most one
- *     ragged fuse: a second would need fusion maps with one entry per (row,
- *     column) pair, and so would a ragged innermost loop under several fused ones (K transposed
+ *     loop) and, when it is ragged, its fusion maps cancel out of the body (fusion_maps_cancel:
+ *     else the loop over rows stays, parallel; maps read and checked per element cost 3-28x).
+ *     At most one ragged fuse: a second would need fusion maps with one entry per (row, column)
+ *     pair, and so would a ragged innermost loop under several fused ones (K transposed
  *     per head, [b, h, d, len(b)]: one entry per element, read per element). A ragged fuse
  *     over packed storage costs nothing at run time (the fusion maps cancel against the prefix
  *     sums of the storage offsets); elsewhere the prelude builds maps with one entry per row.
@@ -375,7 +375,7 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
             // innermost fuse would need a map entry per element, read on every element wherever
             // the maps do not cancel (a transposed or padded store).
             if (!uses_only(e, fused_vars) || (innermost && (as_const_int(simplify(e)) || next > 1)) ||
-                (ragged && ragged_fused) || (innermost && !fusion_maps_cancel(f, dom)))
+                (ragged && ragged_fused) || (innermost && ragged && !fusion_maps_cancel(f, dom)))
                 break;
             ragged_fused = ragged_fused || ragged;
             DimPtr fused = Dim(outer->name + "_" + dom[next].dim->name).node();
