@@ -52,9 +52,10 @@ struct Trmm {
         const int64_t kTileRows = blocking.tile_rows, kTileCols = blocking.tile_cols;
         const int64_t kBlockRows = blocking.block_rows, kPanel = blocking.panel_depth, kBlockCols = blocking.block_cols;
         Lb.compute([&](Expr i, Expr k) { return select(k <= i, L(i, k), 0.0f); });
-        // One row per iteration (dynamic chunks), not the default's fused (row, column) loop: that
-        // loop reads L through fusion maps with an entry per element (2.1 M at M = 2048), built and
-        // checked on every call; the copy then cost more than the tiles' gap to cblas_strmm.
+        // One row per iteration (dynamic chunks), not a fused (row, column) loop: that loop would
+        // read L through fusion maps with an entry per element (2.1 M at M = 2048), checked on
+        // every call; the copy then cost more than the tiles' gap to cblas_strmm. (The default
+        // made that fused loop before fusion_maps_cancel; it now makes this choice too.)
         Lb.parallel(m);
         Bp.compute([&](Expr k, Expr j) { return B(k, j); });
         Bp.split_storage(n, no, ni, kTileCols).reorder_storage({no, r, ni});

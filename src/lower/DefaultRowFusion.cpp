@@ -3,13 +3,13 @@
  * A row-wise op left unscheduled, C(r, j), whose per-row inputs are Funcs also left unscheduled
  * (a jagged softmax: Mx(r) = max_j X(r, j), E(r, j) = exp(X(r, j) - Mx(r)), Z(r) = sum_j E(r, j),
  * C(r, j) = E(r, j) / Z(r)) runs, with the untiled defaults of DefaultSchedule.cpp, as one pass
- * per Func over all rows: 4 parallel loops, the row-index maps of the fused token loops built and
- * read per element, and every row streamed from memory 5 times. Computed at C's row loop
+ * per Func over all rows: 4 parallel loops (over rows: E and C read Mx(r), Z(r), so the default
+ * keeps their row loops, DefaultSchedule.cpp's fusion_maps_cancel; before that rule, fused token
+ * loops that read row-index maps per element), and every row streamed from memory 5 times. Computed at C's row loop
  * (compute_at), a row's max, exponentials and sum are computed right before the row is written,
  * while it is in cache: the nest of a hand-written loop (0.25 ms against 0.70 ms on a jagged
  * softmax of 4,096 rows of 0-100, 2 threads; bench/results/default_schedules.md, jagged_softmax).
- * Where the rows' values are read per element through the fused loop's row-index map (E and C
- * read Mx(r), Z(r) at map(t) for each element t), computed at the row they are read once per row.
+ * Computed at the row, the rows' values (Mx(r), Z(r)) are also read once per row, not per element.
  *
  * The group: C has dims [r..., j] (the rows r..., then a ragged row j), no reduction and no
  * other schedule (it got an untiled default); a member P is a Func that got an untiled default, is not
@@ -18,8 +18,9 @@
  * reader's own row. Producers are taken from C backwards, so a member's readers are decided
  * before it. Members with no reduction join only when a reduction does: a group without one
  * gains no locality. The loop the members are computed at:
- *  - two dims [r, j]: r, unfused from j (the default fuses a ragged j into r: a row-index map
- *    read per element) and parallel, like the hand loop (a batch of one row uses one thread);
+ *  - two dims [r, j]: r, unfused from j (where the default fused a ragged j into r, its maps
+ *    cancelled only for C alone) and parallel, like the hand loop (a batch of one row uses one
+ *    thread);
  *  - deeper ([b, h, i, j]: attention scores; [b, s, c]: a LayerNorm over ragged sentences): the
  *    loop C's default fused all the row dims into (the fused token loop, parallel over every row
  *    of every sentence and head), which each member fuses the same way (the same transforms);

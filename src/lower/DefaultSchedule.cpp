@@ -325,8 +325,9 @@ bool stores_packed_like(const TensorNode &t, const Layout &dom) {
            equal(simplify(row_extent), simplify(dom[1].extent));
 }
 
-/** Would the fusion maps of f's fused 2-D ragged loop cancel out of its body? Only when f and
- * every read that uses the two dims store the domain packed and are indexed by exactly (b, j)
+/** Would the fusion maps of f's fused 2-D ragged loop cancel out of `definition` (f's value with
+ * inlined Funcs' reads substituted: an inlined T(b, j) = X(b, j) * S(b) reads S(b))? Only when f
+ * and every read that uses the two dims store the domain packed and are indexed by exactly (b, j)
  * in their two outer dims (no other use of b or j): their offsets use prefix(fo(f)) + fi(f),
  * which folds to f. Any other use (a per-row read S(b), a dense
  * tensor D(b, j), a condition on j) reads a map entry per element, and the kernel checks both
@@ -334,13 +335,13 @@ bool stores_packed_like(const TensorNode &t, const Layout &dom) {
  * (2 threads, a 2-core Zen 5, a scratch program: 2 M elements in 2,048 rows, Y = D(b, j) * S(b) +
  * X(b, j) 5.2 ms fused against 0.19 ms over rows, Y = X(b, j) * S(b) + 1 2.5 against 0.12 ms;
  * 4,096 rows of 0-100: 0.40-0.43 against 0.05-0.13 ms and 0.21 against 0.03 ms). */
-bool fusion_maps_cancel(const TensorNode &f, const Layout &dom) {
+bool fusion_maps_cancel(const TensorNode &f, const Expr &definition, const Layout &dom) {
     if (dom.size() != 2 || !stores_packed_like(f, dom)) return false;
     const VarNode *row = dom[0].dim->var.get(), *col = dom[1].dim->var.get();
     int64_t uses = 0, covered = 0;
-    visit_exprs(f.value, [&](const Expr &x) {
+    visit_exprs(definition, [&](const Expr &x) {
         if (const VarNode *v = x.as<VarNode>()) {
-            uses += v == row || v == col;
+            if (v == row || v == col) uses++;
             return;
         }
         const Access *a = x.as<Access>();
@@ -354,7 +355,8 @@ bool fusion_maps_cancel(const TensorNode &f, const Layout &dom) {
 /** Which rule chose a default schedule (a tuner may choose tiles only for TiledContraction). */
 enum class DefaultRule { Plain, TiledContraction, BlockSparseTiles };
 
-front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarget &target,
+/** `definition`: f's value with the reads of inlined Funcs substituted (what its nest computes). */
+front::Schedule default_schedule(const TensorNode &f, const Expr &definition, const DefaultScheduleTarget &target,
                                  DefaultRule *rule = nullptr) {
     using front::LoopTransform;
     if (rule) *rule = DefaultRule::Plain;
@@ -375,7 +377,7 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
             // innermost fuse would need a map entry per element, read on every element wherever
             // the maps do not cancel (a transposed or padded store).
             if (!uses_only(e, fused_vars) || (innermost && (as_const_int(simplify(e)) || next > 1)) ||
-                (ragged && ragged_fused) || (innermost && ragged && !fusion_maps_cancel(f, dom)))
+                (ragged && ragged_fused) || (innermost && ragged && !fusion_maps_cancel(f, definition, dom)))
                 break;
             ragged_fused = ragged_fused || ragged;
             DimPtr fused = Dim(outer->name + "_" + dom[next].dim->name).node();
@@ -440,20 +442,22 @@ front::Schedule default_schedule(const TensorNode &f, const DefaultScheduleTarge
 
 } // namespace
 
-DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target) {
+DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target,
+                                          const std::function<Expr(const Expr &)> &inline_reads_of) {
     DefaultSchedules chosen;
     DefaultScheduleTarget untiled = target;
     untiled.vector_bits = 0;
     for (const TensorPtr &op : ops) {
         if (!left_unscheduled(*op, ops)) continue;
         DefaultRule rule = DefaultRule::Plain;
-        front::Schedule s = default_schedule(*op, target, &rule);
+        const Expr definition = inline_reads_of ? inline_reads_of(op->value) : op->value;
+        front::Schedule s = default_schedule(*op, definition, target, &rule);
         // A contraction the tile rules apply to, whichever choice it got (an explicit untiled
         // one included): what a tuner may choose for.
         DefaultScheduleTarget rules = target;
         rules.tiles = nullptr;
         DefaultRule by_rules = rule;
-        if (rule == DefaultRule::Plain) (void)default_schedule(*op, rules, &by_rules);
+        if (rule == DefaultRule::Plain) (void)default_schedule(*op, definition, rules, &by_rules);
         if (by_rules == DefaultRule::TiledContraction) {
             std::string definition;
             for (const LayoutDim &d : op->domain)
@@ -468,7 +472,7 @@ DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, con
                                                         constant_width ? default_tile_vectors(width, target.vector_bits)
                                                                        : ragged_row_vectors(target.vector_bits)});
         }
-        if (s.cache_write_at) chosen.untiled[op.get()] = default_schedule(*op, untiled);
+        if (s.cache_write_at) chosen.untiled[op.get()] = default_schedule(*op, definition, untiled);
         chosen.schedules[op.get()] = std::move(s);
     }
     // A tile named for a Func the rules do not tile would otherwise be ignored without a word.

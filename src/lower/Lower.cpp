@@ -119,7 +119,8 @@ LoweredModule lower(const std::vector<TensorPtr> &outputs, const std::string &na
     DefaultSchedules defaults;
     pass.run_step("choose_default_schedules", [&] {
         defaults =
-            choose_default_schedules(ops, DefaultScheduleTarget{ctx.target, opts.vector_bits, &opts.contraction_tiles});
+            choose_default_schedules(ops, DefaultScheduleTarget{ctx.target, opts.vector_bits, &opts.contraction_tiles},
+                                     [&](const Expr &e) { return inline_reads(e, ctx); });
         ctx.default_schedules = defaults.schedules;
         for (auto &[op, schedule] : row_fused_defaults(ops, defaults.schedules, ctx))
             ctx.default_schedules[op] = schedule;

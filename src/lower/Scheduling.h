@@ -19,6 +19,7 @@
  * (producers first), each ending in Provides. Errors: CompileError naming the Func and loop. */
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -164,7 +165,12 @@ bool storage_keeps_innermost_dim(const TensorNode &f);
  * nullopt when `f` is not that shape. */
 std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const front::Schedule &fused,
                                                   const DimPtr &tokens, const DefaultScheduleTarget &target);
-DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target);
+/** The default schedule of each op of `ops` left unscheduled (DefaultSchedule.cpp).
+ * `inline_reads_of`: an op's definition with the reads of inlined Funcs substituted
+ * (lower/InlineFuncs.cpp's inline_reads), which the rules that look at its reads see; empty when
+ * nothing is inlined. */
+DefaultSchedules choose_default_schedules(const std::vector<TensorPtr> &ops, const DefaultScheduleTarget &target,
+                                          const std::function<Expr(const Expr &)> &inline_reads_of = {});
 /** The defaults of a row-wise op left unscheduled and of the per-row Funcs it reads replaced by
  * those Funcs computed at its row loop (compute_at), the row loop parallel: the replacement
  * schedules, to merge into `defaults` (DefaultRowFusion.cpp; host target only). */

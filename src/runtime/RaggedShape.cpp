@@ -38,22 +38,29 @@ Interpreter RaggedShape::Impl::interpreter() const {
     return in;
 }
 
+const RaggedShape::Impl::FlatAuxLayout &RaggedShape::Impl::flat_aux_layout(const AuxSpec &spec) const {
+    auto it = aux_layouts.find(spec.key);
+    if (it == aux_layouts.end()) {
+        AuxTable table; // the layout's own aux arrays, shared with others through their keys
+        FlatAuxLayout entry{flatten_layout(table, spec.layout), {}};
+        for (const LayoutDim &d : spec.layout)
+            entry.vars.push_back(d.dim->var.get());
+        it = aux_layouts.emplace(spec.key, std::move(entry)).first;
+    }
+    return it->second;
+}
+
 int64_t RaggedShape::Impl::aux_at(const UFNode *fn, const std::vector<int64_t> &idx) const {
     const std::vector<int64_t> &a = build(fn);
-    FlatLayout *flat;
+    const FlatAuxLayout *flat;
     {
         std::lock_guard<std::mutex> lock(mu);
-        auto it = aux_layouts.find(fn->aux->key);
-        if (it == aux_layouts.end()) {
-            AuxTable table; // the layout's own aux arrays, shared with others through their keys
-            it = aux_layouts.emplace(fn->aux->key, flatten_layout(table, fn->aux->layout)).first;
-        }
-        flat = &it->second;
+        flat = &flat_aux_layout(*fn->aux);
     }
     Interpreter in = interpreter();
     for (size_t k = 0; k < idx.size(); k++)
-        in.ints[fn->aux->layout[k].dim->var.get()] = idx[k];
-    int64_t off = in.eval_int(flat->offset);
+        in.ints[flat->vars.at(k)] = idx[k];
+    int64_t off = in.eval_int(flat->flat.offset);
     CORA_CHECK(off >= 0 && off < (int64_t)a.size(), "aux index out of range for ", fn->name);
     return a[off];
 }
@@ -76,9 +83,7 @@ const std::vector<int64_t> &RaggedShape::Impl::build(const UFNode *fn) const {
         Expr size_expr;
         {
             std::lock_guard<std::mutex> lock(mu);
-            auto it = aux_layouts.find(spec.key);
-            if (it == aux_layouts.end()) it = aux_layouts.emplace(spec.key, flatten_layout(table, spec.layout)).first;
-            size_expr = it->second.size;
+            size_expr = flat_aux_layout(spec).flat.size;
         }
         int64_t size = in.eval_int(size_expr);
         if (size < 0) throw_runtime_error("the layout has a negative size, ", size);

@@ -21,7 +21,14 @@ struct RaggedShape::Impl {
     std::map<const UFNode *, std::vector<int32_t>> lengths;
     mutable std::mutex mu;
     mutable std::map<std::string, std::vector<int64_t>> aux; // by AuxSpec::key
-    mutable std::map<std::string, FlatLayout> aux_layouts;   // by AuxSpec::key (symbols belong to one table)
+    /** An aux array's flattened layout and the variables its offset uses: those of the layout
+     * flattened first. Specs with one key may name different Dims (X[b, len(b)] and
+     * X2[b2, len(b2)]), so an index binds these variables, not the caller's spec's. */
+    struct FlatAuxLayout {
+        FlatLayout flat;
+        std::vector<const VarNode *> vars;
+    };
+    mutable std::map<std::string, FlatAuxLayout> aux_layouts; // by AuxSpec::key (symbols belong to one table)
 
     /** Binds a length array or shape tensor `fn` to `values` after checking each value's range
      * (RuntimeError naming it and the element); cached aux arrays are dropped. */
@@ -32,6 +39,9 @@ struct RaggedShape::Impl {
     Interpreter interpreter() const;
     /** RuntimeError unless each length array's size matches its count expression. */
     void validate_counts() const;
+    /** The cached flattened layout of aux arrays with `spec`'s key (flattened on first use; the
+     * caller holds `mu`). */
+    const FlatAuxLayout &flat_aux_layout(const ir::AuxSpec &spec) const;
     /** Aux array `fn`, built on first use (by its kind's host builder) and cached by key. */
     const std::vector<int64_t> &build(const UFNode *fn) const;
     /** Flat storage size of a tensor (with storage padding and fusion). */

@@ -73,32 +73,44 @@ TEST_CASE("default schedule: a 2-D ragged op fuses its rows and columns only whe
           "[default_schedule]") {
     // [b < B, j < len(b)]: fused into one loop over the packed elements when every read is
     // indexed (b, j) in a tensor stored the same way (its offsets fold to the fused index: no
-    // map); else the loop over rows stays (parallel), as reading a row's scale S(b), a dense
-    // D(b, j) or a condition on j would need a fusion-map entry per element, built, checked and
-    // read on every call.
+    // map); else the loop over rows stays (parallel), as reading a row's scale S(b) (directly or
+    // through an inlined Func), a dense D(b, j), a row sum's extent len(b) or a condition on j
+    // would need a fusion-map entry per element, built, checked and read on every call, and a
+    // padded store would not fold to the fused index.
     Dim b("b"), j("j"), f("f");
     Param B("B", 1, 64);
     LengthArray len("len", B, 0, 70);
     Tensor X("X", {{b, B}, {j, len(b)}}), S("S", {{b, B}}), D("D", {{b, B}, {j, 70}});
     Tensor X3("X3", {{b, B}, {j, len(b)}, {f, 4}});
+    Dim b2("b2"), j2("j2"), k("k");
+    Tensor X2("X2", {{b2, B}, {j2, len(b2)}}); // the same layout declared with other Dims
+    // Inlined by default (elementwise, one reader at its own indices): its reader reads S(b).
+    Func T("T", {{b, B}, {j, len(b)}});
+    T.compute([&](Expr r, Expr c) { return X(r, c) * S(r); });
     auto bind = [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); };
     struct Case {
         const char *what;
         std::function<Expr(Expr, Expr)> body;
         std::vector<Tensor> inputs;
         bool fused;
+        bool padded_output = false;
     };
     const std::vector<Case> cases = {
         {"same-layout reads", [&](Expr r, Expr c) { return X(r, c) * 2.0f + 1.0f; }, {X}, true},
         {"a 3-D read in the same layout", [&](Expr r, Expr c) { return X3(r, c, 1) + X(r, c); }, {X, X3}, true},
+        {"the same layout declared with other Dims", [&](Expr r, Expr c) { return X2(r, c) - X(r, c); }, {X, X2}, true},
         {"a per-row scale", [&](Expr r, Expr c) { return X(r, c) * S(r); }, {X, S}, false},
         {"a dense read", [&](Expr r, Expr c) { return D(r, c) + X(r, c); }, {X, D}, false},
         {"a condition on the column", [&](Expr r, Expr c) { return select(c < 3, X(r, c), 0.0f); }, {X}, false},
+        {"an inlined producer reading a per-row scale", [&](Expr r, Expr c) { return T(r, c) + 1.0f; }, {X, S}, false},
+        {"a row sum", [&](Expr r, Expr c) { return X(r, c) - sum(k, len(r), X(r, k)); }, {X}, false},
+        {"padded output storage", [&](Expr r, Expr c) { return X(r, c) * 2.0f; }, {X}, false, true},
     };
     for (const Case &c : cases) {
         INFO(c.what);
         Func Y("Y", {{b, B}, {j, len(b)}});
         Y.compute(c.body);
+        if (c.padded_output) Y.pad_storage(j, 8);
         Pipeline p({Y}, "default_fuse_rule");
         Kernel kern = p.compile();
         const std::string ir = kern.lowered();
