@@ -44,7 +44,7 @@ const RaggedShape::Impl::FlatAuxLayout &RaggedShape::Impl::flat_aux_layout(const
         AuxTable table; // the layout's own aux arrays, shared with others through their keys
         FlatAuxLayout entry{flatten_layout(table, spec.layout), {}};
         for (const LayoutDim &d : spec.layout)
-            entry.vars.push_back(d.dim->var.get());
+            entry.vars.push_back(d.dim->var);
         it = aux_layouts.emplace(spec.key, std::move(entry)).first;
     }
     return it->second;
@@ -59,7 +59,7 @@ int64_t RaggedShape::Impl::aux_at(const UFNode *fn, const std::vector<int64_t> &
     }
     Interpreter in = interpreter();
     for (size_t k = 0; k < idx.size(); k++)
-        in.ints[flat->vars.at(k)] = idx[k];
+        in.ints[flat->vars.at(k).get()] = idx[k];
     int64_t off = in.eval_int(flat->flat.offset);
     CORA_CHECK(off >= 0 && off < (int64_t)a.size(), "aux index out of range for ", fn->name);
     return a[off];

@@ -26,7 +26,7 @@ struct RaggedShape::Impl {
      * X2[b2, len(b2)]), so an index binds these variables, not the caller's spec's. */
     struct FlatAuxLayout {
         FlatLayout flat;
-        std::vector<const VarNode *> vars;
+        std::vector<ir::VarPtr> vars; ///< owned: the Dims they came from may be gone
     };
     mutable std::map<std::string, FlatAuxLayout> aux_layouts; // by AuxSpec::key (symbols belong to one table)
 
