@@ -464,14 +464,20 @@ struct JaggedSoftmaxDefs {
     std::vector<Tensor> inputs() const { return {X}; }
 };
 
+/** The jagged ops' rows: `rows` lengths uniform in [0, 100] (seed 2029). */
+std::vector<int32_t> jagged_row_lengths(int rows) {
+    std::mt19937 rng(2029);
+    std::uniform_int_distribution<int32_t> u(0, 100);
+    std::vector<int32_t> len(rows);
+    for (int32_t &x : len)
+        x = u(rng);
+    return len;
+}
+
 std::unique_ptr<Op> jagged_softmax_op() {
     Names &N = names();
     constexpr int kRows = 4096;
-    std::mt19937 rng(2029);
-    std::uniform_int_distribution<int32_t> u(0, 100);
-    std::vector<int32_t> len(kRows);
-    for (int32_t &x : len)
-        x = u(rng);
+    const std::vector<int32_t> len = jagged_row_lengths(kRows);
     auto op = std::make_unique<Op>();
     op->name = "jagged_softmax";
     op->shape.set(N.rows, kRows).set(N.row_len, len);
@@ -538,11 +544,7 @@ struct JaggedDenseDefs {
 std::unique_ptr<Op> jagged_dense_op() {
     Names &N = names();
     constexpr int kRows = 4096, kWidth = 128;
-    std::mt19937 rng(2029); // the jagged softmax's rows
-    std::uniform_int_distribution<int32_t> u(0, 100);
-    std::vector<int32_t> len(kRows);
-    for (int32_t &x : len)
-        x = u(rng);
+    const std::vector<int32_t> len = jagged_row_lengths(kRows); // the jagged softmax's rows
     auto op = std::make_unique<Op>();
     op->name = "jagged_dense";
     op->shape.set(N.rows, kRows).set(N.row_len, len);
