@@ -95,7 +95,7 @@ public:
     static Buffer view(const Tensor &t, const RaggedShape &shape, const int64_t *data, int64_t count);
     static Buffer view(const Tensor &t, const RaggedShape &shape, const uint16_t *data, int64_t count);
 
-    /** Zeroed storage of exactly the tensor's packed size in `shape`. */
+    /** Zeroed storage of exactly the tensor's packed size in `shape`, 64-byte aligned. */
     static Buffer alloc(const Tensor &t, const RaggedShape &shape);
     /** Pack padded dense data (row-major with dims `padded_dims`) into the tensor's storage (a
      * float32 or float16 tensor; float16 rounds to nearest even). RuntimeError when an extent

@@ -18,9 +18,6 @@ namespace cora::ir {
 
 namespace {
 
-/** The largest constant slice kept on the stack. */
-constexpr int64_t kStackSliceBytes = 4096;
-
 /** Where each slice is allocated: the body of each loop over the slice loop that writes the
  * buffer, moved out to the body of an enclosing loop while the slice's size does not change
  * there: the loop left is not parallel (each thread needs its own slice), and the size uses no

@@ -14,8 +14,8 @@
  * read such producers move into the consumer's loop after them (move_consumer_tails), when their
  * nests start with the same loops.
  * Sliced storage: apply_compute_at returns the producers that need only one iteration's slice
- * (can_slice: host target, plain loops, read and written only inside those loops, shared dims
- * outermost in storage); StorageLowering.cpp indexes within the slice and
+ * (can_slice: host target, plain loops, fused ones too, read and written only inside those loops,
+ * shared dims outermost in storage); StorageLowering.cpp indexes within the slice and
  * AllocateIntermediates.cpp allocates it in the loop.
  * Tests: tests/correctness/compute_at.cpp, tests/error/schedule_errors.cpp. */
 #include <algorithm>
@@ -104,7 +104,8 @@ namespace {
 struct Placement {
     TensorPtr g;
     const VarNode *loop = nullptr;
-    size_t depth = 0;
+    size_t depth = 0;  ///< the consumer's loops down to `loop`
+    size_t shared = 0; ///< the producer's outermost dims they cover (more than depth: a fused loop)
     bool plain = false;
 };
 using Placements = std::map<const TensorNode *, Placement>;
@@ -126,7 +127,9 @@ std::vector<TensorPtr> split_tails(const TensorNode &f) {
  * move with it), read only by the consumer and by ops placed inside the same loops (producers
  * computed at the consumer, the consumer's tails that moved into its loop), and the shared dims
  * the outermost of f's storage, untransformed, so that one iteration's elements are one
- * contiguous slice of the whole layout. */
+ * contiguous slice of the whole layout. A loop that fuses several shared dims counts each of
+ * them (the default's fused row loop): storage lowering then sizes the slice by its largest
+ * value, on the stack, or keeps f whole (SlicedStorage::through_fused_loop). */
 bool can_slice(const TensorPtr &f, const Placement &at, const Placements &placed, const std::vector<TensorPtr> &ops,
                const LoweringContext &ctx) {
     if (ctx.target != Target::Host || ctx.is_output(f.get()) || !at.plain) return false;
@@ -144,8 +147,8 @@ bool can_slice(const TensorPtr &f, const Placement &at, const Placements &placed
     for (const LayoutDim &ld : f->domain)
         logical.push_back(var_expr(ld.dim->var));
     std::vector<Expr> idx = physical_indices(ctx.aux, *f, logical);
-    if (phys.size() < at.depth || idx.size() < at.depth) return false;
-    for (size_t j = 0; j < at.depth; j++)
+    if (phys.size() < at.shared || idx.size() < at.shared) return false;
+    for (size_t j = 0; j < at.shared; j++)
         if (phys[j].dim != f->domain[j].dim || !equal(simplify(idx[j]), logical[j])) return false;
     return true;
 }
@@ -316,7 +319,7 @@ Placement compute_at_nest(const TensorPtr &f, const std::vector<TensorPtr> &ops,
     move(f);
     for (const TensorPtr &t : tails)
         move(t);
-    Placement at{g, d->var.get(), depth, shared == depth};
+    Placement at{g, d->var.get(), depth, shared, true};
     for (const For *loop : outer)
         at.plain = at.plain && (loop->for_kind == ForKind::Serial || loop->for_kind == ForKind::Parallel ||
                                 loop->for_kind == ForKind::Unrolled);
@@ -390,7 +393,8 @@ SlicedStorageMap apply_compute_at(const std::vector<TensorPtr> &ops, std::vector
     SlicedStorageMap sliced;
     for (const TensorPtr &op : ops) // the producers themselves (their tails write their storage)
         if (ctx.schedule_of(*op).has_compute_at() && can_slice(op, producers.at(op.get()), placed, ops, ctx))
-            sliced[op.get()] = SlicedStorage{producers.at(op.get()).loop, producers.at(op.get()).depth};
+            sliced[op.get()] = SlicedStorage{producers.at(op.get()).loop, producers.at(op.get()).shared,
+                                             producers.at(op.get()).shared > producers.at(op.get()).depth};
     return sliced;
 }
 

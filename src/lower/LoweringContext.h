@@ -41,7 +41,15 @@ struct TunableContraction {
 struct SlicedStorage {
     const VarNode *loop = nullptr; ///< the consumer's loop whose body holds one slice
     size_t shared_dims = 0;        ///< the producer's outermost dims a slice fixes (the loops down to `loop`)
+    /** A loop down to `loop` fuses several of those dims (a default's fused row loop), so the
+     * fixed dims are not loop variables there: a slice is sized by its constant upper bound over
+     * the declared ranges, on the stack (storage lowering keeps the producer whole when that bound
+     * is unknown or past kStackSliceBytes). */
+    bool through_fused_loop = false;
 };
+/** The largest slice kept on the stack (AllocateIntermediates.cpp), and the largest one of a
+ * fused loop's (above). */
+constexpr int64_t kStackSliceBytes = 4096;
 /** The producers stored in slices (apply_compute_at's result). */
 using SlicedStorageMap = std::map<const TensorNode *, SlicedStorage>;
 

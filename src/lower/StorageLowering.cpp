@@ -6,6 +6,9 @@
  * division or modulo, the enclosing domain-dim lets are substituted and the quotients the loop
  * ranges make constant are folded, e.g. (no * 32 + ni) / 32 -> no for ni in [0, 32), so a
  * vectorized loop over ni reads contiguous elements instead of gathering.
+ * A sliced producer (compute_at) is indexed within one slice; its size is the difference of two
+ * consecutive slices' first offsets, or, inside a fused loop, that size's constant upper bound
+ * over the declared ranges when it fits kStackSliceBytes (else the producer stays whole).
  * Requires: no Reduce. Ensures: no Provide/Access; offsets use UF calls (aux, length arrays)
  * that materialize_ufs turns into loads. Tests: tests/pass/passes.cpp (the pass alone), tests/unit/storage_layout.cpp,
  * tests/correctness/vector_codegen.cpp (blocked layouts). */
@@ -35,9 +38,20 @@ public:
             const size_t k = s->second.shared_dims;
             std::vector<Expr> next = domain_vars(*t, k);
             next.back() = next.back() + 1;
-            st.slice_loop = s->second.loop;
-            st.slice_size = simplify(distribute(whole_offset(st, *t, slice_start(*t, next)) -
-                                                whole_offset(st, *t, slice_start(*t, domain_vars(*t, k)))));
+            Expr size = simplify(distribute(whole_offset(st, *t, slice_start(*t, next)) -
+                                            whole_offset(st, *t, slice_start(*t, domain_vars(*t, k)))));
+            if (s->second.through_fused_loop) {
+                // The fixed dims are not variables inside a fused loop: the slice takes its
+                // largest size, on the stack, or the producer stays whole.
+                std::optional<int64_t> most = constant_bound(size, true);
+                size = most && *most >= 0 && *most * t->type.bytes() <= kStackSliceBytes
+                           ? IntImm::make(std::max<int64_t>(*most, 1))
+                           : Expr();
+            }
+            if (size.defined()) {
+                st.slice_loop = s->second.loop;
+                st.slice_size = size;
+            }
         }
         return storage.emplace(t.get(), st).first->second;
     }

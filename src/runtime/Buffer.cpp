@@ -5,9 +5,9 @@
 #include <new>
 
 #include "analysis/Interpreter.h"
-#include "formats/ragged/StorageLayout.h"
 #include "cora/Runtime.h"
 #include "cora_runtime.h"
+#include "formats/ragged/StorageLayout.h"
 #include "ir/IRPrinter.h"
 #include "runtime/RaggedShapeImpl.h"
 #include "util/Error.h"
@@ -78,7 +78,13 @@ Buffer::Buffer(Type t, int64_t count) : type_(t), count_(count) {
     if (__builtin_mul_overflow(std::max<int64_t>(count, 1), (int64_t)t.bytes(), &bytes))
         throw_runtime_error("buffer of ", count, " ", t.str(), " elements: its size in bytes overflows 64 bits");
     try {
-        data_ = std::shared_ptr<uint8_t[]>(new uint8_t[(size_t)bytes]());
+        // A cache line. With malloc's 16 bytes, a memory-bound kernel's speed depended on where its
+        // buffers fell: the same token-wise kernel took 0.59-0.92 ms (1 thread, AVX-512 Zen 5)
+        // by placement, 0.50-0.65 ms aligned (bench/default_schedules: tokenwise).
+        constexpr std::align_val_t kBufferAlignment{64};
+        uint8_t *p = static_cast<uint8_t *>(::operator new[]((size_t)bytes, kBufferAlignment));
+        std::memset(p, 0, (size_t)bytes);
+        data_ = std::shared_ptr<uint8_t[]>(p, [](uint8_t *q) { ::operator delete[](q, kBufferAlignment); });
     } catch (const std::bad_alloc &) {
         throw_runtime_error("cannot allocate a buffer of ", count, " ", t.str(), " elements (", bytes, " bytes)");
     }

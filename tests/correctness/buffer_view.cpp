@@ -47,6 +47,9 @@ TEST_CASE("Buffer::view: a kernel reads and writes the caller's memory, no copy"
             REQUIRE(y[(size_t)i] == x[(size_t)i] * 3.0f + 1.0f); // written in place
         // The same through owned buffers and the reference.
         Buffer xo = Buffer::alloc(t.X, shape), yo = Buffer::alloc(t.Y, shape);
+        // Owned storage starts on a cache line, so no vector load of it straddles two.
+        REQUIRE(xo.alignment() == 64);
+        REQUIRE(yo.alignment() == 64);
         std::copy(x.begin(), x.end(), xo.data<float>());
         t.k.run(shape, {{t.X, xo}, {t.Y, yo}});
         auto ref = reference_evaluate(Pipeline({t.Y}, "view_scale"), shape, {{t.X, &xo}});

@@ -148,6 +148,9 @@ TEST_CASE("default schedule: rows of a per-sentence matrix are fused once, the r
     REQUIRE(testing::count_occurrences(ir, "for batch_i") == 1);
     REQUIRE_THAT(ir, Contains("for j in"));
     REQUIRE(testing::count_occurrences(ir, "local acc_k_p7") == 2);
+    // A row's max and sum: one value per iteration of the fused loop, on the stack (compute_at
+    // slices), not arrays over all rows.
+    REQUIRE_THAT(ir, Contains("allocate on stack Mx[float32 * 1]") && Contains("allocate on stack Z[float32 * 1]"));
     testing::check_against_reference(
         p, kern, {S}, [&](RaggedShape &sh, const std::vector<int32_t> &l) { bind_lengths(sh, B, len, l); }, 40, 16,
         902);
