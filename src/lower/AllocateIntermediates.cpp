@@ -90,7 +90,7 @@ class AllocateSlices : public IRMutator {
 public:
     AllocateSlices(const TensorStorage &st, std::set<const For *> targets) : st_(st), targets_(std::move(targets)) {
         const int64_t *n = as_const_int(st.slice_size);
-        if (n && *n * st.buffer->type.bytes() <= kStackSliceBytes) memory_ = MemoryType::Stack;
+        if (n && *n <= kStackSliceBytes / st.buffer->type.bytes()) memory_ = MemoryType::Stack;
     }
 
 protected:

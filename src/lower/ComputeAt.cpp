@@ -348,7 +348,7 @@ void move_consumer_tails(const std::vector<TensorPtr> &ops, std::vector<Stmt> &n
                 visit_exprs(inline_reads(tail->value, ctx), [&](const Expr &e) {
                     const Access *a = e.as<Access>();
                     if (!a || a->tensor != f) return;
-                    for (size_t j = 0; j < at->second.depth && j < a->indices.size(); j++)
+                    for (size_t j = 0; j < at->second.shared && j < a->indices.size(); j++)
                         current = current && equal(a->indices[j], var_expr(f->domain[j].dim->var));
                 });
             }

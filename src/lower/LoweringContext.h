@@ -40,7 +40,7 @@ struct TunableContraction {
  * decides which producers are sliced; storage lowering indexes within the slice. */
 struct SlicedStorage {
     const VarNode *loop = nullptr; ///< the consumer's loop whose body holds one slice
-    size_t shared_dims = 0;        ///< the producer's outermost dims a slice fixes (the loops down to `loop`)
+    size_t shared_dims = 0; ///< the producer's outermost dims a slice fixes (those the loops down to `loop` cover)
     /** A loop down to `loop` fuses several of those dims (a default's fused row loop), so the
      * fixed dims are not loop variables there: a slice is sized by its constant upper bound over
      * the declared ranges, on the stack (storage lowering keeps the producer whole when that bound

@@ -44,7 +44,7 @@ public:
                 // The fixed dims are not variables inside a fused loop: the slice takes its
                 // largest size, on the stack, or the producer stays whole.
                 std::optional<int64_t> most = constant_bound(size, true);
-                size = most && *most >= 0 && *most * t->type.bytes() <= kStackSliceBytes
+                size = most && *most >= 0 && *most <= kStackSliceBytes / t->type.bytes()
                            ? IntImm::make(std::max<int64_t>(*most, 1))
                            : Expr();
             }
