@@ -3,13 +3,12 @@
  * Provide becomes Store and Access becomes Load at the flat offset of the indices (through the
  * tensor's storage transforms, if any); offsets are simplified so fused-loop maps cancel.
  * A blocked layout (split_storage) divides an index by the block: where the offset has a
- * division or modulo, the enclosing domain-dim lets are substituted and the quotients the loop
- * ranges make constant are folded, e.g. (no * 32 + ni) / 32 -> no for ni in [0, 32), so a
- * vectorized loop over ni reads contiguous elements instead of gathering.
- * A sliced producer (compute_at) is indexed within one slice; its size is the difference of two
- * consecutive slices' first offsets, or, inside a fused loop, that size's constant upper bound
- * over the declared ranges when it fits kStackSliceBytes (else the producer stays whole).
- * Requires: no Reduce. Ensures: no Provide/Access; offsets use UF calls (aux, length arrays)
+ * division or modulo, the enclosing domain-dim lets (if any) are substituted and the quotients
+ * the loop ranges make constant are folded (a cache_read copy's chunk loops too), e.g. (no * 32 + ni) / 32 -> no for ni
+ * in [0, 32), so a vectorized loop over ni reads contiguous elements instead of gathering. A sliced producer
+ * (compute_at) is indexed within one slice; its size is the difference of two consecutive slices' first offsets, or,
+ * inside a fused loop, that size's constant upper bound over the declared ranges when it fits kStackSliceBytes (else
+ * the producer stays whole). Requires: no Reduce. Ensures: no Provide/Access; offsets use UF calls (aux, length arrays)
  * that materialize_ufs turns into loads. Tests: tests/pass/passes.cpp (the pass alone), tests/unit/storage_layout.cpp,
  * tests/correctness/vector_codegen.cpp (blocked layouts). */
 #include "analysis/Bounds.h"
@@ -125,7 +124,7 @@ private:
         }
         Expr offset = simplify(whole);
         size_t before = count_div_mod(offset);
-        if (before == 0 || lets_.empty()) return offset;
+        if (before == 0) return offset;
         Expr in_loops = offset;
         for (size_t k = lets_.size(); k-- > 0;) // innermost first: a let's value may use outer ones
             in_loops = substitute(in_loops, lets_[k].first, lets_[k].second);

@@ -147,6 +147,48 @@ TEST_CASE("cache_read with a transposed tile of 16-multiples is copied in 16 x 1
     }
 }
 
+TEST_CASE("cache_read of a weight stored in column panels copies whole panel rows, not element by element", "[cache]") {
+    // W (40 x 100) stored in 16-column panels (the encoder's weight layout): a 64-column tile of it
+    // is copied 16 columns at a time, each chunk one contiguous run of a panel row, so the copy's
+    // reads have no division or modulo per element (one loop of 64 made the C compiler gather);
+    // 100 columns end in a partial tile (zeros past the last column) and a partial panel.
+    Dim batch("batch"), seq("seq"), r("r"), n("n"), wo("wo"), wi("wi"), no("no"), ni("ni"), ro("ro"), ri("ri");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 24);
+    Tensor X("X", {{batch, B}, {seq, len(batch)}, {r, 40}});
+    Tensor W("W", {{r, 40}, {n, 100}});
+    W.split_storage(n, wo, wi, 16).reorder_storage({wo, r, wi});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    for (int tile : {64, 16}) {
+        DYNAMIC_SECTION("tile of " << tile << " columns") {
+            Func Y("Y", {{batch, B}, {seq, len(batch)}, {n, 100}});
+            Y.compute([&](Expr b, Expr s, Expr j) { return sum(r, 40, X(b, s, r) * W(r, j)); });
+            Y.split(n, no, ni, tile).split(r, ro, ri, 32).reorder({batch, no, ro, seq, ri, ni}).vectorize(ni);
+            Y.cache_read(W, ro);
+            Pipeline p({Y}, "panel_rows_" + std::to_string(tile));
+            Kernel k = p.compile();
+            const std::string ir = k.lowered();
+            INFO(ir);
+            std::string copy_line;
+            for (size_t at = ir.find("W_cache["); at != std::string::npos && copy_line.empty();
+                 at = ir.find("W_cache[", at + 1)) {
+                const size_t begin = ir.rfind('\n', at) + 1, end = ir.find('\n', at);
+                const std::string line = ir.substr(begin, end - begin);
+                if (line.find("= W[") != std::string::npos) copy_line = line;
+            }
+            REQUIRE_FALSE(copy_line.empty());
+            REQUIRE(copy_line.find('/') == std::string::npos);
+            REQUIRE(copy_line.find('%') == std::string::npos);
+            if (tile == 64) {
+                REQUIRE_THAT(ir, Contains("for W_n_co in [0, 0 + 4)") && Contains("for W_n_ci in [0, 0 + 16)"));
+            } else { // a tile of one panel's width is one loop, as before
+                REQUIRE_THAT(ir, Contains("for W_n_c in [0, 0 + 16)"));
+            }
+            check_against_reference(p, k, {X, W}, bind, 24, 8, 83 + (uint32_t)tile);
+        }
+    }
+}
+
 TEST_CASE("trmm: a reduction whose extent depends on the row, cached per tile", "[cache]") {
     Dim m("m"), n("n"), r("r"), mo("mo"), mi("mi"), no("no"), ni("ni");
     Param M("M", 1, 64);
