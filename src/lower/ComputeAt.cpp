@@ -391,10 +391,12 @@ SlicedStorageMap apply_compute_at(const std::vector<TensorPtr> &ops, std::vector
     for (size_t k = 0; k < ops.size(); k++)
         place_pending(k, nests, pending);
     SlicedStorageMap sliced;
-    for (const TensorPtr &op : ops) // the producers themselves (their tails write their storage)
-        if (ctx.schedule_of(*op).has_compute_at() && can_slice(op, producers.at(op.get()), placed, ops, ctx))
-            sliced[op.get()] = SlicedStorage{producers.at(op.get()).loop, producers.at(op.get()).shared,
-                                             producers.at(op.get()).shared > producers.at(op.get()).depth};
+    for (const TensorPtr &op : ops) { // the producers themselves (their tails write their storage)
+        if (!ctx.schedule_of(*op).has_compute_at()) continue;
+        const Placement &at = producers.at(op.get());
+        if (can_slice(op, at, placed, ops, ctx))
+            sliced[op.get()] = SlicedStorage{at.loop, at.shared, at.shared > at.depth};
+    }
     return sliced;
 }
 

@@ -4,12 +4,15 @@
  * tensor's storage transforms, if any); offsets are simplified so fused-loop maps cancel.
  * A blocked layout (split_storage) divides an index by the block: where the offset has a
  * division or modulo, the enclosing domain-dim lets (if any) are substituted and the quotients
- * the loop ranges make constant are folded (a cache_read copy's chunk loops too), e.g. (no * 32 + ni) / 32 -> no for ni
- * in [0, 32), so a vectorized loop over ni reads contiguous elements instead of gathering. A sliced producer
- * (compute_at) is indexed within one slice; its size is the difference of two consecutive slices' first offsets, or,
- * inside a fused loop, that size's constant upper bound over the declared ranges when it fits kStackSliceBytes (else
- * the producer stays whole). Requires: no Reduce. Ensures: no Provide/Access; offsets use UF calls (aux, length arrays)
- * that materialize_ufs turns into loads. Tests: tests/pass/passes.cpp (the pass alone), tests/unit/storage_layout.cpp,
+ * the loop ranges make constant are folded (a cache_read copy's chunk loops too), e.g.
+ * (no * 32 + ni) / 32 -> no for ni in [0, 32), so a vectorized loop over ni reads contiguous
+ * elements instead of gathering.
+ * A sliced producer (compute_at) is indexed within one slice; its size is the difference of two
+ * consecutive slices' first offsets, or, inside a fused loop, that size's constant upper bound
+ * over the declared ranges when it fits kStackSliceBytes (else the producer stays whole).
+ * Requires: no Reduce. Ensures: no Provide/Access; offsets use UF calls (aux, length arrays)
+ * that materialize_ufs turns into loads.
+ * Tests: tests/pass/passes.cpp (the pass alone), tests/unit/storage_layout.cpp,
  * tests/correctness/vector_codegen.cpp (blocked layouts). */
 #include "analysis/Bounds.h"
 #include "analysis/Simplify.h"

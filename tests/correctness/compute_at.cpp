@@ -123,36 +123,37 @@ TEST_CASE("a producer computed at a consumer's loop is stored one slice per iter
     SECTION("at a fused row loop: a slice of the longest row on the stack, or the whole past the stack limit") {
         // Left unscheduled, the softmax's rows (batch, q) fuse into one parallel loop and Mx, E and
         // Sum are computed at it (DefaultRowFusion.cpp). There batch is no loop variable: a slice
-        // of E takes the longest row the declared range allows (24 floats), on the stack.
-        testing::RowSoftmax sm(S, batch, q, kv, r, B, len);
-        Pipeline p({sm.P}, "sliced_fused_rows");
-        Kernel k = p.compile();
-        const std::string ir = k.lowered();
+        // of E takes the longest row the declared range allows, on the stack if it fits 4 KB.
+        // lowered(l, ...): the unscheduled softmax over rows of lengths l, compiled to one parallel
+        // loop and checked against the reference on lengths up to `checked_max`; its lowered IR.
+        auto lowered = [&](const LengthArray &l, const std::string &name, int32_t checked_max, uint32_t seed) {
+            Tensor s("S", {{batch, B}, {q, l(batch)}, {kv, l(batch)}});
+            testing::RowSoftmax sm(s, batch, q, kv, r, B, l);
+            Pipeline p({sm.P}, name);
+            Kernel k = p.compile();
+            const std::string ir = k.lowered();
+            INFO(ir);
+            REQUIRE(count_occurrences(ir, "parallel for") == 1u);
+            auto bind_l = [&](RaggedShape &sh, const std::vector<int32_t> &v) {
+                sh.set(B, (int64_t)v.size()).set(l, v);
+            };
+            check_against_reference(p, k, {s}, bind_l, checked_max, 8, seed);
+            return ir;
+        };
+        const std::string ir = lowered(len, "sliced_fused_rows", 24, 94);
         INFO(ir);
-        REQUIRE(count_occurrences(ir, "parallel for") == 1u);
         REQUIRE(at(ir, "allocate on stack E[float32 * 24]") != std::string::npos);
         REQUIRE(at(ir, "allocate on stack Mx[float32 * 1]") != std::string::npos);
         REQUIRE(at(ir, "allocate on stack Sum[float32 * 1]") != std::string::npos);
         REQUIRE(at(ir, "parallel for batch_q") < at(ir, "allocate on stack E["));
-        check_against_reference(p, k, {S}, bind, 24, 8, 94);
 
         // Rows of up to 1025 floats (4100 bytes) are past the stack's 4096: E is stored whole (one
         // allocation before the loop), the row statistics still one per iteration.
-        LengthArray long_len("len", B, 0, 1025);
-        Tensor SL("S", {{batch, B}, {q, long_len(batch)}, {kv, long_len(batch)}});
-        testing::RowSoftmax lm(SL, batch, q, kv, r, B, long_len);
-        Pipeline pl({lm.P}, "sliced_fused_long_rows");
-        Kernel kl = pl.compile();
-        const std::string irl = kl.lowered();
+        const std::string irl = lowered(LengthArray("len", B, 0, 1025), "sliced_fused_long_rows", 40, 95);
         INFO(irl);
-        REQUIRE(count_occurrences(irl, "parallel for") == 1u);
         REQUIRE(at(irl, "allocate on stack E[") == std::string::npos);
         REQUIRE(at(irl, "allocate E[") < at(irl, "parallel for batch_q"));
         REQUIRE(at(irl, "allocate on stack Mx[float32 * 1]") != std::string::npos);
-        auto bind_long = [&](RaggedShape &s, const std::vector<int32_t> &l) {
-            s.set(B, (int64_t)l.size()).set(long_len, l);
-        };
-        check_against_reference(pl, kl, {SL}, bind_long, 40, 8, 95);
     }
     SECTION("read by another op outside the consumer's loop: stored whole") {
         testing::RowSoftmax sm(S, batch, q, kv, r, B, len);
