@@ -49,6 +49,9 @@ describe_machine
     "density of the weight in parentheses). Baselines on the same tokens and the same weight with its zero" \
     "blocks materialised: \`cblas_sgemm\` and oneDNN's matmul. Times are the best of ${CORA_BENCH_RUNS:-3}" \
     "runs; ratios (dense time / cora time, above 1: cora faster) come from one run of the program." \
+    "A shape's dense baselines do the same work at every block size and density, so its sgemm and oneDNN" \
+    "times are the best over all of that shape's timings (8 per baseline); the table after the first lists" \
+    "the best and the worst of them (the machine's run-to-run noise on the same work)." \
     "The target column compares with the faster dense baseline. PyTorch CPU BSR matmul: $torch_bsr."
   echo
   cat "$table"
