@@ -35,7 +35,9 @@ struct BsrTiling {
     /** Unroll the loop over a block's columns: < 0 when block_cols <= 8, 0 no, > 0 yes. */
     int unroll_block_cols = -1;
     /** With a static pattern (BsrMatrix from BsrData): dismantle the block rows and each row's
-     * present blocks, so the pattern is in the code (no column loads, constant offsets). */
+     * present blocks, so the pattern is in the code (no column loads, constant offsets). The code
+     * grows with tile_tokens per present block: keep 6-token tiles there (12-token ones doubled the
+     * compile time of 461 8x8 blocks, 35 s -> 74 s, and ran slower, bench/block_sparse.sh). */
     bool dismantle = false;
     /** A GPU schedule (CUDA blocks and threads) instead of the CPU's: a block per (block row of W,
      * chunk of chunk_tokens tokens), a thread per (row of the block row, token), each summing over
@@ -50,13 +52,22 @@ struct BsrTiling {
         return t;
     }
 
-    /** The tiling for `W`: chunks of 24 tokens keep a chunk's X rows in L2 (K = 3072: 295 KB) while
-     * the present blocks stream from L2/L3; a weight too large for the last-level cache (dense
-     * size over 16 MB, e.g. 4096 x 4096) streams from memory once per chunk instead, so chunks grow
-     * to 192 tokens (4096^3 at 50%: 1.31x -> 1.67x dense on a Zen 3, bench/block_sparse.sh). */
-    static BsrTiling for_matrix(const BsrMatrix &W) {
+    /** The tiling for `W` on a CPU with `vector_bits`-bit registers: chunks of 24 tokens keep a
+     * chunk's X rows in L2 (K = 3072: 295 KB) while the present blocks stream from L2/L3; a weight
+     * too large for the last-level cache (dense size over 16 MB, e.g. 4096 x 4096) streams from
+     * memory once per chunk instead, so chunks grow to 192 tokens (4096^3 at 50%: 1.31x -> 1.67x
+     * dense on a Zen 3, bench/block_sparse.sh). Where a block's rows fill less than a register
+     * (8-row blocks with AVX-512: 6 tiles of 8 lanes), 24-token chunks take 12-token tiles: 12
+     * accumulators keep both FMA pipes busy through the FMA latency, where 6 left them half idle
+     * (2-core Zen 5, 8x8 blocks at 50/25/10/5% on the BERT shapes, one run of each: 13-31%
+     * less time with 1 thread, -2% to 26% with 2, the 768 x 3072 weight 2-9% less in three
+     * alternated runs; with 192-token chunks, 4096^3 took 7-21% more at 25% and 10%, so those
+     * keep 6). */
+    static BsrTiling for_matrix(const BsrMatrix &W, int vector_bits = host_vector_bits()) {
         BsrTiling t;
         if (W.rows() * W.cols() * 4 > (int64_t{16} << 20)) t.chunk_tokens = 192;
+        const int64_t rows = std::min(t.vector_rows, W.block_rows());
+        if (t.chunk_tokens % 12 == 0 && t.chunk_tokens < 192 && rows * 32 < vector_bits) t.tile_tokens = 12;
         return t;
     }
 };

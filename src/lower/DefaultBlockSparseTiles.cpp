@@ -9,7 +9,8 @@
  * over one loop of tokens (step 1 fused the batch and the sentence dims into it, or the domain was
  * [tokens, n]) and a constant row n, gets the schedule of apps/sparse/bsr_linear.h, the block-sparse
  * recipe of the user guide, without its storage changes:
- *     tokens -> chunks of 24 (parallel) x tiles of 6 tokens; n -> block rows x [vector rows];
+ *     tokens -> chunks of 24 (parallel) x tiles of 6 tokens (12 where the vector of rows is
+ *     narrower than a register: 8-row blocks with AVX-512); n -> block rows x [vector rows];
  *     the row's present blocks (ko) x a block's columns (ki) inside the tile; a 6 x 16 register
  *     tile (cache_write at the tile loop), ki unrolled for blocks of at most 8 columns,
  *     specialize_interior at the tile loop.
@@ -139,10 +140,12 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
     const bool row_major = innermost == 3;
     const int64_t vector_rows = std::min<int64_t>(br, target.vector_bits >= 256 ? 16 : 8);
     if (br < 4 || br % vector_rows != 0 || *rows % br != 0) return std::nullopt;
-    const int64_t tile_tokens = 6;
     int64_t chunk = row_major ? kRowMajorChunk : 24;
     if (const int64_t *cols = as_const_int(simplify(dense->tensor->domain.back().extent)))
         if (*rows * *cols * 4 > (int64_t{16} << 20)) chunk = std::max<int64_t>(chunk, 192);
+    // A vector of rows narrower than a register (8-row blocks with AVX-512) in 24-token chunks:
+    // 12-token tiles, 12 accumulators in flight (BsrTiling::for_matrix has the measurements).
+    const int64_t tile_tokens = chunk == 24 && vector_rows * 32 < target.vector_bits ? 12 : 6;
 
     front::Schedule s = fused;
     auto split = [&](const DimPtr &d, int64_t factor, const char *outer_suffix, const char *inner_suffix) {

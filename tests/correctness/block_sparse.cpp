@@ -574,7 +574,8 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
           "[sparse][default_schedule]") {
     // Y = relu(X W^T + bias) written with row_times and no schedule call (the new user's program):
     // column-major blocks get chunks x 6-token tiles x a vector of a block's rows (16, or 8 for
-    // 8-row blocks and 128-bit vectors), the token tiles specialised (a copy without the tail's
+    // 8-row blocks and 128-bit vectors; 12-token tiles where that vector is narrower than a
+    // register: 8- and 4-row blocks with 512-bit vectors), the token tiles specialised (a copy without the tail's
     // guard); row-major blocks (PyTorch's order: a block's rows strided) the same tiles with the
     // block loop outside them (in groups of 128-256 columns) and each block's rows read by the tile
     // (all 32 with 512-bit vectors) copied into a transposed tile once per 192-token chunk, the
@@ -635,6 +636,10 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
                 // Y is zeroed before the blocks and the epilogue runs after them (two more, twice),
                 // and each block's rows read by the tile are copied once per chunk, transposed.
                 REQUIRE(testing::count_occurrences(ir, "unrolled for b_s_t_i in") == (c.order == CM ? 6 : 10));
+                const int64_t vector_rows = std::min<int64_t>(c.br, c.bits >= 256 ? 16 : 8);
+                const int64_t tile_tokens = c.order == CM && vector_rows * 32 < c.bits ? 12 : 6;
+                REQUIRE_THAT(ir,
+                             Catch::Contains("unrolled for b_s_t_i in [0, 0 + " + std::to_string(tile_tokens) + ")"));
                 const size_t copy = ir.find("allocate on stack W_values_cache[");
                 REQUIRE((copy != std::string::npos) == (c.order == RM));
                 // With 512-bit vectors a 32-row block's two vectors are both in the tile (unrolled).
