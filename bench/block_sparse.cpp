@@ -166,6 +166,7 @@ int run(int argc, char **argv) {
         for (int32_t l : c.lengths)
             tokens += l;
         struct Row {
+            const Target *target;
             int64_t bs;
             int di;
             double density, actual_density, cora_s, default_s, rows_s, sgemm_s, dnnl_s, useful;
@@ -261,7 +262,7 @@ int run(int argc, char **argv) {
 #endif
                 double useful = 2.0 * (double)tokens * (double)c.out * (double)c.in * w.density();
                 shape_rows.push_back(
-                    {bs, di, density, w.density(), cora_s, default_s, rows_s, sgemm_s, dnnl_s, useful, ok});
+                    {&target, bs, di, density, w.density(), cora_s, default_s, rows_s, sgemm_s, dnnl_s, useful, ok});
             }
         }
         double sgemm_best = 1e30, sgemm_worst = 0, dnnl_best = 1e30, dnnl_worst = 0;
@@ -283,8 +284,10 @@ int run(int argc, char **argv) {
         std::snprintf(dense_line, sizeof dense_line, "| %s | %.2f | %.2f | %s | %s | %zu |\n", c.what.c_str(),
                       sgemm_best * 1e3, sgemm_worst * 1e3, dnnl_best_ms, dnnl_worst_ms, shape_rows.size());
         dense_table += dense_line;
+        std::printf("%s: dense baselines over %zu timings each: sgemm %.2f-%.2f ms, oneDNN %s-%s ms\n", c.what.c_str(),
+                    shape_rows.size(), sgemm_best * 1e3, sgemm_worst * 1e3, dnnl_best_ms, dnnl_worst_ms);
         for (const Row &r : shape_rows) {
-            const Target &target = r.bs == targets[0].block ? targets[0] : targets[1];
+            const Target &target = *r.target;
             char dnnl_ms[32] = "n/a", vs_dnnl[32] = "n/a", tgt[48] = "-";
             if (have_dnnl) {
                 std::snprintf(dnnl_ms, sizeof dnnl_ms, "%.2f", dnnl_best * 1e3);
@@ -649,7 +652,8 @@ int run(int argc, char **argv) {
     }
     if (!markdown.empty()) {
         std::ofstream out(markdown, std::ios::app);
-        out << table << dense_table << prop_table << dec_table << conv_table << static_table;
+        out << table << (cases.empty() ? std::string() : dense_table) << prop_table << dec_table << conv_table
+            << static_table;
         if (!out) {
             std::fprintf(stderr, "block_sparse: cannot write %s\n", markdown.c_str());
             return 2;

@@ -51,7 +51,8 @@ describe_machine
     "runs; ratios (dense time / cora time, above 1: cora faster) come from one run of the program." \
     "A shape's dense baselines do the same work at every block size and density, so its sgemm and oneDNN" \
     "times are the best over all of that shape's timings (8 per baseline); the table after the first lists" \
-    "the best and the worst of them (the machine's run-to-run noise on the same work)." \
+    "the best and the worst of them (the machine's run-to-run noise on the same work). That favours the" \
+    "baselines: cora's times are one best of ${CORA_BENCH_RUNS:-3} each." \
     "The target column compares with the faster dense baseline. PyTorch CPU BSR matmul: $torch_bsr."
   echo
   cat "$table"

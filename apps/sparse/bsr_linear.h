@@ -62,12 +62,13 @@ struct BsrTiling {
      * (2-core Zen 5, 8x8 blocks at 50/25/10/5% on the BERT shapes, one run of each: 13-31%
      * less time with 1 thread, -2% to 26% with 2, the 768 x 3072 weight 2-9% less in three
      * alternated runs; with 192-token chunks, 4096^3 took 7-21% more at 25% and 10%, so those
-     * keep 6). */
+     * keep 6). Blocks of fewer than 4 rows (element-sparse rows) keep 6: not measured. */
     static BsrTiling for_matrix(const BsrMatrix &W, int vector_bits = host_vector_bits()) {
         BsrTiling t;
         if (W.rows() * W.cols() * 4 > (int64_t{16} << 20)) t.chunk_tokens = 192;
         const int64_t rows = std::min(t.vector_rows, W.block_rows());
-        if (t.chunk_tokens % 12 == 0 && t.chunk_tokens < 192 && rows * 32 < vector_bits) t.tile_tokens = 12;
+        if (W.block_rows() >= 4 && t.chunk_tokens % 12 == 0 && t.chunk_tokens < 192 && rows * 32 < vector_bits)
+            t.tile_tokens = 12;
         return t;
     }
 };
@@ -160,6 +161,9 @@ private:
 
     void schedule(Func &f, const TokenDims &D, const BsrMatrix &W, const BsrTiling &t) {
         if (t.gpu) return schedule_gpu(f, D, W, t);
+        if (t.tile_tokens < 1 || t.chunk_tokens % t.tile_tokens != 0)
+            throw CompileError("BsrLinear schedule: chunk_tokens (" + std::to_string(t.chunk_tokens) +
+                               ") must be a multiple of tile_tokens (" + std::to_string(t.tile_tokens) + ")");
         const int64_t rows = std::min(t.vector_rows, W.block_rows());
         const bool unroll = t.unroll_block_cols < 0 ? W.block_cols() <= 8 : t.unroll_block_cols > 0;
         f.fuse(D.b, D.s, D.tok).pad_loop(D.tok, t.chunk_tokens).fuse_storage(D.b, D.s, D.tok, t.chunk_tokens);

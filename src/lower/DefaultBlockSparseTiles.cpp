@@ -10,9 +10,10 @@
  * [tokens, n]) and a constant row n, gets the schedule of apps/sparse/bsr_linear.h, the block-sparse
  * recipe of the user guide, without its storage changes:
  *     tokens -> chunks of 24 (parallel) x tiles of 6 tokens (12 where the vector of rows is
- *     narrower than a register: 8-row blocks with AVX-512); n -> block rows x [vector rows];
- *     the row's present blocks (ko) x a block's columns (ki) inside the tile; a 6 x 16 register
- *     tile (cache_write at the tile loop), ki unrolled for blocks of at most 8 columns,
+ *     narrower than a register: 8-row blocks with AVX-512, 4-row blocks with AVX2 or AVX-512);
+ *     n -> block rows x [vector rows]; the row's present blocks (ko) x a block's columns (ki)
+ *     inside the tile; a 6 x 16 (or 12 x 8, 12 x 4) register tile (cache_write at the tile loop),
+ *     ki unrolled for blocks of at most 8 columns,
  *     specialize_interior at the tile loop.
  * Why: the plain default is a scalar loop that computes k / bc, k % bc and the block column per
  * multiply-add: 0.07x dense sgemm on a 768 x 3072 weight at 25% (32x32 blocks); the recipe is 2.8-3.9x.
@@ -145,7 +146,7 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
         if (*rows * *cols * 4 > (int64_t{16} << 20)) chunk = std::max<int64_t>(chunk, 192);
     // A vector of rows narrower than a register (8-row blocks with AVX-512) in 24-token chunks:
     // 12-token tiles, 12 accumulators in flight (BsrTiling::for_matrix has the measurements).
-    const int64_t tile_tokens = chunk == 24 && vector_rows * 32 < target.vector_bits ? 12 : 6;
+    const int64_t tile_tokens = !row_major && chunk == 24 && vector_rows * 32 < target.vector_bits ? 12 : 6;
 
     front::Schedule s = fused;
     auto split = [&](const DimPtr &d, int64_t factor, const char *outer_suffix, const char *inner_suffix) {

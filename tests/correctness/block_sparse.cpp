@@ -330,6 +330,37 @@ TEST_CASE("block-sparse linear layers on the GPU: emulated and as CUDA on CPU th
     }
 }
 
+TEST_CASE("BsrTiling::for_matrix picks the token tile by block rows and vector width; a chunk that is not a "
+          "multiple of the tile is a compile error",
+          "[sparse][errors]") {
+    // 12-token tiles where a vector of a block's rows is narrower than a register and the chunk is
+    // 24 tokens (8x8 blocks with AVX-512, 4-row blocks with AVX2); else 6 (32x32 blocks, 8x8 with
+    // AVX2, weights over 16 MB with their 192-token chunks, element-sparse rows).
+    auto tile_of = [](int64_t rows, int64_t cols, int64_t br, int64_t bc, int bits) {
+        const BsrTiling t = BsrTiling::for_matrix(BsrMatrix("W", rows, cols, br, bc), bits);
+        return std::make_pair(t.tile_tokens, t.chunk_tokens);
+    };
+    REQUIRE(tile_of(768, 768, 8, 8, 512) == std::pair<int64_t, int64_t>{12, 24});
+    REQUIRE(tile_of(768, 768, 8, 8, 256) == std::pair<int64_t, int64_t>{6, 24});
+    REQUIRE(tile_of(768, 768, 4, 8, 256) == std::pair<int64_t, int64_t>{12, 24});
+    REQUIRE(tile_of(768, 768, 32, 32, 512) == std::pair<int64_t, int64_t>{6, 24});
+    REQUIRE(tile_of(4096, 4096, 8, 8, 512) == std::pair<int64_t, int64_t>{6, 192});
+    REQUIRE(tile_of(768, 768, 1, 1, 512) == std::pair<int64_t, int64_t>{6, 24});
+    TokenDims D(40);
+    BsrMatrix W("W", 64, 64, 8, 8);
+    for (auto [chunk, tile] : {std::pair<int64_t, int64_t>{30, 12}, {24, 0}}) {
+        BsrTiling tiling = BsrTiling::for_matrix(W, 512);
+        tiling.chunk_tokens = chunk;
+        tiling.tile_tokens = tile;
+        Tensor X = D.tokens("X", 64, std::max<int64_t>(chunk, 1));
+        REQUIRE_THROWS_WITH(
+            BsrLinear(
+                "Y", D, W, [&](Expr b, Expr s, Expr k) { return X(b, s, k); }, std::nullopt, false, tiling),
+            Catch::Contains("BsrLinear schedule: chunk_tokens (" + std::to_string(chunk) +
+                            ") must be a multiple of tile_tokens (" + std::to_string(tile) + ")"));
+    }
+}
+
 TEST_CASE("random block patterns x random schedules agree with the reference", "[sparse][differential]") {
     std::mt19937 rng(77);
     const int64_t max_len = 30;
@@ -575,8 +606,8 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
     // Y = relu(X W^T + bias) written with row_times and no schedule call (the new user's program):
     // column-major blocks get chunks x 6-token tiles x a vector of a block's rows (16, or 8 for
     // 8-row blocks and 128-bit vectors; 12-token tiles where that vector is narrower than a
-    // register: 8- and 4-row blocks with 512-bit vectors), the token tiles specialised (a copy without the tail's
-    // guard); row-major blocks (PyTorch's order: a block's rows strided) the same tiles with the
+    // register: 8- and 4-row blocks with 512-bit vectors, 4-row ones with 256), the token tiles specialised (a copy
+    // without the tail's guard); row-major blocks (PyTorch's order: a block's rows strided) the same tiles with the
     // block loop outside them (in groups of 128-256 columns) and each block's rows read by the tile
     // (all 32 with 512-bit vectors) copied into a transposed tile once per 192-token chunk, the
     // tile's sums kept in registers across a group's blocks; blocks of fewer than 4 rows keep the
@@ -592,12 +623,13 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
     const BlockOrder CM = BlockOrder::ColumnMajor, RM = BlockOrder::RowMajor;
     const std::vector<Case> cases = {
         {64, 96, 32, 32, CM, 512, "vectorized for n_r_i in [0, 0 + 16)"},
+        {32, 40, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)"},
         {64, 96, 32, 32, RM, 512, "vectorized for n_r_i in [0, 0 + 16)"},
         {64, 96, 32, 32, CM, 128, "vectorized for n_r_i in [0, 0 + 8)"},
         {48, 64, 16, 16, CM, 256, "vectorized for n_r in [0, 0 + 16)"},
-        {32, 40, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)"},
         {32, 40, 8, 8, RM, 512, "vectorized for n_r in [0, 0 + 8)"},
         {24, 16, 4, 8, CM, 512, "vectorized for n_r in [0, 0 + 4)"},
+        {24, 16, 4, 8, CM, 256, "vectorized for n_r in [0, 0 + 4)"},
         {48, 64, 16, 16, RM, 256, "vectorized for n_r in [0, 0 + 16)"},
         {64, 96, 32, 32, RM, 256, "vectorized for n_r_i in [0, 0 + 16)"},
         {24, 24, 2, 2, CM, 512, ""},
@@ -605,7 +637,7 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
     };
     std::mt19937 rng(41);
     // Each case is a kernel compiled: the stages that re-run the suite at a share of the cost
-    // (CORA_TEST_RANDOM_SCHEDULES) take the first cases, the 512-bit tiles among them.
+    // (CORA_TEST_RANDOM_SCHEDULES) take the first cases, the 512-bit tiles (6- and 12-token) among them.
     const size_t share = (size_t)testing::scaled_trials((int)cases.size());
     for (size_t ci = 0; ci < share; ci++) {
         const Case &c = cases[ci];
