@@ -156,7 +156,7 @@ int run(int argc, char **argv) {
                         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     // The dense baselines do the same work for every block size and density of a shape, so each
     // ratio uses the shape's best dense time over all its timings (the stricter baseline: on a noisy
-    // machine one best-of-3 sgemm ran anywhere from 81 to 173 ms on the same FF1 shape, 2026-11-28);
+    // machine one best-of-3 sgemm ran anywhere from 85 to 173 ms on the same FF1 shape, 2026-11-28);
     // the spread of those timings is reported in a table of its own.
     std::string dense_table = "\n| shape | sgemm best ms | sgemm worst ms | oneDNN best ms | oneDNN worst ms | "
                               "timings per baseline |\n|---|---|---|---|---|---|\n";
