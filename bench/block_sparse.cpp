@@ -167,9 +167,8 @@ int run(int argc, char **argv) {
             tokens += l;
         struct Row {
             const Target *target;
-            int64_t bs;
-            int di;
-            double density, actual_density, cora_s, default_s, rows_s, sgemm_s, dnnl_s, useful;
+            int di; // index into densities
+            double actual_density, cora_s, default_s, rows_s, sgemm_s, dnnl_s, useful;
             bool ok;
         };
         std::vector<Row> shape_rows;
@@ -262,7 +261,7 @@ int run(int argc, char **argv) {
 #endif
                 double useful = 2.0 * (double)tokens * (double)c.out * (double)c.in * w.density();
                 shape_rows.push_back(
-                    {&target, bs, di, density, w.density(), cora_s, default_s, rows_s, sgemm_s, dnnl_s, useful, ok});
+                    {&target, di, w.density(), cora_s, default_s, rows_s, sgemm_s, dnnl_s, useful, ok});
             }
         }
         double sgemm_best = 1e30, sgemm_worst = 0, dnnl_best = 1e30, dnnl_worst = 0;
@@ -288,6 +287,7 @@ int run(int argc, char **argv) {
                     shape_rows.size(), sgemm_best * 1e3, sgemm_worst * 1e3, dnnl_best_ms, dnnl_worst_ms);
         for (const Row &r : shape_rows) {
             const Target &target = *r.target;
+            const int64_t bs = target.block;
             char dnnl_ms[32] = "n/a", vs_dnnl[32] = "n/a", tgt[48] = "-";
             if (have_dnnl) {
                 std::snprintf(dnnl_ms, sizeof dnnl_ms, "%.2f", dnnl_best * 1e3);
@@ -301,7 +301,7 @@ int run(int argc, char **argv) {
                 line, sizeof line,
                 "| %s | %lld | %lldx%lld | %.0f%% (%.1f%%) | %.2f | %.2f | %s | %.2fx | %s | %s | %.1f | %.2f | "
                 "%.2fx | %.2f | %.2fx |%s\n",
-                c.what.c_str(), (long long)tokens, (long long)r.bs, (long long)r.bs, r.density * 100,
+                c.what.c_str(), (long long)tokens, (long long)bs, (long long)bs, densities[r.di] * 100,
                 r.actual_density * 100, r.cora_s * 1e3, sgemm_best * 1e3, dnnl_ms, sgemm_best / r.cora_s, vs_dnnl, tgt,
                 r.useful / r.cora_s * 1e-9, r.default_s * 1e3, best_dense / r.default_s, r.rows_s * 1e3,
                 best_dense / r.rows_s, r.ok ? "" : " **FAIL**");
