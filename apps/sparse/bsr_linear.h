@@ -52,23 +52,19 @@ struct BsrTiling {
         return t;
     }
 
-    /** The tiling for `W` on a CPU with `vector_bits`-bit registers: chunks of 24 tokens keep a
-     * chunk's X rows in L2 (K = 3072: 295 KB) while the present blocks stream from L2/L3; a weight
-     * too large for the last-level cache (dense size over 16 MB, e.g. 4096 x 4096) streams from
-     * memory once per chunk instead, so chunks grow to 192 tokens (4096^3 at 50%: 1.31x -> 1.67x
-     * dense on a Zen 3, bench/block_sparse.sh). Where a block's rows fill less than a register
-     * (8-row blocks with AVX-512: 6 tiles of 8 lanes), 24-token chunks take 12-token tiles: 12
-     * accumulators keep both FMA pipes busy through the FMA latency, where 6 left them half idle
-     * (2-core Zen 5, 8x8 blocks at 50/25/10/5% on the BERT shapes, one run of each: 13-31%
-     * less time with 1 thread, -2% to 26% with 2, the 768 x 3072 weight 2-9% less in three
-     * alternated runs; with 192-token chunks, 4096^3 took 7-21% more at 25% and 10%, so those
-     * keep 6). Blocks of fewer than 4 rows (element-sparse rows) keep 6: not measured. */
+    /** The tiling for `W` on a CPU with `vector_bits`-bit registers, X being rows of W.cols()
+     * floats (TokenDims::tokens): chunks of 24 tokens keep a chunk's X rows in L2 (K = 3072: 295
+     * KB) while the present blocks stream from L2/L3; a weight too large for the last-level cache
+     * (dense size over 16 MB, e.g. 4096 x 4096) streams from memory once per chunk instead, so
+     * chunks grow to 192 tokens (4096^3 at 50%: 1.31x -> 1.67x dense on a Zen 3,
+     * bench/block_sparse.sh). The register tile is cora::bsr_register_tile's (the default
+     * schedule's too; cora/BsrRegisterTile.h has the rule and its measurements). */
     static BsrTiling for_matrix(const BsrMatrix &W, int vector_bits = host_vector_bits()) {
         BsrTiling t;
         if (W.rows() * W.cols() * 4 > (int64_t{16} << 20)) t.chunk_tokens = 192;
-        const int64_t rows = std::min(t.vector_rows, W.block_rows());
-        if (W.block_rows() >= 4 && t.chunk_tokens % 12 == 0 && t.chunk_tokens < 192 && rows * 32 < vector_bits)
-            t.tile_tokens = 12;
+        const BsrRegisterTile tile = bsr_register_tile(W.block_rows(), W.cols() * 4, t.chunk_tokens, vector_bits);
+        t.tile_tokens = tile.tokens;
+        t.vector_rows = tile.vector_rows;
         return t;
     }
 };

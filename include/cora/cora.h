@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cora/Backend.h"
+#include "cora/BsrRegisterTile.h"
 #include "cora/Cuda.h"
 #include "cora/Error.h"
 #include "cora/Expr.h"

@@ -9,11 +9,11 @@
  * over one loop of tokens (step 1 fused the batch and the sentence dims into it, or the domain was
  * [tokens, n]) and a constant row n, gets the schedule of apps/sparse/bsr_linear.h, the block-sparse
  * recipe of the user guide, without its storage changes:
- *     tokens -> chunks of 24 (parallel) x tiles of 6 tokens (12 where the vector of rows is
- *     narrower than a register: 8-row blocks with AVX-512, 4-row blocks with AVX2 or AVX-512);
- *     n -> block rows x [vector rows]; the row's present blocks (ko) x a block's columns (ki)
- *     inside the tile; a 6 x 16 (or 12 x 8, 12 x 4) register tile (cache_write at the tile loop),
- *     ki unrolled for blocks of at most 8 columns,
+ *     tokens -> chunks of 24 (parallel) x token tiles; n -> block rows x [vector rows]; the row's
+ *     present blocks (ko) x a block's columns (ki) inside the tile; the register tile of
+ *     cora::bsr_register_tile (cora/BsrRegisterTile.h: 12 accumulators, e.g. 6 tokens x 32 rows
+ *     for 32-row blocks with AVX-512, 12 x 8 for 8-row ones where X's rows do not alias in L1) as a
+ *     cache_write at the tile loop, ki unrolled for blocks of at most 8 columns,
  *     specialize_interior at the tile loop.
  * Why: the plain default is a scalar loop that computes k / bc, k % bc and the block column per
  * multiply-add: 0.07x dense sgemm on a 768 x 3072 weight at 25% (32x32 blocks); the recipe is 2.8-3.9x.
@@ -50,6 +50,7 @@
 #include <tuple>
 
 #include "analysis/Simplify.h"
+#include "cora/BsrRegisterTile.h"
 #include "cora/Tensor.h"
 #include "ir/Epilogue.h"
 #include "ir/IRVisitor.h"
@@ -139,14 +140,22 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
     const int innermost = innermost_storage_dim(*values->tensor);
     if (innermost != 2 && innermost != 3) return std::nullopt;
     const bool row_major = innermost == 3;
-    const int64_t vector_rows = std::min<int64_t>(br, target.vector_bits >= 256 ? 16 : 8);
-    if (br < 4 || br % vector_rows != 0 || *rows % br != 0) return std::nullopt;
     int64_t chunk = row_major ? kRowMajorChunk : 24;
-    if (const int64_t *cols = as_const_int(simplify(dense->tensor->domain.back().extent)))
-        if (*rows * *cols * 4 > (int64_t{16} << 20)) chunk = std::max<int64_t>(chunk, 192);
-    // A vector of rows narrower than a register (8-row blocks with AVX-512) in 24-token chunks:
-    // 12-token tiles, 12 accumulators in flight (BsrTiling::for_matrix has the measurements).
-    const int64_t tile_tokens = !row_major && chunk == 24 && vector_rows * 32 < target.vector_bits ? 12 : 6;
+    const int64_t *cols = as_const_int(simplify(dense->tensor->domain.back().extent));
+    if (cols && *rows * *cols * 4 > (int64_t{16} << 20)) chunk = std::max<int64_t>(chunk, 192);
+    // Column-major blocks: cora::bsr_register_tile's tile, the hand schedule's (its header has the
+    // rule and the measurements). X's rows are `cols` elements apart when it is stored as declared,
+    // with k innermost; else the stride counts as unknown.
+    const bool x_rows_as_declared = cols && dense->tensor->storage_transforms.empty() && !dense->indices.empty() &&
+                                    uses_var(dense->indices.back(), k);
+    const BsrRegisterTile tile = bsr_register_tile(br, x_rows_as_declared ? *cols * (dense->tensor->type.bits / 8) : 0,
+                                                   chunk, target.vector_bits);
+    // Row-major blocks: a vector of 16 rows (8 with 128-bit vectors), the whole block row in the
+    // tile where it fits kTileRegisters (below), 6 tokens.
+    const int64_t vector_rows =
+        row_major ? std::min<int64_t>(br, target.vector_bits >= 256 ? 16 : 8) : tile.vector_rows;
+    const int64_t tile_tokens = row_major ? 6 : tile.tokens;
+    if (br < 4 || br % vector_rows != 0 || *rows % br != 0) return std::nullopt;
 
     front::Schedule s = fused;
     auto split = [&](const DimPtr &d, int64_t factor, const char *outer_suffix, const char *inner_suffix) {

@@ -330,22 +330,41 @@ TEST_CASE("block-sparse linear layers on the GPU: emulated and as CUDA on CPU th
     }
 }
 
-TEST_CASE("BsrTiling::for_matrix picks the token tile by block rows and vector width; a chunk that is not a "
-          "multiple of the tile is a compile error",
+TEST_CASE("BsrTiling::for_matrix picks the register tile by block rows, vector width and X's row stride; a "
+          "chunk that is not a multiple of the tile is a compile error",
           "[sparse][errors]") {
-    // 12-token tiles where a vector of a block's rows is narrower than a register and the chunk is
-    // 24 tokens (8x8 blocks with AVX-512, 4-row blocks with AVX2); else 6 (32x32 blocks, 8x8 with
-    // AVX2, weights over 16 MB with their 192-token chunks, element-sparse rows).
+    // cora::bsr_register_tile: up to two registers of a block's rows; 12-token tiles where that
+    // vector is narrower than a register (8x8 blocks with AVX-512, 4-row blocks with AVX2), or
+    // exactly one register and X's rows (K floats) not a multiple of 4 KB apart, in 24-token
+    // chunks; else 6 (two registers per token, weights over 16 MB with their 192-token chunks,
+    // element-sparse rows).
+    struct Expected {
+        int64_t tokens, vector_rows, chunk;
+        bool operator==(const Expected &o) const {
+            return tokens == o.tokens && vector_rows == o.vector_rows && chunk == o.chunk;
+        }
+    };
     auto tile_of = [](int64_t rows, int64_t cols, int64_t br, int64_t bc, int bits) {
         const BsrTiling t = BsrTiling::for_matrix(BsrMatrix("W", rows, cols, br, bc), bits);
-        return std::make_pair(t.tile_tokens, t.chunk_tokens);
+        INFO(rows << "x" << cols << " in " << br << "x" << bc << " blocks, " << bits << "-bit vectors: "
+                  << t.tile_tokens << " tokens x " << t.vector_rows << " rows, chunk " << t.chunk_tokens);
+        return Expected{t.tile_tokens, std::min(t.vector_rows, br), t.chunk_tokens};
     };
-    REQUIRE(tile_of(768, 768, 8, 8, 512) == std::pair<int64_t, int64_t>{12, 24});
-    REQUIRE(tile_of(768, 768, 8, 8, 256) == std::pair<int64_t, int64_t>{6, 24});
-    REQUIRE(tile_of(768, 768, 4, 8, 256) == std::pair<int64_t, int64_t>{12, 24});
-    REQUIRE(tile_of(768, 768, 32, 32, 512) == std::pair<int64_t, int64_t>{6, 24});
-    REQUIRE(tile_of(4096, 4096, 8, 8, 512) == std::pair<int64_t, int64_t>{6, 192});
-    REQUIRE(tile_of(768, 768, 1, 1, 512) == std::pair<int64_t, int64_t>{6, 24});
+    REQUIRE(tile_of(768, 768, 8, 8, 512) == Expected{12, 8, 24});
+    REQUIRE(tile_of(768, 3072, 8, 8, 512) == Expected{12, 8, 24});   // narrower than a register: X aliasing or not
+    REQUIRE(tile_of(768, 768, 8, 8, 256) == Expected{12, 8, 24});    // one register, 3 KB rows
+    REQUIRE(tile_of(768, 1024, 8, 8, 256) == Expected{6, 8, 24});    // one register, 4 KB rows
+    REQUIRE(tile_of(768, 768, 16, 16, 512) == Expected{12, 16, 24}); // one register, 3 KB rows
+    REQUIRE(tile_of(768, 3072, 16, 16, 512) == Expected{6, 16, 24}); // one register, 12 KB rows
+    REQUIRE(tile_of(768, 768, 16, 16, 256) == Expected{6, 16, 24});  // two registers
+    REQUIRE(tile_of(768, 768, 4, 8, 256) == Expected{12, 4, 24});
+    REQUIRE(tile_of(768, 768, 4, 8, 128) == Expected{12, 4, 24});
+    REQUIRE(tile_of(768, 768, 32, 32, 512) == Expected{6, 32, 24}); // two registers: the whole block row
+    REQUIRE(tile_of(768, 768, 32, 32, 256) == Expected{6, 16, 24});
+    REQUIRE(tile_of(768, 768, 32, 32, 128) == Expected{6, 8, 24});
+    REQUIRE(tile_of(4096, 4096, 8, 8, 512) == Expected{6, 8, 192});
+    REQUIRE(tile_of(4096, 4096, 32, 32, 512) == Expected{6, 32, 192});
+    REQUIRE(tile_of(768, 768, 1, 1, 512) == Expected{6, 1, 24});
     TokenDims D(40);
     BsrMatrix W("W", 64, 64, 8, 8);
     for (auto [chunk, tile] : {std::pair<int64_t, int64_t>{30, 12}, {24, 0}}) {
@@ -604,36 +623,40 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
           "the user's buffers unpadded",
           "[sparse][default_schedule]") {
     // Y = relu(X W^T + bias) written with row_times and no schedule call (the new user's program):
-    // column-major blocks get chunks x 6-token tiles x a vector of a block's rows (16, or 8 for
-    // 8-row blocks and 128-bit vectors; 12-token tiles where that vector is narrower than a
-    // register: 8- and 4-row blocks with 512-bit vectors, 4-row ones with 256), the token tiles specialised (a copy
-    // without the tail's guard); row-major blocks (PyTorch's order: a block's rows strided) the same tiles with the
-    // block loop outside them (in groups of 128-256 columns) and each block's rows read by the tile
-    // (all 32 with 512-bit vectors) copied into a transposed tile once per 192-token chunk, the
-    // tile's sums kept in registers across a group's blocks; blocks of fewer than 4 rows keep the
-    // plain nest. The buffers keep their
-    // packed size (no pad rows), and every case matches the reference on the edge-case batches
-    // and block patterns.
+    // column-major blocks get chunks x token tiles x a vector of a block's rows, the register tile
+    // of cora::bsr_register_tile (up to two registers of rows; 12 tokens where that vector is
+    // narrower than a register, or one register with X's rows not a multiple of 4 KB apart, else
+    // 6), the token tiles specialised (a copy without the tail's guard); row-major blocks
+    // (PyTorch's order: a block's rows strided) 6-token tiles of 16 rows (8 with 128-bit vectors)
+    // with the block loop outside them (in groups of 128-256 columns) and each block's rows read
+    // by the tile (all 32 with 512-bit vectors) copied into a transposed tile once per 192-token
+    // chunk, the tile's sums kept in registers across a group's blocks; blocks of fewer than 4 rows
+    // keep the plain nest. The buffers keep their packed size (no pad rows), and every case
+    // matches the reference on the edge-case batches and block patterns.
     struct Case {
         int64_t rows, cols, br, bc;
         BlockOrder order;
         int bits;
         std::string vector_loop; ///< empty: no tile expected
+        int64_t tile_tokens = 6;
     };
     const BlockOrder CM = BlockOrder::ColumnMajor, RM = BlockOrder::RowMajor;
     const std::vector<Case> cases = {
-        {64, 96, 32, 32, CM, 512, "vectorized for n_r_i in [0, 0 + 16)"},
-        {32, 40, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)"},
+        {64, 96, 32, 32, CM, 512, "vectorized for n_r in [0, 0 + 32)"},
+        {32, 40, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)", 12},
         {64, 96, 32, 32, RM, 512, "vectorized for n_r_i in [0, 0 + 16)"},
         {64, 96, 32, 32, CM, 128, "vectorized for n_r_i in [0, 0 + 8)"},
         {48, 64, 16, 16, CM, 256, "vectorized for n_r in [0, 0 + 16)"},
         {32, 40, 8, 8, RM, 512, "vectorized for n_r in [0, 0 + 8)"},
-        {24, 16, 4, 8, CM, 512, "vectorized for n_r in [0, 0 + 4)"},
-        {24, 16, 4, 8, CM, 256, "vectorized for n_r in [0, 0 + 4)"},
+        {24, 16, 4, 8, CM, 512, "vectorized for n_r in [0, 0 + 4)", 12},
+        {24, 16, 4, 8, CM, 256, "vectorized for n_r in [0, 0 + 4)", 12},
         {48, 64, 16, 16, RM, 256, "vectorized for n_r in [0, 0 + 16)"},
         {64, 96, 32, 32, RM, 256, "vectorized for n_r_i in [0, 0 + 16)"},
         {24, 24, 2, 2, CM, 512, ""},
         {24, 24, 2, 2, RM, 512, ""},
+        {48, 64, 16, 16, CM, 512, "vectorized for n_r in [0, 0 + 16)", 12}, // one register, X rows 256 B apart
+        {32, 1024, 16, 16, CM, 512, "vectorized for n_r in [0, 0 + 16)"},   // one register, X rows 4 KB apart
+        {32, 40, 8, 8, CM, 256, "vectorized for n_r in [0, 0 + 8)", 12},
     };
     std::mt19937 rng(41);
     // Each case is a kernel compiled: the stages that re-run the suite at a share of the cost
@@ -668,10 +691,8 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
                 // Y is zeroed before the blocks and the epilogue runs after them (two more, twice),
                 // and each block's rows read by the tile are copied once per chunk, transposed.
                 REQUIRE(testing::count_occurrences(ir, "unrolled for b_s_t_i in") == (c.order == CM ? 6 : 10));
-                const int64_t vector_rows = std::min<int64_t>(c.br, c.bits >= 256 ? 16 : 8);
-                const int64_t tile_tokens = c.order == CM && vector_rows * 32 < c.bits ? 12 : 6;
                 REQUIRE_THAT(ir,
-                             Catch::Contains("unrolled for b_s_t_i in [0, 0 + " + std::to_string(tile_tokens) + ")"));
+                             Catch::Contains("unrolled for b_s_t_i in [0, 0 + " + std::to_string(c.tile_tokens) + ")"));
                 const size_t copy = ir.find("allocate on stack W_values_cache[");
                 REQUIRE((copy != std::string::npos) == (c.order == RM));
                 // With 512-bit vectors a 32-row block's two vectors are both in the tile (unrolled).
