@@ -25,15 +25,21 @@ struct BsrRegisterTile {
  *   most the block's rows. A 32x32 block with AVX-512 had one register of 16 rows x 6 tokens, 6
  *   accumulators; the whole block row (two registers) took 20-33% less time at 50 / 25% density
  *   (768 x 3072 weight at 50%: 30-33 ms -> 23-24 ms; dense sgemm 46 ms).
- * - tokens: 12 where a token's vector of rows is narrower than a register (8-row blocks with
- *   AVX-512, 4-row ones with AVX2): 768 x 3072 weight, 8x8 blocks at 50%, 6 -> 12 tokens:
- *   58-60 -> 54-57 ms with X rows of 3,072 floats, 60-68 -> 49-53 ms with rows of 3,104.
- *   Where it fills exactly one register (16-row blocks with AVX-512, 8-row ones with AVX2: the
- *   latter by analogy, not measured), 12 only when X's rows are not a multiple of 4 KB apart:
- *   16x16 blocks at 50%, 6 -> 12 tokens, 31.6-33.0 -> 24.0-28.8 ms with rows of 3,104 floats,
- *   but 32.9-33.7 -> 36.7-37.0 ms with rows of 3,072 (12 KB: the tile's 12 rows fall in one L1
- *   set, their addresses equal below bit 12, and a whole line of each is read per block column). Unknown strides count
- * as such. Else 6 (two registers per token: 12 accumulators already).
+ * - tokens: 12 where a token's vector of rows fills at most one register (8- and 16-row blocks
+ *   with AVX-512, 4- and 8-row ones with AVX2) and X's rows are not a multiple of 4 KB apart,
+ *   else 6 (two registers per token hold 12 accumulators already). A multiple of 4 KB puts the
+ *   tile's 12 X rows in one L1 set (their addresses agree below bit 12), and a line of each is
+ *   read per block column: 12 tokens then ran anywhere from 5% faster to 1.75x slower, run to
+ *   run (the rows' physical pages, which decide the L2 sets, change between runs). Measured, 6 ->
+ *   12 tokens, 768 x 3072 weight at 50%:
+ *   - 8x8 blocks, AVX-512: X rows of 3,104 floats 60-68 -> 49-53 ms; of 3,072 (12 KB) 58-60 ->
+ *     54-57 ms in four rounds, 54-64 -> 94-95 ms in three others.
+ *   - 16x16 blocks, AVX-512: 31.6-33.0 -> 24.0-28.8 ms with rows of 3,104 floats, 32.9-33.7 ->
+ *     36.7-37.0 ms with 3,072.
+ *   - 8x8 blocks, AVX2 (kernels built with -march=x86-64-v3 on that Zen 5): 57-78 -> 49-68 ms
+ *     with rows of 3,104 floats; with 3,072, 69 -> 100 and 82 -> 104 ms in two rounds, 61 -> 55
+ *     in a third.
+ *   Unknown strides count as multiples of 4 KB. Also 6:
  *   - 192-token chunks (weights that stream from memory) keep 6: 12 took 7-21% more time on
  *     4096^3 at 25 / 10% (8x8 blocks).
  *   - Blocks of fewer than 4 rows (element-sparse rows, nothing to vectorize) keep 6. */
@@ -43,8 +49,7 @@ inline BsrRegisterTile bsr_register_tile(int64_t block_rows, int64_t x_row_bytes
     const int64_t lanes = std::max<int64_t>(vector_bits / 32, 1);
     t.vector_rows = std::min<int64_t>(block_rows, 2 * lanes);
     const bool rows_alias = x_row_bytes <= 0 || x_row_bytes % 4096 == 0;
-    const bool narrow = t.vector_rows < lanes, one_register = t.vector_rows == lanes;
-    if (block_rows >= 4 && (narrow || (one_register && !rows_alias)) && chunk_tokens % 12 == 0 && chunk_tokens < 192)
+    if (block_rows >= 4 && t.vector_rows <= lanes && !rows_alias && chunk_tokens % 12 == 0 && chunk_tokens < 192)
         t.tokens = 12;
     return t;
 }

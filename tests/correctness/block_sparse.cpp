@@ -334,10 +334,9 @@ TEST_CASE("BsrTiling::for_matrix picks the register tile by block rows, vector w
           "chunk that is not a multiple of the tile is a compile error",
           "[sparse][errors]") {
     // cora::bsr_register_tile: up to two registers of a block's rows; 12-token tiles where that
-    // vector is narrower than a register (8x8 blocks with AVX-512, 4-row blocks with AVX2), or
-    // exactly one register and X's rows (K floats) not a multiple of 4 KB apart, in 24-token
-    // chunks; else 6 (two registers per token, weights over 16 MB with their 192-token chunks,
-    // element-sparse rows).
+    // vector fills at most one register and X's rows (K floats) are not a multiple of 4 KB apart,
+    // in 24-token chunks; else 6 (two registers per token, X rows 4 KB-aliased, weights over 16 MB
+    // with their 192-token chunks, element-sparse rows).
     struct Expected {
         int64_t tokens, vector_rows, chunk;
         bool operator==(const Expected &o) const {
@@ -351,7 +350,7 @@ TEST_CASE("BsrTiling::for_matrix picks the register tile by block rows, vector w
         return Expected{t.tile_tokens, std::min(t.vector_rows, br), t.chunk_tokens};
     };
     REQUIRE(tile_of(768, 768, 8, 8, 512) == Expected{12, 8, 24});
-    REQUIRE(tile_of(768, 3072, 8, 8, 512) == Expected{12, 8, 24});   // narrower than a register: X aliasing or not
+    REQUIRE(tile_of(768, 3072, 8, 8, 512) == Expected{6, 8, 24});    // X rows 12 KB apart
     REQUIRE(tile_of(768, 768, 8, 8, 256) == Expected{12, 8, 24});    // one register, 3 KB rows
     REQUIRE(tile_of(768, 1024, 8, 8, 256) == Expected{6, 8, 24});    // one register, 4 KB rows
     REQUIRE(tile_of(768, 768, 16, 16, 512) == Expected{12, 16, 24}); // one register, 3 KB rows
@@ -624,9 +623,9 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
           "[sparse][default_schedule]") {
     // Y = relu(X W^T + bias) written with row_times and no schedule call (the new user's program):
     // column-major blocks get chunks x token tiles x a vector of a block's rows, the register tile
-    // of cora::bsr_register_tile (up to two registers of rows; 12 tokens where that vector is
-    // narrower than a register, or one register with X's rows not a multiple of 4 KB apart, else
-    // 6), the token tiles specialised (a copy without the tail's guard); row-major blocks
+    // of cora::bsr_register_tile (up to two registers of rows; 12 tokens where that vector fills
+    // at most one register and X's rows are not a multiple of 4 KB apart, else 6), the token
+    // tiles specialised (a copy without the tail's guard); row-major blocks
     // (PyTorch's order: a block's rows strided) 6-token tiles of 16 rows (8 with 128-bit vectors)
     // with the block loop outside them (in groups of 128-256 columns) and each block's rows read
     // by the tile (all 32 with 512-bit vectors) copied into a transposed tile once per 192-token
@@ -657,6 +656,7 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
         {48, 64, 16, 16, CM, 512, "vectorized for n_r in [0, 0 + 16)", 12}, // one register, X rows 256 B apart
         {32, 1024, 16, 16, CM, 512, "vectorized for n_r in [0, 0 + 16)"},   // one register, X rows 4 KB apart
         {32, 40, 8, 8, CM, 256, "vectorized for n_r in [0, 0 + 8)", 12},
+        {16, 2048, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)"}, // X rows 8 KB apart
     };
     std::mt19937 rng(41);
     // Each case is a kernel compiled: the stages that re-run the suite at a share of the cost
