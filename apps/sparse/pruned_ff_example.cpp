@@ -15,8 +15,9 @@ using namespace cora;
 int main(int argc, char **argv) {
     if (argc > 1) { // no flags: any argument is a usage error (exit status 2), --help says so
         const bool help = std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h";
-        std::fprintf(help ? stdout : stderr, help ? "usage: %s\n(the user guide's block-sparse example; no flags)\n"
-                                                  : "%s: unexpected argument '%s' (it takes none; see --help)\n",
+        std::fprintf(help ? stdout : stderr,
+                     help ? "usage: %s\n(the user guide's block-sparse example; no flags)\n"
+                          : "%s: unexpected argument '%s' (it takes none; see --help)\n",
                      argv[0], argc > 1 ? argv[1] : "");
         return help ? 0 : 2;
     }
@@ -44,12 +45,15 @@ int main(int argc, char **argv) {
     Y.compute([&](Expr bi, Expr si, Expr mi) { return W2.row_times(k2, mi, [&](Expr kk) { return H(bi, si, kk); }); });
 
     // Schedule both as GEMM register tiles over the present blocks: all tokens of the batch as one
-    // loop in parallel chunks of 24, 6-token x 16-output tiles, the row's blocks (ko) and a block's
-    // columns (ki) inside the tile.
+    // loop in parallel chunks of 24, tiles of tokens x a vector of a block's rows (this CPU's tile
+    // from bsr_register_tile: 6 x 32 with AVX-512, 6 x 16 with AVX2; the input's rows are
+    // w.cols() floats apart), the row's blocks (ko) and a block's columns (ki) inside the tile.
     auto schedule = [&](Func &f, const Dim &out, const Dim &red, const BsrMatrix &w) {
+        const BsrRegisterTile tile = bsr_register_tile(w.block_rows(), w.cols() * 4, 24, host_vector_bits());
         Dim tc("tc"), tt("tt"), to("to"), ti("ti"), nb("nb"), r("r"), ro("ro"), ri("ri"), ko("ko"), ki("ki");
         f.fuse(b, s, tok).pad_loop(tok, 24).fuse_storage(b, s, tok, 24);
-        f.split(tok, tc, tt, 24).split(tt, to, ti, 6).split(out, nb, r, w.block_rows()).split(r, ro, ri, 16);
+        f.split(tok, tc, tt, 24).split(tt, to, ti, tile.tokens).split(out, nb, r, w.block_rows());
+        f.split(r, ro, ri, tile.vector_rows);
         f.split(red, ko, ki, w.block_cols()).reorder({tc, nb, ro, to, ko, ki, ti, ri});
         f.cache_write(to).vectorize(ri).unroll(ti).parallel(tc);
     };

@@ -22,9 +22,9 @@ struct BsrRegisterTile {
  * Zen 5 (AVX-512), 2 threads, 3,430 BERT tokens, bench/block_sparse.cpp --only=linear, each A/B
  * alternated in 3-4 rounds (2026-11-29):
  * - vector_rows: up to two registers of rows (32 with AVX-512, 16 with AVX2, 8 with SSE), at
- *   most the block's rows. A 32x32 block with AVX-512 had one register of 16 rows x 6 tokens, 6
- *   accumulators; the whole block row (two registers) took 20-33% less time at 50 / 25% density
- *   (768 x 3072 weight at 50%: 30-33 ms -> 23-24 ms; dense sgemm 46 ms).
+ *   most the block's rows; one register's where two do not divide the block's rows. A 32x32 block with AVX-512 had one
+ * register of 16 rows x 6 tokens, 6 accumulators; the whole block row (two registers) took 20-33% less time at 50 / 25%
+ * density (768 x 3072 weight at 50%: 30-33 ms -> 23-24 ms; dense sgemm 46 ms).
  * - tokens: 12 where a token's vector of rows fills at most one register (8- and 16-row blocks
  *   with AVX-512, 4- and 8-row ones with AVX2) and X's rows are not a multiple of 4 KB apart,
  *   else 6 (two registers per token hold 12 accumulators already). A multiple of 4 KB puts the
@@ -48,6 +48,9 @@ inline BsrRegisterTile bsr_register_tile(int64_t block_rows, int64_t x_row_bytes
     BsrRegisterTile t;
     const int64_t lanes = std::max<int64_t>(vector_bits / 32, 1);
     t.vector_rows = std::min<int64_t>(block_rows, 2 * lanes);
+    // Vectors that do not divide the block (48 rows with AVX-512) would leave a guarded remainder
+    // in the vector loop (and the default schedule takes no such shape): one register's rows.
+    if (block_rows % t.vector_rows != 0) t.vector_rows = std::min<int64_t>(block_rows, lanes);
     const bool rows_alias = x_row_bytes <= 0 || x_row_bytes % 4096 == 0;
     if (block_rows >= 4 && t.vector_rows <= lanes && !rows_alias && chunk_tokens % 12 == 0 && chunk_tokens < 192)
         t.tokens = 12;

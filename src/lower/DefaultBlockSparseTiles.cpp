@@ -100,6 +100,26 @@ int innermost_storage_dim(const TensorNode &t) {
     return positions.empty() ? -1 : (int)positions.back();
 }
 
+/** The bytes between consecutive tokens' rows of the operand read by `dense` along the reduction
+ * `k`, or 0 when unknown: its storage's innermost extent, when k indexes that innermost dim, every
+ * other index is a token's (no constant index: X(tok, 0, k) rows are further apart) and its
+ * storage transforms only fuse outer dims (the packed tokens of fuse_storage keep the rows as
+ * they are; a split or reorder moves them). */
+int64_t x_row_bytes(const Access &dense, const VarNode *k) {
+    const TensorNode &x = *dense.tensor;
+    if (dense.indices.empty() || !uses_var(dense.indices.back(), k) || x.storage.size() != dense.indices.size())
+        return 0;
+    for (size_t i = 0; i + 1 < dense.indices.size(); i++)
+        if (as_const_int(simplify(dense.indices[i])) || uses_var(dense.indices[i], k)) return 0;
+    size_t dims = x.storage.size();
+    for (const StorageTransform &st : x.storage_transforms) {
+        if (st.kind != StorageTransform::Kind::Fuse || st.position + 2 >= dims) return 0;
+        dims--;
+    }
+    const int64_t *extent = as_const_int(simplify(x.storage.back().extent));
+    return extent ? *extent * (x.type.bits / 8) : 0;
+}
+
 } // namespace
 
 std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const front::Schedule &fused,
@@ -144,12 +164,8 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
     const int64_t *cols = as_const_int(simplify(dense->tensor->domain.back().extent));
     if (cols && *rows * *cols * 4 > (int64_t{16} << 20)) chunk = std::max<int64_t>(chunk, 192);
     // Column-major blocks: cora::bsr_register_tile's tile, the hand schedule's (its header has the
-    // rule and the measurements). X's rows are `cols` elements apart when it is stored as declared,
-    // with k innermost; else the stride counts as unknown.
-    const bool x_rows_as_declared = cols && dense->tensor->storage_transforms.empty() && !dense->indices.empty() &&
-                                    uses_var(dense->indices.back(), k);
-    const BsrRegisterTile tile = bsr_register_tile(br, x_rows_as_declared ? *cols * (dense->tensor->type.bits / 8) : 0,
-                                                   chunk, target.vector_bits);
+    // rule and the measurements).
+    const BsrRegisterTile tile = bsr_register_tile(br, x_row_bytes(*dense, k), chunk, target.vector_bits);
     // Row-major blocks: a vector of 16 rows (8 with 128-bit vectors), the whole block row in the
     // tile where it fits kTileRegisters (below), 6 tokens.
     const int64_t vector_rows =

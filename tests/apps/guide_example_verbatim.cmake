@@ -1,5 +1,5 @@
-# The user guide's spatial example is the program the tests build, verbatim: the code block after
-# MARKER in GUIDE equals SOURCE from its first #include on.
+# A user guide example (the spatial one, the block-sparse one) is the program the tests build,
+# verbatim: the code block after MARKER in GUIDE equals SOURCE from its first #include on.
 file(READ "${GUIDE}" guide)
 file(READ "${SOURCE}" source)
 string(FIND "${guide}" "${MARKER}" at)

@@ -330,6 +330,28 @@ TEST_CASE("block-sparse linear layers on the GPU: emulated and as CUDA on CPU th
     }
 }
 
+namespace {
+/** A BsrTiling::for_matrix choice (tokens, vector rows, chunk), printed with the matrix it is for
+ * when a check fails. */
+struct ExpectedTile {
+    int64_t rows = 0, cols = 0, br = 0;
+    int bits = 0;
+    int64_t tokens, vector_rows, chunk;
+    ExpectedTile(int64_t rows_, int64_t cols_, int64_t br_, int bits_, int64_t tokens_, int64_t vector_rows_,
+                 int64_t chunk_)
+        : rows(rows_), cols(cols_), br(br_), bits(bits_), tokens(tokens_), vector_rows(vector_rows_), chunk(chunk_) {}
+    ExpectedTile(int64_t tokens_, int64_t vector_rows_, int64_t chunk_)
+        : tokens(tokens_), vector_rows(vector_rows_), chunk(chunk_) {}
+    bool operator==(const ExpectedTile &o) const {
+        return tokens == o.tokens && vector_rows == o.vector_rows && chunk == o.chunk;
+    }
+};
+std::ostream &operator<<(std::ostream &os, const ExpectedTile &t) {
+    if (t.rows > 0) os << t.rows << "x" << t.cols << " in " << t.br << "-row blocks, " << t.bits << "-bit vectors: ";
+    return os << t.tokens << " tokens x " << t.vector_rows << " rows, chunk " << t.chunk;
+}
+} // namespace
+
 TEST_CASE("BsrTiling::for_matrix picks the register tile by block rows, vector width and X's row stride; a "
           "chunk that is not a multiple of the tile is a compile error",
           "[sparse][errors]") {
@@ -337,33 +359,27 @@ TEST_CASE("BsrTiling::for_matrix picks the register tile by block rows, vector w
     // vector fills at most one register and X's rows (K floats) are not a multiple of 4 KB apart,
     // in 24-token chunks; else 6 (two registers per token, X rows 4 KB-aliased, weights over 16 MB
     // with their 192-token chunks, element-sparse rows).
-    struct Expected {
-        int64_t tokens, vector_rows, chunk;
-        bool operator==(const Expected &o) const {
-            return tokens == o.tokens && vector_rows == o.vector_rows && chunk == o.chunk;
-        }
-    };
     auto tile_of = [](int64_t rows, int64_t cols, int64_t br, int64_t bc, int bits) {
         const BsrTiling t = BsrTiling::for_matrix(BsrMatrix("W", rows, cols, br, bc), bits);
-        INFO(rows << "x" << cols << " in " << br << "x" << bc << " blocks, " << bits << "-bit vectors: "
-                  << t.tile_tokens << " tokens x " << t.vector_rows << " rows, chunk " << t.chunk_tokens);
-        return Expected{t.tile_tokens, std::min(t.vector_rows, br), t.chunk_tokens};
+        return ExpectedTile{rows, cols, br, bits, t.tile_tokens, t.vector_rows, t.chunk_tokens};
     };
-    REQUIRE(tile_of(768, 768, 8, 8, 512) == Expected{12, 8, 24});
-    REQUIRE(tile_of(768, 3072, 8, 8, 512) == Expected{6, 8, 24});    // X rows 12 KB apart
-    REQUIRE(tile_of(768, 768, 8, 8, 256) == Expected{12, 8, 24});    // one register, 3 KB rows
-    REQUIRE(tile_of(768, 1024, 8, 8, 256) == Expected{6, 8, 24});    // one register, 4 KB rows
-    REQUIRE(tile_of(768, 768, 16, 16, 512) == Expected{12, 16, 24}); // one register, 3 KB rows
-    REQUIRE(tile_of(768, 3072, 16, 16, 512) == Expected{6, 16, 24}); // one register, 12 KB rows
-    REQUIRE(tile_of(768, 768, 16, 16, 256) == Expected{6, 16, 24});  // two registers
-    REQUIRE(tile_of(768, 768, 4, 8, 256) == Expected{12, 4, 24});
-    REQUIRE(tile_of(768, 768, 4, 8, 128) == Expected{12, 4, 24});
-    REQUIRE(tile_of(768, 768, 32, 32, 512) == Expected{6, 32, 24}); // two registers: the whole block row
-    REQUIRE(tile_of(768, 768, 32, 32, 256) == Expected{6, 16, 24});
-    REQUIRE(tile_of(768, 768, 32, 32, 128) == Expected{6, 8, 24});
-    REQUIRE(tile_of(4096, 4096, 8, 8, 512) == Expected{6, 8, 192});
-    REQUIRE(tile_of(4096, 4096, 32, 32, 512) == Expected{6, 32, 192});
-    REQUIRE(tile_of(768, 768, 1, 1, 512) == Expected{6, 1, 24});
+    REQUIRE(tile_of(768, 768, 8, 8, 512) == ExpectedTile{12, 8, 24});
+    REQUIRE(tile_of(768, 3072, 8, 8, 512) == ExpectedTile{6, 8, 24});    // X rows 12 KB apart
+    REQUIRE(tile_of(768, 768, 8, 8, 256) == ExpectedTile{12, 8, 24});    // one register, 3 KB rows
+    REQUIRE(tile_of(768, 1024, 8, 8, 256) == ExpectedTile{6, 8, 24});    // one register, 4 KB rows
+    REQUIRE(tile_of(768, 768, 16, 16, 512) == ExpectedTile{12, 16, 24}); // one register, 3 KB rows
+    REQUIRE(tile_of(768, 3072, 16, 16, 512) == ExpectedTile{6, 16, 24}); // one register, 12 KB rows
+    REQUIRE(tile_of(768, 768, 16, 16, 256) == ExpectedTile{6, 16, 24});  // two registers
+    REQUIRE(tile_of(768, 768, 4, 8, 256) == ExpectedTile{12, 4, 24});
+    REQUIRE(tile_of(768, 768, 4, 8, 128) == ExpectedTile{12, 4, 24});
+    REQUIRE(tile_of(768, 768, 32, 32, 512) == ExpectedTile{6, 32, 24}); // two registers: the whole block row
+    REQUIRE(tile_of(768, 768, 32, 32, 256) == ExpectedTile{6, 16, 24});
+    REQUIRE(tile_of(768, 768, 32, 32, 128) == ExpectedTile{6, 8, 24});
+    REQUIRE(tile_of(768, 768, 48, 16, 512) == ExpectedTile{12, 16, 24}); // two registers do not divide 48
+    REQUIRE(tile_of(768, 768, 24, 8, 512) == ExpectedTile{6, 24, 24});   // 1.5 registers
+    REQUIRE(tile_of(4096, 4096, 8, 8, 512) == ExpectedTile{6, 8, 192});
+    REQUIRE(tile_of(4096, 4096, 32, 32, 512) == ExpectedTile{6, 32, 192});
+    REQUIRE(tile_of(768, 768, 1, 1, 512) == ExpectedTile{6, 1, 24});
     TokenDims D(40);
     BsrMatrix W("W", 64, 64, 8, 8);
     for (auto [chunk, tile] : {std::pair<int64_t, int64_t>{30, 12}, {24, 0}}) {
@@ -638,6 +654,8 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
         int bits;
         std::string vector_loop; ///< empty: no tile expected
         int64_t tile_tokens = 6;
+        int64_t pad_cols = 0;       ///< > 0: X's rows padded to a multiple of this (pad_storage)
+        bool packed_tokens = false; ///< X's tokens packed (fuse_storage(b, s, tok)): rows as declared
     };
     const BlockOrder CM = BlockOrder::ColumnMajor, RM = BlockOrder::RowMajor;
     const std::vector<Case> cases = {
@@ -656,7 +674,11 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
         {48, 64, 16, 16, CM, 512, "vectorized for n_r in [0, 0 + 16)", 12}, // one register, X rows 256 B apart
         {32, 1024, 16, 16, CM, 512, "vectorized for n_r in [0, 0 + 16)"},   // one register, X rows 4 KB apart
         {32, 40, 8, 8, CM, 256, "vectorized for n_r in [0, 0 + 8)", 12},
-        {16, 2048, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)"}, // X rows 8 KB apart
+        {16, 2048, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)"},            // X rows 8 KB apart
+        {96, 64, 48, 16, CM, 512, "vectorized for n_r_i in [0, 0 + 16)", 12},     // 2 registers do not divide 48
+        {48, 64, 24, 16, CM, 512, "vectorized for n_r in [0, 0 + 24)"},           // 1.5 registers
+        {16, 1000, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)", 6, 1024},   // 4,000 B rows padded to 4 KB
+        {32, 40, 8, 8, CM, 512, "vectorized for n_r in [0, 0 + 8)", 12, 0, true}, // packed tokens, 160 B rows
     };
     std::mt19937 rng(41);
     // Each case is a kernel compiled: the stages that re-run the suite at a share of the cost
@@ -665,11 +687,15 @@ TEST_CASE("default schedule: a block-sparse product left unscheduled gets the re
     for (size_t ci = 0; ci < share; ci++) {
         const Case &c = cases[ci];
         DYNAMIC_SECTION(c.rows << "x" << c.cols << " in " << c.br << "x" << c.bc << " blocks, "
-                               << (c.order == CM ? "column" : "row") << "-major, " << c.bits << "-bit vectors") {
-            Dim b("b"), s("s"), f("f"), n("n"), k("k");
+                               << (c.order == CM ? "column" : "row") << "-major, " << c.bits << "-bit vectors"
+                               << (c.pad_cols > 0 ? ", X rows padded to " + std::to_string(c.pad_cols) : "")
+                               << (c.packed_tokens ? ", X tokens packed" : "")) {
+            Dim b("b"), s("s"), f("f"), n("n"), k("k"), tok("tok");
             Param B("B", 1, 64);
             LengthArray len("len", B, 0, 40);
             Tensor X("X", {{b, B}, {s, len(b)}, {f, c.cols}}), bias("bias", {{n, c.rows}});
+            if (c.pad_cols > 0) X.pad_storage(f, c.pad_cols);
+            if (c.packed_tokens) X.fuse_storage(b, s, tok);
             BsrMatrix W("W", c.rows, c.cols, c.br, c.bc, c.order);
             Func Y("Y", {{b, B}, {s, len(b)}, {n, c.rows}});
             Y.compute([&](Expr bi, Expr si, Expr ni) {
