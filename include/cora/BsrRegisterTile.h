@@ -22,9 +22,12 @@ struct BsrRegisterTile {
  * Zen 5 (AVX-512), 2 threads, 3,430 BERT tokens, bench/block_sparse.cpp --only=linear, each A/B
  * alternated in 3-4 rounds (2026-11-29):
  * - vector_rows: up to two registers of rows (32 with AVX-512, 16 with AVX2, 8 with SSE), at
- *   most the block's rows; one register's where two do not divide the block's rows. A 32x32 block with AVX-512 had one
- * register of 16 rows x 6 tokens, 6 accumulators; the whole block row (two registers) took 20-33% less time at 50 / 25%
- * density (768 x 3072 weight at 50%: 30-33 ms -> 23-24 ms; dense sgemm 46 ms).
+ *   most the block's rows; one register's where two do not divide the block's rows (48 rows with
+ *   AVX-512: 16). Where one does not divide them either (40 rows with AVX-512), the hand schedule
+ *   gets a guarded remainder vector and the default keeps its plain nest. A 32x32 block with
+ *   AVX-512 had one register of 16 rows x 6 tokens, 6 accumulators; the whole block row (two
+ *   registers) took 20-33% less time at 50 / 25% density (768 x 3072 weight at 50%: 30-33 ms ->
+ *   23-24 ms; dense sgemm 46 ms).
  * - tokens: 12 where a token's vector of rows fills at most one register (8- and 16-row blocks
  *   with AVX-512, 4- and 8-row ones with AVX2) and X's rows are not a multiple of 4 KB apart,
  *   else 6 (two registers per token hold 12 accumulators already). A multiple of 4 KB puts the

@@ -101,10 +101,12 @@ int innermost_storage_dim(const TensorNode &t) {
 }
 
 /** The bytes between consecutive tokens' rows of the operand read by `dense` along the reduction
- * `k`, or 0 when unknown: its storage's innermost extent, when k indexes that innermost dim, every
- * other index is a token's (no constant index: X(tok, 0, k) rows are further apart) and its
- * storage transforms only fuse outer dims (the packed tokens of fuse_storage keep the rows as
- * they are; a split or reorder moves them). */
+ * `k`, or 0 when unknown: its storage's innermost extent, when k indexes that innermost dim, no
+ * other index is a constant or uses k (X(tok, 0, k) rows are further apart) and its storage
+ * transforms only fuse outer dims (the packed tokens of fuse_storage keep the rows as they are;
+ * a split or reorder moves them). A heuristic for the tile's speed only: a read with its token
+ * indices permuted (X(s, b, k) over [b, s, k]) or of a Func inlined later is taken at that
+ * storage's row stride too. */
 int64_t x_row_bytes(const Access &dense, const VarNode *k) {
     const TensorNode &x = *dense.tensor;
     if (dense.indices.empty() || !uses_var(dense.indices.back(), k) || x.storage.size() != dense.indices.size())
