@@ -166,13 +166,11 @@ std::optional<front::Schedule> block_sparse_tiles(const TensorNode &f, const fro
     const int64_t *cols = as_const_int(simplify(dense->tensor->domain.back().extent));
     if (cols && *rows * *cols * 4 > (int64_t{16} << 20)) chunk = std::max<int64_t>(chunk, 192);
     // Column-major blocks: cora::bsr_register_tile's tile, the hand schedule's (its header has the
-    // rule and the measurements).
-    const BsrRegisterTile tile = bsr_register_tile(br, x_row_bytes(*dense, k), chunk, target.vector_bits);
-    // Row-major blocks: a vector of 16 rows (8 with 128-bit vectors), the whole block row in the
-    // tile where it fits kTileRegisters (below), 6 tokens.
-    const int64_t vector_rows =
-        row_major ? std::min<int64_t>(br, target.vector_bits >= 256 ? 16 : 8) : tile.vector_rows;
-    const int64_t tile_tokens = row_major ? 6 : tile.tokens;
+    // rule and the measurements). Row-major blocks: 6 tokens x a vector of 16 rows (8 with 128-bit
+    // vectors), the whole block row in the tile where it fits kTileRegisters (below).
+    const auto [tile_tokens, vector_rows] =
+        row_major ? BsrRegisterTile{6, std::min<int64_t>(br, target.vector_bits >= 256 ? 16 : 8)}
+                  : bsr_register_tile(br, x_row_bytes(*dense, k), chunk, target.vector_bits);
     if (br < 4 || br % vector_rows != 0 || *rows % br != 0) return std::nullopt;
 
     front::Schedule s = fused;
