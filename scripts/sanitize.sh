@@ -44,7 +44,9 @@ echo "== sanitize.sh: the test suite under ASan, UBSan and LSan"
 #   kept: app_spatial_edges (edge masks, partial tiles) and app_spatial_generated (both modes);
 #   left out: the tile table (host code reading a file), the empty and full masks (spatial_tests
 #   runs zero and all-one masks), and the rule-chosen direct route.
+# kernel_sources_same_in_every_process checks that lowering does not depend on heap addresses (the
+# release stage runs it; the sanitizers' allocator is one more heap layout, not a memory check).
 stage "sanitizer ctest" ctest --output-on-failure -j "$(nproc)" --timeout 3000 -LE fuzz \
-  -E '^app_spatial_(tile_table|empty_mask|full_mask|auto_tile_direct)$'
+  -E '^(app_spatial_(tile_table|empty_mask|full_mask|auto_tile_direct)|kernel_sources_same_in_every_process)$'
 echo "== sanitize.sh: fuzz targets, ${CORA_FUZZ_SECONDS:-15} s each"
 stage "fuzzing (4 targets)" ctest --output-on-failure --timeout 900 -L fuzz

@@ -40,8 +40,26 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
     };
     std::vector<Expr> roots;
     visit_exprs(s, [&](const Expr &e) { roots.push_back(e); });
-    for (auto &[t, st] : storage)
-        roots.push_back(st.flat.size);
+    // The sizes in a fixed order: the map is keyed by address, and the order the aux closure meets
+    // arrays in decides their numbers (prefix_b2, prefix_b3) and their argument order, so iterating
+    // the map made a kernel's source depend on where the heap put its tensors (a kernel-cache miss
+    // in any process whose allocations differed). Inputs, then computed tensors producers first,
+    // then the rest (copies of cache_read and the like) by name and size.
+    for (const TensorPtr &t : ctx.inputs)
+        if (auto it = storage.find(t.get()); it != storage.end()) roots.push_back(it->second.flat.size);
+    for (const TensorPtr &t : ctx.funcs)
+        if (auto it = storage.find(t.get()); it != storage.end()) roots.push_back(it->second.flat.size);
+    std::vector<std::pair<std::string, Expr>> others;
+    for (auto &[t, st] : storage) {
+        auto listed = [&](const std::vector<TensorPtr> &v) {
+            return std::any_of(v.begin(), v.end(), [&](const TensorPtr &x) { return x.get() == t; });
+        };
+        if (!listed(ctx.inputs) && !listed(ctx.funcs))
+            others.emplace_back(t->name + " " + structural_key(st.flat.size), st.flat.size);
+    }
+    std::stable_sort(others.begin(), others.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    for (auto &[key, size] : others)
+        roots.push_back(size);
     std::vector<std::shared_ptr<const UFNode>> aux = aux_closure(ctx.aux, roots);
     for (auto &a : aux) {
         for (auto &ld : a->aux->layout)
