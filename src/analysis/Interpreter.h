@@ -8,6 +8,7 @@
 #include <map>
 #include <vector>
 
+#include "analysis/VarValues.h"
 #include "ir/Tensor.h"
 
 namespace cora::ir {
@@ -23,7 +24,7 @@ public:
      * vector per read was most of its time.) */
     std::function<double(const TensorNode *, const int64_t *idx, size_t n)> tensor_value;
     /** Values of params and bound loop variables. */
-    std::map<const VarNode *, int64_t> ints;
+    VarValues ints;
     /** Integer memory that Load and Store address, by buffer variable (not owned). Allocate adds
      * its buffer for the extent of its body. */
     std::map<const VarNode *, std::vector<int64_t> *> int_buffers;
