@@ -71,12 +71,13 @@ struct BlockShape {
     int64_t rows, cols;
 };
 
-/** Runs `kernel` (`pipe`'s output `Y` = act(X W^T + bias) of apps::BsrLinear, act ReLU when
- * `relu`) with the BSR data `w` on every length case up to `max_len` (pad 12), against the
- * reference evaluator and the dense product with w's zero blocks materialised. */
-inline void check_bsr_linear(const Kernel &kernel, const Pipeline &pipe, const apps::TokenDims &D, const Tensor &X,
-                             const BsrMatrix &W, const Func &Y, const BsrData &w, const std::optional<Tensor> &bias,
-                             bool relu, int32_t max_len, std::mt19937 &rng) {
+/** Runs each of `kernels` (all compiled from `pipe`, whose output `Y` = act(X W^T + bias) of
+ * apps::BsrLinear, act ReLU when `relu`) with the BSR data `w` on every length case up to `max_len`
+ * (pad 12), against the reference evaluator (once per case for all of them) and the dense product
+ * with w's zero blocks materialised. */
+inline void check_bsr_linear(const std::vector<const Kernel *> &kernels, const Pipeline &pipe, const apps::TokenDims &D,
+                             const Tensor &X, const BsrMatrix &W, const Func &Y, const BsrData &w,
+                             const std::optional<Tensor> &bias, bool relu, int32_t max_len, std::mt19937 &rng) {
     const int64_t rows = W.rows(), cols = W.cols();
     std::vector<float> wd = w.to_dense(), bias_values((size_t)rows);
     for (float &x : bias_values)
@@ -86,23 +87,36 @@ inline void check_bsr_linear(const Kernel &kernel, const Pipeline &pipe, const a
         RaggedShape shape;
         shape.set(D.B, (int64_t)lengths.size()).set(D.len, lengths);
         w.bind(shape, W);
-        Buffer x = Buffer::alloc(X, shape), y = Buffer::alloc(Y, shape);
+        Buffer x = Buffer::alloc(X, shape);
         fill_random(x, (uint32_t)rng());
         Buffer col = w.col_buffer(W, shape), values = w.values_buffer(W, shape);
-        std::vector<Binding> bindings = {{X, x}, {W.col, col}, {W.values, values}, {Y, y}};
         std::vector<std::pair<Tensor, const Buffer *>> inputs = {{X, &x}, {W.col, &col}, {W.values, &values}};
         std::optional<Buffer> bias_buffer;
         if (bias) {
             bias_buffer = Buffer::view(*bias, shape, bias_values.data(), rows);
-            bindings.push_back({*bias, *bias_buffer});
             inputs.push_back({*bias, &*bias_buffer});
         }
-        kernel.run(shape, bindings);
-        require_close(y, Y, shape, reference_evaluate(pipe, shape, inputs)[0]);
+        const std::vector<double> reference = reference_evaluate(pipe, shape, inputs)[0];
         std::vector<double> xv = logical_values(x, X, shape);
-        require_close(y, Y, shape,
-                      dense_linear(xv, (int64_t)xv.size() / cols, wd, rows, cols, bias ? &bias_values : nullptr, relu));
+        const std::vector<double> dense =
+            dense_linear(xv, (int64_t)xv.size() / cols, wd, rows, cols, bias ? &bias_values : nullptr, relu);
+        for (size_t k = 0; k < kernels.size(); k++) {
+            INFO("kernel " << k << " of " << kernels.size());
+            Buffer y = Buffer::alloc(Y, shape);
+            std::vector<Binding> bindings = {{X, x}, {W.col, col}, {W.values, values}, {Y, y}};
+            if (bias) bindings.push_back({*bias, *bias_buffer});
+            kernels[k]->run(shape, bindings);
+            require_close(y, Y, shape, reference);
+            require_close(y, Y, shape, dense);
+        }
     }
+}
+
+/** check_bsr_linear of one kernel. */
+inline void check_bsr_linear(const Kernel &kernel, const Pipeline &pipe, const apps::TokenDims &D, const Tensor &X,
+                             const BsrMatrix &W, const Func &Y, const BsrData &w, const std::optional<Tensor> &bias,
+                             bool relu, int32_t max_len, std::mt19937 &rng) {
+    check_bsr_linear(std::vector<const Kernel *>{&kernel}, pipe, D, X, W, Y, w, bias, relu, max_len, rng);
 }
 
 /** The metadata checks' layer: Y = X W^T over 32 features, W 16 x 32 in 8 x 8 blocks (4 of 8

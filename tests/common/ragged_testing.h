@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -142,44 +143,63 @@ inline void require_close(const Buffer &out, const Tensor &t, const RaggedShape 
     }
 }
 
-/** Runs `k` (a Kernel, or a Kernel: anything with run(shape, bindings)) and the reference
- * (inputs filled at random) for every length case; returns the outputs of the last case. */
+/** Runs each of `kernels` (Kernels, or anything with run(shape, bindings), all compiled from `p`)
+ * and the reference (inputs filled at random) for every length case, the reference evaluated once
+ * per case for all of them (it is most of a check's time under the sanitizers); returns the first
+ * kernel's outputs of the last case. */
 template <class CompiledKernel>
 std::vector<std::vector<float>>
-check_against_reference(const Pipeline &p, const CompiledKernel &k, const std::vector<Tensor> &inputs,
+check_against_reference(const Pipeline &p, const std::vector<const CompiledKernel *> &kernels,
+                        const std::vector<Tensor> &inputs,
                         const std::function<void(RaggedShape &, const std::vector<int32_t> &)> &bind, int32_t max_len,
                         int32_t pad, uint32_t seed) {
+    REQUIRE(!kernels.empty());
     std::vector<std::vector<float>> last;
     for (const auto &lengths : testing::length_cases(max_len, pad, seed)) {
         INFO(testing::describe(lengths));
         RaggedShape shape;
         bind(shape, lengths);
         std::vector<Buffer> ins;
-        std::vector<Binding> bindings;
         std::vector<std::pair<Tensor, const Buffer *>> ref_in;
         for (size_t i = 0; i < inputs.size(); i++) {
             ins.push_back(Buffer::alloc(inputs[i], shape));
             testing::fill_random(ins.back(), seed + (uint32_t)i);
         }
-        for (size_t i = 0; i < inputs.size(); i++) {
-            bindings.emplace_back(inputs[i], ins[i]);
+        for (size_t i = 0; i < inputs.size(); i++)
             ref_in.emplace_back(inputs[i], &ins[i]);
-        }
-        std::vector<Buffer> outs;
-        for (const Func &o : p.outputs())
-            outs.push_back(Buffer::alloc(o, shape));
-        for (size_t i = 0; i < outs.size(); i++)
-            bindings.emplace_back(p.outputs()[i], outs[i]);
-        k.run(shape, bindings);
-        auto ref = reference_evaluate(p, shape, ref_in);
+        std::optional<std::vector<std::vector<double>>> ref;
         last.clear();
-        for (size_t i = 0; i < outs.size(); i++) {
-            testing::require_close(outs[i], p.outputs()[i], shape, ref[i]);
-            auto v = testing::logical_values(outs[i], p.outputs()[i], shape);
-            last.emplace_back(v.begin(), v.end());
+        for (size_t which = 0; which < kernels.size(); which++) {
+            INFO("kernel " << which << " of " << kernels.size());
+            std::vector<Binding> bindings;
+            for (size_t i = 0; i < inputs.size(); i++)
+                bindings.emplace_back(inputs[i], ins[i]);
+            std::vector<Buffer> outs;
+            for (const Func &o : p.outputs())
+                outs.push_back(Buffer::alloc(o, shape));
+            for (size_t i = 0; i < outs.size(); i++)
+                bindings.emplace_back(p.outputs()[i], outs[i]);
+            kernels[which]->run(shape, bindings);
+            if (!ref) ref = reference_evaluate(p, shape, ref_in);
+            for (size_t i = 0; i < outs.size(); i++) {
+                testing::require_close(outs[i], p.outputs()[i], shape, (*ref)[i]);
+                if (which == 0) {
+                    auto v = testing::logical_values(outs[i], p.outputs()[i], shape);
+                    last.emplace_back(v.begin(), v.end());
+                }
+            }
         }
     }
     return last;
+}
+
+/** check_against_reference of one kernel. */
+template <class CompiledKernel>
+std::vector<std::vector<float>>
+check_against_reference(const Pipeline &p, const CompiledKernel &k, const std::vector<Tensor> &inputs,
+                        const std::function<void(RaggedShape &, const std::vector<int32_t> &)> &bind, int32_t max_len,
+                        int32_t pad, uint32_t seed) {
+    return check_against_reference(p, std::vector<const CompiledKernel *>{&k}, inputs, bind, max_len, pad, seed);
 }
 
 /** How often `what` occurs in `s` (e.g. guards in lowered IR). */

@@ -26,21 +26,27 @@ const char *kernel_name(EncoderKernel k) {
     return "?";
 }
 
-/** `backend`: where the kernel runs ("cpu", or with opt.gpu a backend that runs GPU schedules). */
+/** `backends`: where the kernel runs ("cpu", or with opt.gpu the backends that run GPU schedules),
+ * each against one reference per batch. */
 void check_kernel(EncoderKernel which, const EncoderOptions &opt, int64_t heads, int64_t ff_blocks, uint32_t seed,
-                  int32_t max_len = 17, int32_t pad = 16, const std::string &backend = "cpu") {
+                  int32_t max_len = 17, int32_t pad = 16, const std::vector<std::string> &backends = {"cpu"}) {
     auto def = cora::apps::make_encoder_kernel(which, opt);
     std::string name = std::string("encoder_") + kernel_name(which) + (opt.causal ? "_causal" : "") +
                        (opt.mask_full ? "_masked" : "") + (opt.gelu ? "_gelu" : "") + (opt.gpu ? "_gpu" : "") +
                        (opt.fp16 ? "_fp16" : "");
     Pipeline p({def->output()}, name);
-    Kernel k = p.compile(backend);
+    std::vector<Kernel> kernels;
+    std::vector<const Kernel *> run;
+    for (const std::string &backend : backends)
+        kernels.push_back(p.compile(backend));
+    for (const Kernel &k : kernels)
+        run.push_back(&k);
     auto &D = def->dims;
     auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) {
         s.set(D.B, (int64_t)l.size()).set(D.len, l).set(D.NH, heads).set(D.FB, ff_blocks);
     };
     // By default lengths up to 17: 0, 1, the token padding 16 and one past it.
-    check_against_reference(p, k, def->inputs, bind, max_len, pad, seed);
+    check_against_reference(p, run, def->inputs, bind, max_len, pad, seed);
 }
 
 } // namespace
@@ -100,44 +106,40 @@ TEST_CASE("encoder kernels' GPU schedules match the reference, emulated and as C
     // the GEMMs, LayerNorms and float16 kernels run emulated only; attention, whose phases need
     // barriers, runs on CPU threads there too. The release and g++ stages run everything.
     const bool sanitized = !cora::driver::sanitizer_flags().empty();
-    for (const char *backend : {"cuda-emulated", "cuda-cpu-threads"}) {
-        const bool emulated = std::string(backend) == "cuda-emulated";
-        for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::OutNorm, EncoderKernel::FeedForward1,
-                                    EncoderKernel::FeedForward2Norm, EncoderKernel::Attention})
-            if (emulated || !sanitized || which == EncoderKernel::Attention)
-                DYNAMIC_SECTION(kernel_name(which) << " on " << backend) {
-                    check_kernel(which, gpu, 1, 5, 330 + (uint32_t)which, 49, (int32_t)cora::apps::kTokenPad, backend);
-                }
-        // Attention's phases (scores, max, exponentials, sum, AttnV in one block) meet in global
-        // memory: on CPU threads a missing barrier gives wrong values, so every variant runs there.
-        DYNAMIC_SECTION("two heads, causal and masked attention on " << backend) {
-            EncoderOptions o = gpu;
-            check_kernel(EncoderKernel::Attention, o, 2, 1, 340, 33, 32, backend);
-            o.causal = true;
-            check_kernel(EncoderKernel::Attention, o, 2, 1, 341, 33, 32, backend);
-            o.mask_full = true;
-            check_kernel(EncoderKernel::Attention, o, 2, 1, 342, 33, 32, backend);
+    const std::vector<std::string> both = {"cuda-emulated", "cuda-cpu-threads"}, emulated = {"cuda-emulated"};
+    for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::OutNorm, EncoderKernel::FeedForward1,
+                                EncoderKernel::FeedForward2Norm, EncoderKernel::Attention})
+        DYNAMIC_SECTION(kernel_name(which)) {
+            check_kernel(which, gpu, 1, 5, 330 + (uint32_t)which, 49, (int32_t)cora::apps::kTokenPad,
+                         !sanitized || which == EncoderKernel::Attention ? both : emulated);
         }
-        if (emulated) SECTION("two heads and GELU, emulated") {
-                EncoderOptions o = gpu;
-                o.gelu = true;
-                check_kernel(EncoderKernel::FeedForward1, o, 2, 1, 343, 49, (int32_t)cora::apps::kTokenPad, backend);
-                check_kernel(EncoderKernel::OutNorm, gpu, 2, 1, 344, 49, (int32_t)cora::apps::kTokenPad, backend);
-            }
+    // Attention's phases (scores, max, exponentials, sum, AttnV in one block) meet in global
+    // memory: on CPU threads a missing barrier gives wrong values, so every variant runs there.
+    SECTION("two heads, causal and masked attention") {
+        EncoderOptions o = gpu;
+        check_kernel(EncoderKernel::Attention, o, 2, 1, 340, 33, 32, both);
+        o.causal = true;
+        check_kernel(EncoderKernel::Attention, o, 2, 1, 341, 33, 32, both);
+        o.mask_full = true;
+        check_kernel(EncoderKernel::Attention, o, 2, 1, 342, 33, 32, both);
+    }
+    SECTION("two heads and GELU, emulated") {
+        EncoderOptions o = gpu;
+        o.gelu = true;
+        check_kernel(EncoderKernel::FeedForward1, o, 2, 1, 343, 49, (int32_t)cora::apps::kTokenPad, emulated);
+        check_kernel(EncoderKernel::OutNorm, gpu, 2, 1, 344, 49, (int32_t)cora::apps::kTokenPad, emulated);
     }
     SECTION("float16 storage, token GEMMs on tensor cores") {
         // Token tensors and weights in float16, float32 sums (mma.sync's layout emulated lane by
         // lane on CPU threads), intermediates in float32; the outputs rounded once (1e-3 relative).
         EncoderOptions half = gpu;
         half.fp16 = true;
-        for (const char *backend : {"cuda-emulated", "cuda-cpu-threads"})
-            for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::OutNorm, EncoderKernel::FeedForward1,
-                                        EncoderKernel::FeedForward2Norm, EncoderKernel::Attention})
-                if (std::string(backend) == "cuda-emulated" || !sanitized)
-                    DYNAMIC_SECTION(kernel_name(which) << " on " << backend) {
-                        check_kernel(which, half, 1, 5, 350 + (uint32_t)which, 49, (int32_t)cora::apps::kTokenPad,
-                                     backend);
-                    }
+        for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::OutNorm, EncoderKernel::FeedForward1,
+                                    EncoderKernel::FeedForward2Norm, EncoderKernel::Attention})
+            DYNAMIC_SECTION(kernel_name(which)) {
+                check_kernel(which, half, 1, 5, 350 + (uint32_t)which, 49, (int32_t)cora::apps::kTokenPad,
+                             sanitized ? emulated : both);
+            }
         SECTION("the GEMMs' PTX has mma.sync") {
             for (EncoderKernel which : {EncoderKernel::Qkv, EncoderKernel::FeedForward2Norm}) {
                 auto def = cora::apps::make_encoder_kernel(which, half);

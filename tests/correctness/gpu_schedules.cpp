@@ -660,7 +660,15 @@ struct RandomGpuCounts {
 void check_random_gpu_case(const testing::RandomGpuCase &c, const Kernel &kern, int trial, bool have_nvrtc,
                            RandomGpuCounts &n) {
     INFO("trial " << trial << ": " << c.description);
-    check_against_reference(c.pipeline, kern, c.inputs, c.bind, 40, 8, 100 + trial);
+    // The CUDA source on CPU threads: every block-level tile, and every fourth schedule; checked
+    // with the emulation against one reference per batch.
+    const bool over_threads = c.description.find("reduce over") != std::string::npos;
+    const bool block_tile = c.description.find("cache_write(block)") != std::string::npos;
+    std::optional<Kernel> on_cpu;
+    if (trial % 4 == 0 || over_threads || block_tile) on_cpu = testing::cuda_on_cpu(c.pipeline);
+    std::vector<const Kernel *> kernels = {&kern};
+    if (on_cpu) kernels.push_back(&*on_cpu);
+    check_against_reference(c.pipeline, kernels, c.inputs, c.bind, 40, 8, 100 + trial);
     n.compiled++;
     n.shared += kern.lowered().find("allocate in shared memory") != std::string::npos;
     n.tiles += kern.lowered().find("allocate on stack") != std::string::npos;
@@ -668,20 +676,16 @@ void check_random_gpu_case(const testing::RandomGpuCase &c, const Kernel &kern, 
         require_cuda_compiles(c.pipeline);
         n.nvrtc++;
     }
-    // The CUDA source on CPU threads: every block-level tile, and every fourth schedule.
-    const bool over_threads = c.description.find("reduce over") != std::string::npos;
     n.reductions += over_threads;
-    if (trial % 4 == 0 || over_threads || c.description.find("cache_write(block)") != std::string::npos) {
-        Kernel on_cpu = testing::cuda_on_cpu(c.pipeline);
-        check_against_reference(c.pipeline, on_cpu, c.inputs, c.bind, 40, 8, 100 + trial);
+    if (on_cpu) {
         n.on_threads++;
         // A block-level tile: the block's in the emulation, one thread's in CUDA.
         auto tile_size = [](const std::string &ir) {
             size_t at = ir.find("F_tile[float32 * ");
             return at == std::string::npos ? 0L : std::stol(ir.substr(at + 17));
         };
-        const int64_t whole = tile_size(kern.lowered()), slice = tile_size(testing::kernel_ir(on_cpu));
-        if (c.description.find("cache_write(block)") != std::string::npos) {
+        const int64_t whole = tile_size(kern.lowered()), slice = tile_size(testing::kernel_ir(*on_cpu));
+        if (block_tile) {
             REQUIRE(slice > 0);
             REQUIRE(slice <= whole); // equal: one thread per block, or threads over no tile dim
             n.sliced += slice < whole;
