@@ -50,12 +50,13 @@ std::vector<ModuleArg> infer_arguments(const Stmt &s, const LoweringContext &ctx
     for (const TensorPtr &t : ctx.funcs)
         if (auto it = storage.find(t.get()); it != storage.end()) roots.push_back(it->second.flat.size);
     std::vector<std::pair<std::string, Expr>> others;
-    for (auto &[t, st] : storage) {
-        auto listed = [&](const std::vector<TensorPtr> &v) {
-            return std::any_of(v.begin(), v.end(), [&](const TensorPtr &x) { return x.get() == t; });
+    for (const auto &entry : storage) { // (not a structured binding: clang 14 cannot capture one)
+        const TensorNode *t = entry.first;
+        auto listed = [t](const std::vector<TensorPtr> &v) {
+            return std::any_of(v.begin(), v.end(), [t](const TensorPtr &x) { return x.get() == t; });
         };
         if (!listed(ctx.inputs) && !listed(ctx.funcs))
-            others.emplace_back(t->name + " " + structural_key(st.flat.size), st.flat.size);
+            others.emplace_back(t->name + " " + structural_key(entry.second.flat.size), entry.second.flat.size);
     }
     std::stable_sort(others.begin(), others.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
     for (auto &[key, size] : others)
