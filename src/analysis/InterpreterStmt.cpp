@@ -69,7 +69,7 @@ void Interpreter::exec(const Stmt &s) {
             throw RuntimeError(concat("integer overflow: the range of loop '", f->var->name, "' [", lo, ", ", lo, " + ",
                                       n, ") does not fit in 64 bits"));
         ScopedBinding bind(ints, f->var.get(), lo);
-        int64_t &index = ints[f->var.get()]; // map entries stay put while the body binds others
+        int64_t &index = ints[f->var.get()]; // entries stay put while the body binds others (VarValues)
         for (int64_t i = lo; i < hi; i++) {
             index = i;
             exec(f->body);
@@ -100,9 +100,11 @@ void Interpreter::exec(const Stmt &s) {
         return exec_scoped(s, s.as<LocalVar>()->var, s.as<LocalVar>()->init, s.as<LocalVar>()->body);
     case NodeKind::Assign: {
         const Assign *a = s.as<Assign>();
-        auto it = ints.find(a->var.get());
-        if (it == ints.end()) cannot_run(s, "assignment to a variable that is not in scope");
-        it->second = eval_int(a->value);
+        if (ints.find(a->var.get()) == ints.end()) cannot_run(s, "assignment to a variable that is not in scope");
+        // Evaluated before the variable is looked up again: a reduction in the value binds its
+        // variable, which may move VarValues' iterators (not its references).
+        const int64_t value = eval_int(a->value);
+        ints[a->var.get()] = value;
         return;
     }
     case NodeKind::Allocate: {

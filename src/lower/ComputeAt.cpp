@@ -58,26 +58,26 @@ namespace {
  * consumer's loop body (per op, per loop variable), in producer order. */
 using PendingInserts = std::vector<std::map<const VarNode *, std::vector<Stmt>>>;
 
-/** Places the pending producer bodies of op `k` into its nest. */
+/** Places the pending producer bodies of op `k` into its nest: down the chain of loops to the
+ * innermost loop that receives any, each loop's bodies placed after those of the loops inside it
+ * (placing an outer loop's first made its body a Block, and an inner loop's insertion then found no
+ * loop: which one came first depended on the variables' addresses, the map's order). */
 void place_pending(size_t k, std::vector<Stmt> &nests, PendingInserts &pending) {
-    for (auto &entry : pending[k]) {
-        const VarNode *var = entry.first; // (clang 14 cannot capture structured bindings)
-        const std::vector<Stmt> &bodies = entry.second;
-        std::function<Stmt(const Stmt &)> insert = [&](const Stmt &s) {
-            const For *loop = s.as<For>();
-            CORA_CHECK(loop != nullptr, "compute_at loop vanished");
-            Stmt body;
-            if (loop->var.get() == var) {
-                std::vector<Stmt> all = bodies;
-                all.push_back(loop->body);
-                body = Block::make(all);
-            } else {
-                body = insert(loop->body);
-            }
-            return loop->with([&](For &f) { f.body = body; });
-        };
-        nests[k] = insert(nests[k]);
-    }
+    const std::map<const VarNode *, std::vector<Stmt>> &at = pending[k];
+    std::function<Stmt(const Stmt &, size_t)> place = [&](const Stmt &s, size_t remaining) {
+        if (remaining == 0) return s;
+        const For *loop = s.as<For>();
+        CORA_CHECK(loop != nullptr, "compute_at loop vanished");
+        auto here = at.find(loop->var.get());
+        Stmt body = place(loop->body, remaining - (here != at.end() ? 1 : 0));
+        if (here != at.end()) {
+            std::vector<Stmt> all = here->second;
+            all.push_back(body);
+            body = Block::make(all);
+        }
+        return loop->with([&](For &f) { f.body = body; });
+    };
+    nests[k] = place(nests[k], at.size());
     pending[k].clear();
 }
 

@@ -204,3 +204,22 @@ TEST_CASE("op-split parts run inside the consumer's loop: the producer's with it
     REQUIRE(at(ir, "allocate S[float32 * prefix_b[B]") == std::string::npos);
     check_against_reference(p, k, {X}, bind, 40, 8, 94);
 }
+
+TEST_CASE("producers computed at two nested loops of one consumer", "[compute_at]") {
+    // Mx at P's batch loop (every row's max of the item), E and Sum at P's row loop inside it: the
+    // producers go into both loops of one nest, whatever order their loop variables sit in memory.
+    Dim batch("batch"), q("q"), kv("kv"), r("r");
+    Param B("B", 1, 16);
+    LengthArray len("len", B, 0, 24);
+    Tensor S("S", {{batch, B}, {q, len(batch)}, {kv, len(batch)}});
+    auto bind = [&](RaggedShape &s, const std::vector<int32_t> &l) { s.set(B, (int64_t)l.size()).set(len, l); };
+    testing::RowSoftmax sm(S, batch, q, kv, r, B, len);
+    sm.Mx.compute_at(sm.P, batch);
+    sm.E.compute_at(sm.P, q);
+    sm.Sum.compute_at(sm.P, q);
+    Pipeline p({sm.P}, "softmax_at_two_loops");
+    Kernel k = p.compile();
+    INFO(k.lowered());
+    REQUIRE(count_occurrences(k.lowered(), "parallel for") == 1u);
+    check_against_reference(p, k, {S}, bind, 24, 8, 89);
+}

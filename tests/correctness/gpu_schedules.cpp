@@ -36,6 +36,17 @@ using testing::require_cuda_compiles;
 
 namespace {
 
+/** `emulated_kernel` (`p` compiled emulated) and p's CUDA source on CPU threads against the
+ * reference, evaluated once per batch for both (check_against_reference). */
+void check_emulated_and_on_cpu_threads(const Pipeline &p, const Kernel &emulated_kernel,
+                                       const std::vector<Tensor> &inputs,
+                                       const std::function<void(RaggedShape &, const std::vector<int32_t> &)> &bind,
+                                       int32_t max_len, int32_t pad, uint32_t seed) {
+    const Kernel on_threads = testing::cuda_on_cpu(p);
+    check_against_reference(p, std::vector<const Kernel *>{&emulated_kernel, &on_threads}, inputs, bind, max_len, pad,
+                            seed);
+}
+
 struct Ragged {
     Dim batch{"batch"}, seq{"seq"}, tok{"tok"}, to{"to"}, ti{"ti"};
     Param B{"B", 1, 64};
@@ -82,8 +93,7 @@ TEST_CASE("a ragged elementwise op on GPU blocks and threads matches the referen
             }
             if (variant == 1 || variant == 2) REQUIRE_THAT(ir, Contains(", (32, 1, 1)>>>"));
             if (variant == 3) REQUIRE_THAT(ir, Contains(", (4, 8, 1)>>>"));
-            check_against_reference(p, k, {A}, r.bind, 40, 32, 7 + variant);
-            check_against_reference(p, testing::cuda_on_cpu(p), {A}, r.bind, 40, 32, 7 + variant);
+            check_emulated_and_on_cpu_threads(p, k, {A}, r.bind, 40, 32, 7 + variant);
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.source);
             REQUIRE_THAT(cp.source, Contains("__global__ void cora_gpu_scale_" + std::to_string(variant) + "_k0("));
@@ -128,8 +138,7 @@ TEST_CASE("a projection over packed tokens with per-thread register tiles matche
             Kernel kern = p.compile(emulated());
             INFO(kern.lowered());
             REQUIRE_THAT(kern.lowered(), Contains(", (6, 8, 1)>>>"));
-            check_against_reference(p, kern, {X, W, bias}, r.bind, 40, 8, 21 + variant);
-            check_against_reference(p, testing::cuda_on_cpu(p), {X, W, bias}, r.bind, 40, 8, 21 + variant);
+            check_emulated_and_on_cpu_threads(p, kern, {X, W, bias}, r.bind, 40, 8, 21 + variant);
             CudaProgram cp = require_cuda_compiles(p);
             INFO(cp.source);
             if (variant == 1) REQUIRE_THAT(cp.source, Contains("float Y_tile_[int64_t(4)];"));
@@ -155,8 +164,7 @@ TEST_CASE("vgemm with a block per matrix and ragged thread extents matches the r
     INFO(ir);
     REQUIRE_THAT(ir, Contains("_threads_x = max("));
     REQUIRE_THAT(ir, Contains("_threads_y = max("));
-    check_against_reference(p, k, {X, Y}, bind, 23, 8, 5);
-    check_against_reference(p, testing::cuda_on_cpu(p), {X, Y}, bind, 23, 8, 5);
+    check_emulated_and_on_cpu_threads(p, k, {X, Y}, bind, 23, 8, 5);
     CudaProgram cp = require_cuda_compiles(p);
     REQUIRE(testing::launched_kernels(cp).size() == 1);
     REQUIRE_THAT(cp.kernel_ir[0], Contains("gpu_blocks.x for batch"));
@@ -184,8 +192,7 @@ TEST_CASE("vgemm with a block per 8 x 8 tile of each matrix: ragged grid axes", 
     REQUIRE_THAT(ir, Contains("_blocks_y = max("));
     REQUIRE_THAT(ir,
                  Contains("<<<(cora_gpu_vgemm_tiles_k0_blocks_x, cora_gpu_vgemm_tiles_k0_blocks_y, B), (8, 8, 1)>>>"));
-    check_against_reference(p, k, {X, Y}, bind, 23, 8, 9);
-    check_against_reference(p, testing::cuda_on_cpu(p), {X, Y}, bind, 23, 8, 9);
+    check_emulated_and_on_cpu_threads(p, k, {X, Y}, bind, 23, 8, 9);
     CudaProgram cp = require_cuda_compiles(p);
     INFO(cp.source);
     REQUIRE_THAT(cp.source, Contains("blockIdx.z"));
@@ -210,8 +217,7 @@ TEST_CASE("horizontally fused ops share one launch; producers and consumers laun
     // One launch for P and Q (2 x B blocks), then one for S.
     REQUIRE(count_occurrences(ir, "launch ") == 2);
     REQUIRE(ir.find("launch cora_gpu_hfuse_k0") < ir.find("launch cora_gpu_hfuse_k1"));
-    check_against_reference(p, k, {A}, r.bind, 40, 16, 3);
-    check_against_reference(p, testing::cuda_on_cpu(p), {A}, r.bind, 40, 16, 3);
+    check_emulated_and_on_cpu_threads(p, k, {A}, r.bind, 40, 16, 3);
     require_cuda_compiles(p);
 }
 
@@ -231,8 +237,7 @@ TEST_CASE("a ragged row softmax: a block per row, a thread per key, row reductio
     CudaProgram cp = require_cuda_compiles(p);
     REQUIRE(testing::launched_kernels(cp).size() == 4);
     Kernel kern = p.compile(emulated());
-    check_against_reference(p, kern, {S}, r.bind, 40, 8, 77);
-    check_against_reference(p, testing::cuda_on_cpu(p), {S}, r.bind, 40, 8, 77);
+    check_emulated_and_on_cpu_threads(p, kern, {S}, r.bind, 40, 8, 77);
 }
 
 TEST_CASE("cross-thread reductions: a block per row, the row's threads combine their parts", "[gpu]") {
@@ -281,8 +286,7 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
                 REQUIRE_THAT(cp.kernel_ir[0], Contains("allocate in shared memory Mx_part[float32 * 4]"));
                 REQUIRE_THAT(cp.source, Contains("__syncthreads"));
             }
-            check_against_reference(p, kern, {S}, r.bind, 40, 8, 91 + variant);
-            check_against_reference(p, testing::cuda_on_cpu(p), {S}, r.bind, 40, 8, 91 + variant);
+            check_emulated_and_on_cpu_threads(p, kern, {S}, r.bind, 40, 8, 91 + variant);
         }
     }
     SECTION("an epilogue after the reduction; sum, maximum and minimum") {
@@ -303,8 +307,7 @@ TEST_CASE("cross-thread reductions: a block per row, the row's threads combine t
         REQUIRE_THAT(all_ir, Contains("Min_acc[0] = cora_warp_min_w16(Min_acc[0])"));
         REQUIRE_THAT(all_ir, Contains("Sum[batch] = ((Sum[batch] * 0.5f) + 1f)"));
         Kernel kern = p.compile(emulated());
-        check_against_reference(p, kern, {A}, r.bind, 40, 16, 5);
-        check_against_reference(p, testing::cuda_on_cpu(p), {A}, r.bind, 40, 16, 5);
+        check_emulated_and_on_cpu_threads(p, kern, {A}, r.bind, 40, 16, 5);
     }
 }
 

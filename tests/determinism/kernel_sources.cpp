@@ -1,9 +1,10 @@
 // Prints one line per kernel of the apps' pipelines (and some default schedules): its name and the
-// hash of its generated source (C++ for the CPU and the GPU emulation, the lowered IR of the host
-// and device code for CUDA). The ctest (same_in_every_process.cmake) runs this program several
-// times, each after a different pattern of heap allocations, and fails unless every run prints the
-// same lines: a source that depends on where the heap put the IR's nodes (a map keyed by address,
-// iterated) would change the kernel-cache key and make every process compile its kernels again.
+// hash of its generated source (C++ for the CPU and the GPU emulation; for CUDA the device code's
+// CUDA source, NVRTC's cache key, and the host entry's C++). The ctest (same_in_every_process.cmake)
+// runs this program several times, each after a different pattern of heap allocations, and fails
+// unless every run prints the same lines: a source that depends on where the heap put the IR's nodes
+// (a map keyed by address, iterated) would change the kernel-cache key and make every process compile
+// its kernels again.
 //   kernel_sources <allocations>   allocations: how many blocks to allocate (half of them freed)
 //                                  before building the pipelines, 0 to 100000
 #include <cstdio>
@@ -14,6 +15,7 @@
 
 #include "cora/cora.h"
 #include "driver/KernelImpl.h"
+#include "driver/Lowering.h"
 #include "sparse/bsr_linear.h"
 #include "transformer/encoder_def.h"
 #include "trmm/trmm_def.h"
@@ -43,10 +45,13 @@ std::vector<void *> perturb_heap(long count) {
 void print_source(const std::string &name, const Pipeline &p, Target target) {
     CompileOptions opts;
     opts.target = target;
-    std::string text =
-        target == Target::Cuda
-            ? p.lower_to_string(opts)
-            : driver::prepare_cpu_kernel(p, opts, target == Target::Host ? "cpu" : "cuda-emulated")->source;
+    std::string text;
+    if (target == Target::Cuda) { // the CUDA source (NVRTC's cache key) and the host entry's C++
+        CudaProgram cp = driver::cuda_program(driver::lower_for_cuda(p, opts), {}, opts);
+        text = cp.source + "\n" + cp.host_source;
+    } else {
+        text = driver::prepare_cpu_kernel(p, opts, target == Target::Host ? "cpu" : "cuda-emulated")->source;
+    }
     std::printf("%s %s\n", name.c_str(), util::content_hash(text).c_str());
 }
 
